@@ -1,0 +1,404 @@
+"""The loom dialect: dense tensor kernels (matmul, conv2d) and elementwise epilogues.
+
+Every compute op has two forms.
+
+Value semantics on builtin tensors, what users and the Python API write:
+
+```mlir
+%c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+%y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x32x32xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x16x16xf32>
+%s = loom.add %c, %bias : (tensor<64x16xf32>, tensor<16xf32>) -> tensor<64x16xf32>
+%r = loom.relu %s : tensor<64x16xf32>
+```
+
+Destination-passing style on memrefs, after `loom-bufferize`:
+
+```mlir
+loom.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>) outs(%c : memref<64x16xf32>)
+```
+
+Shape rules live in `result_shape`, shared by the verifiers, bufferization, the lowering
+to loops and the numpy reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    MemRefType,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    opt_prop_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+ShapedT = TensorType | MemRefType
+
+
+def _fmt_shape(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """numpy broadcasting of two shapes; None when they do not broadcast."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out: list[int] = []
+    for x, y in zip(pa, pb):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y) if 1 in (x, y) else x)
+    return tuple(out)
+
+
+def conv2d_output_hw(
+    h: int, w: int, r: int, s: int, strides, padding, dilations
+) -> tuple[int, int]:
+    """Ho = (H + 2*ph - dh*(R-1) - 1) // sh + 1, and the same for W."""
+    ho = (h + 2 * padding[0] - dilations[0] * (r - 1) - 1) // strides[0] + 1
+    wo = (w + 2 * padding[1] - dilations[1] * (s - 1) - 1) // strides[1] + 1
+    return ho, wo
+
+
+class LoomComputeOp(IRDLOperation):
+    """Common structure of loom compute ops: `ins` operands, then either a tensor result
+    (value form) or one `outs` memref operand (destination-passing form)."""
+
+    OPERAND_NAMES: ClassVar[tuple[str, ...]]
+    """What the inputs are called in diagnostics, in order."""
+
+    ins = var_operand_def(TensorType | MemRefType)
+    outs = var_operand_def(MemRefType)
+    res = var_result_def(TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_type: Attribute | None = None,
+        out: SSAValue | None = None,
+        properties: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[inputs, [out] if out is not None else []],
+            result_types=[[result_type] if result_type is not None else []],
+            properties=properties or {},
+        )
+
+    # ---- shape rules -------------------------------------------------------
+
+    def result_shape(self, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        """The result shape from the input shapes; raises VerifyException naming the
+        offending operand."""
+        raise NotImplementedError
+
+    @property
+    def is_bufferized(self) -> bool:
+        return len(self.outs) == 1
+
+    @property
+    def output_type(self) -> ShapedT:
+        t = self.outs[0].type if self.is_bufferized else self.res[0].type
+        assert isinstance(t, TensorType | MemRefType)
+        return t
+
+    def _describe(self, i: int) -> str:
+        return f"operand #{i} ({self.OPERAND_NAMES[i]})"
+
+    def verify_(self) -> None:
+        n = len(self.OPERAND_NAMES)
+        if len(self.ins) != n:
+            raise VerifyException(f"'{self.name}' expects {n} input operands, got {len(self.ins)}")
+        if self.is_bufferized == bool(self.res):
+            raise VerifyException(
+                f"'{self.name}' takes either a tensor result (value form) or one outs "
+                "memref (destination-passing form), not both and not neither"
+            )
+        if len(self.outs) > 1:
+            raise VerifyException(f"'{self.name}' takes one outs operand")
+        kind = MemRefType if self.is_bufferized else TensorType
+        kind_name = "memref" if self.is_bufferized else "tensor"
+        out_t = self.output_type
+        elt = out_t.get_element_type()
+        if not isinstance(elt, AnyFloat):
+            raise VerifyException(f"'{self.name}' result element type must be f32 or f64, got {elt}")
+        for i, v in enumerate(self.ins):
+            if not isinstance(v.type, kind):
+                raise VerifyException(f"{self._describe(i)} must be a {kind_name}, got {v.type}")
+            if v.type.get_element_type() != elt:
+                raise VerifyException(
+                    f"{self._describe(i)} has element type {v.type.get_element_type()}, "
+                    f"expected {elt} (the result's)"
+                )
+        shapes = [tuple(v.type.get_shape()) for v in self.ins]
+        for i, s in enumerate(shapes):
+            if any(d < 0 for d in s):
+                raise VerifyException(f"{self._describe(i)} must have a static shape, got {self.ins[i].type}")
+        expected = self.result_shape(shapes)
+        actual = tuple(out_t.get_shape())
+        if expected != actual:
+            which = "outs operand" if self.is_bufferized else "result"
+            raise VerifyException(
+                f"{which} has shape {_fmt_shape(actual)}, expected {_fmt_shape(expected)} "
+                f"from the operand shapes ({', '.join(_fmt_shape(s) for s in shapes)})"
+            )
+
+    # ---- assembly ----------------------------------------------------------
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        if parser.parse_optional_keyword("ins") is not None:
+            ins, _ = cls._parse_operand_group(parser)
+            parser.parse_keyword("outs")
+            outs, _ = cls._parse_operand_group(parser)
+            attrs = parser.parse_optional_attr_dict()
+            op = cls(ins, out=outs[0] if len(outs) == 1 else None, properties=attrs)
+            if len(outs) != 1:
+                parser.raise_error(f"'{cls.name}' takes exactly one outs operand")
+            return op
+        pos = parser.pos
+        unresolved = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        if parser.parse_optional_punctuation("(") is None:
+            # unary ops: `loom.relu %x : tensor<...>`
+            t = parser.parse_type()
+            in_types, out_t = [t], t
+        else:
+            in_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+            parser.parse_punctuation(")")
+            parser.parse_punctuation("->")
+            out_t = parser.parse_type()
+        if len(in_types) != len(unresolved):
+            parser.raise_error(
+                f"{len(unresolved)} operands but {len(in_types)} types", pos, parser.pos
+            )
+        ins = [parser.resolve_operand(u, t) for u, t in zip(unresolved, in_types)]
+        return cls(ins, result_type=out_t, properties=attrs)
+
+    @staticmethod
+    def _parse_operand_group(parser: Parser):
+        parser.parse_punctuation("(")
+        unresolved = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation(")")
+        if len(types) != len(unresolved):
+            parser.raise_error(f"{len(unresolved)} operands but {len(types)} types")
+        return [parser.resolve_operand(u, t) for u, t in zip(unresolved, types)], types
+
+    def _print_attrs(self, printer: Printer) -> None:
+        props = {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
+        if props:
+            printer.print_string(" ")
+            printer.print_attr_dict(props)
+
+    def print(self, printer: Printer) -> None:
+        if self.is_bufferized:
+            printer.print_string(" ins(")
+            printer.print_list(self.ins, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.ins], printer.print_attribute)
+            printer.print_string(") outs(")
+            printer.print_operand(self.outs[0])
+            printer.print_string(" : ")
+            printer.print_attribute(self.outs[0].type)
+            printer.print_string(")")
+            self._print_attrs(printer)
+            return
+        printer.print_string(" ")
+        printer.print_list(self.ins, printer.print_operand)
+        self._print_attrs(printer)
+        printer.print_string(" : ")
+        if len(self.ins) == 1 and self.ins[0].type == self.res[0].type:
+            printer.print_attribute(self.res[0].type)
+            return
+        printer.print_string("(")
+        printer.print_list([v.type for v in self.ins], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.res[0].type)
+
+
+@irdl_op_definition
+class MatmulOp(LoomComputeOp):
+    """C = A @ B, optionally batched (rank 3, same batch size).
+
+    ```mlir
+    %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.matmul"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
+    traits = traits_def(Pure())
+
+    def result_shape(self, shapes):
+        (a, b) = shapes
+        if len(a) not in (2, 3):
+            raise VerifyException(f"{self._describe(0)} must have rank 2 or 3 (batched), got shape {_fmt_shape(a)}")
+        if len(b) != len(a):
+            raise VerifyException(
+                f"{self._describe(1)} has rank {len(b)}, expected {len(a)} to match lhs shape {_fmt_shape(a)}"
+            )
+        if len(a) == 3 and a[0] != b[0]:
+            raise VerifyException(
+                f"{self._describe(1)} has batch size {b[0]}, expected {a[0]} (lhs batch size)"
+            )
+        if a[-1] != b[-2]:
+            raise VerifyException(
+                f"{self._describe(1)} has shape {_fmt_shape(b)}: its dimension {len(b) - 2} "
+                f"is {b[-2]}, expected K = {a[-1]} (lhs shape {_fmt_shape(a)})"
+            )
+        return (*a[:-1], b[-1])
+
+
+@irdl_op_definition
+class Conv2DOp(LoomComputeOp):
+    """2-D convolution (cross-correlation), NCHW input, FCHW filter, NFHW output.
+
+    Ho = (H + 2*ph - dh*(R-1) - 1) / sh + 1, Wo likewise.
+
+    ```mlir
+    %y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32>) -> tensor<1x64x112x112xf32>
+    ```
+    """
+
+    name = "loom.conv2d"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input", "filter")
+    traits = traits_def(Pure())
+
+    strides = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(DenseArrayBase)
+    dilations = opt_prop_def(DenseArrayBase)
+
+    def _pair(self, name: str, default: int) -> tuple[int, int]:
+        attr = self.properties.get(name)
+        if attr is None:
+            return (default, default)
+        if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+            raise VerifyException(f"attribute '{name}' must be array<i64: a, b>, got {attr}")
+        vals = attr.get_values()
+        if len(vals) != 2:
+            raise VerifyException(f"attribute '{name}' must have 2 values (h, w), got {len(vals)}")
+        return (int(vals[0]), int(vals[1]))
+
+    def conv_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """(strides, padding, dilations), defaults filled in and validated."""
+        strides = self._pair("strides", 1)
+        padding = self._pair("padding", 0)
+        dilations = self._pair("dilations", 1)
+        if min(strides) < 1:
+            raise VerifyException(f"strides must be >= 1, got {list(strides)}")
+        if min(padding) < 0:
+            raise VerifyException(f"padding must be >= 0, got {list(padding)}")
+        if min(dilations) < 1:
+            raise VerifyException(f"dilations must be >= 1, got {list(dilations)}")
+        return strides, padding, dilations
+
+    def result_shape(self, shapes):
+        x, w = shapes
+        known = {"strides", "padding", "dilations", "operandSegmentSizes"}
+        extra = sorted(set(self.properties) - known)
+        if extra:
+            raise VerifyException(
+                f"unknown attribute(s) {extra}; loom.conv2d takes strides, padding, dilations"
+            )
+        strides, padding, dilations = self.conv_params()
+        if len(x) != 4:
+            raise VerifyException(f"{self._describe(0)} must have rank 4 (NCHW), got shape {_fmt_shape(x)}")
+        if len(w) != 4:
+            raise VerifyException(f"{self._describe(1)} must have rank 4 (FCHW), got shape {_fmt_shape(w)}")
+        if w[1] != x[1]:
+            raise VerifyException(
+                f"{self._describe(1)} has {w[1]} input channels (shape {_fmt_shape(w)}), "
+                f"expected C = {x[1]} from input shape {_fmt_shape(x)}"
+            )
+        ho, wo = conv2d_output_hw(x[2], x[3], w[2], w[3], strides, padding, dilations)
+        if ho < 1 or wo < 1:
+            raise VerifyException(
+                f"{self._describe(1)} window {w[2]}x{w[3]} (dilations {list(dilations)}) does not fit "
+                f"the padded input {x[2] + 2 * padding[0]}x{x[3] + 2 * padding[1]}"
+            )
+        return (x[0], w[0], ho, wo)
+
+
+class ElementwiseBinaryOp(LoomComputeOp):
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
+    traits = traits_def(Pure())
+
+    def result_shape(self, shapes):
+        a, b = shapes
+        out = broadcast_shapes(a, b)
+        if out is None:
+            raise VerifyException(
+                f"{self._describe(1)} shape {_fmt_shape(b)} does not broadcast with lhs shape {_fmt_shape(a)}"
+            )
+        return out
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """Elementwise sum with numpy broadcasting.
+
+    ```mlir
+    %s = loom.add %c, %bias : (tensor<64x16xf32>, tensor<16xf32>) -> tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.add"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinaryOp):
+    """Elementwise product with numpy broadcasting.
+
+    ```mlir
+    %p = loom.mul %c, %d : (tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.mul"
+
+
+@irdl_op_definition
+class ReluOp(LoomComputeOp):
+    """max(x, 0) elementwise.
+
+    ```mlir
+    %r = loom.relu %s : tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.relu"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+    traits = traits_def(Pure())
+
+    def result_shape(self, shapes):
+        return shapes[0]
+
+
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp], [])

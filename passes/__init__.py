@@ -1,0 +1,38 @@
+"""Loom's passes, registered lazily: flag -> thunk that imports the pass class.
+
+Each pass lives in its own module named after its flag (dashes become underscores).
+"""
+
+from collections.abc import Callable
+from importlib import import_module
+
+from xdsl.passes import ModulePass
+
+LOOM_PASSES: dict[str, str] = {
+    # flag: "module:ClassName"
+    "loom-bufferize": "loom_bufferize:LoomBufferizePass",
+    "convert-loom-to-affine": "convert_loom_to_affine:ConvertLoomToAffinePass",
+    "loom-lower-affine": "loom_lower_affine:LoomLowerAffinePass",
+    "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
+    "loom-naive": "loom_naive:LoomNaivePipelinePass",
+}
+
+
+def _thunk(spec: str) -> Callable[[], type[ModulePass]]:
+    module, cls = spec.split(":")
+
+    def load() -> type[ModulePass]:
+        return getattr(import_module(f"passes.{module}"), cls)
+
+    return load
+
+
+def get_loom_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {flag: _thunk(spec) for flag, spec in LOOM_PASSES.items()}
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's own passes plus Loom's (Loom's win on a name clash)."""
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    return {**xdsl_passes(), **get_loom_passes()}
