@@ -39,13 +39,11 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     opt_prop_def,
-    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 ShapedT = TensorType | MemRefType
@@ -126,20 +124,20 @@ class LoomComputeOp(IRDLOperation):
     def verify_(self) -> None:
         n = len(self.OPERAND_NAMES)
         if len(self.ins) != n:
-            raise VerifyException(f"'{self.name}' expects {n} input operands, got {len(self.ins)}")
+            raise VerifyException(f"expects {n} input operands, got {len(self.ins)}")
         if self.is_bufferized == bool(self.res):
             raise VerifyException(
-                f"'{self.name}' takes either a tensor result (value form) or one outs "
+                f"takes either a tensor result (value form) or one outs "
                 "memref (destination-passing form), not both and not neither"
             )
         if len(self.outs) > 1:
-            raise VerifyException(f"'{self.name}' takes one outs operand")
+            raise VerifyException("takes one outs operand")
         kind = MemRefType if self.is_bufferized else TensorType
         kind_name = "memref" if self.is_bufferized else "tensor"
         out_t = self.output_type
         elt = out_t.get_element_type()
         if not isinstance(elt, AnyFloat):
-            raise VerifyException(f"'{self.name}' result element type must be f32 or f64, got {elt}")
+            raise VerifyException(f"result element type must be f32 or f64, got {elt}")
         for i, v in enumerate(self.ins):
             if not isinstance(v.type, kind):
                 raise VerifyException(f"{self._describe(i)} must be a {kind_name}, got {v.type}")
@@ -254,7 +252,6 @@ class MatmulOp(LoomComputeOp):
 
     name = "loom.matmul"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
-    traits = traits_def(Pure())
 
     def result_shape(self, shapes):
         (a, b) = shapes
@@ -289,7 +286,6 @@ class Conv2DOp(LoomComputeOp):
 
     name = "loom.conv2d"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input", "filter")
-    traits = traits_def(Pure())
 
     strides = opt_prop_def(DenseArrayBase)
     padding = opt_prop_def(DenseArrayBase)
@@ -321,12 +317,6 @@ class Conv2DOp(LoomComputeOp):
 
     def result_shape(self, shapes):
         x, w = shapes
-        known = {"strides", "padding", "dilations", "operandSegmentSizes"}
-        extra = sorted(set(self.properties) - known)
-        if extra:
-            raise VerifyException(
-                f"unknown attribute(s) {extra}; loom.conv2d takes strides, padding, dilations"
-            )
         strides, padding, dilations = self.conv_params()
         if len(x) != 4:
             raise VerifyException(f"{self._describe(0)} must have rank 4 (NCHW), got shape {_fmt_shape(x)}")
@@ -348,7 +338,6 @@ class Conv2DOp(LoomComputeOp):
 
 class ElementwiseBinaryOp(LoomComputeOp):
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
-    traits = traits_def(Pure())
 
     def result_shape(self, shapes):
         a, b = shapes
@@ -395,7 +384,6 @@ class ReluOp(LoomComputeOp):
 
     name = "loom.relu"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
-    traits = traits_def(Pure())
 
     def result_shape(self, shapes):
         return shapes[0]

@@ -1,0 +1,103 @@
+"""The numpy reference: a loom function evaluated op by op in float64.
+
+Used by the tests and by `loom-run` to check what the compiled kernel computes, and by
+`flops` / `reduction_length` for GFLOP/s and error bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.ir import SSAValue
+
+from compiler.diagnostics import LoomError
+from dialects import loom
+
+
+def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
+    """Cross-correlation, NCHW input, FCHW filter, float64 accumulation."""
+    n, c, h, wd = x.shape
+    f, _, r, s = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = strides, padding, dilations
+    ho, wo = loom.conv2d_output_hw(h, wd, r, s, strides, padding, dilations)
+    xp = np.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=np.float64)
+    xp[:, :, ph : ph + h, pw : pw + wd] = x
+    out = np.zeros((n, f, ho, wo), dtype=np.float64)
+    w64 = w.astype(np.float64)
+    for ri in range(r):
+        for si in range(s):
+            win = xp[:, :, ri * dh : ri * dh + sh * (ho - 1) + 1 : sh, si * dw : si * dw + sw * (wo - 1) + 1 : sw]
+            out += np.einsum("nchw,fc->nfhw", win, w64[:, :, ri, si])
+    return out
+
+
+def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray]) -> np.ndarray:
+    a = [np.asarray(x, dtype=np.float64) for x in args]
+    if isinstance(op, loom.MatmulOp):
+        return np.matmul(a[0], a[1])
+    if isinstance(op, loom.Conv2DOp):
+        return conv2d_nchw(a[0], a[1], *op.conv_params())
+    if isinstance(op, loom.AddOp):
+        return a[0] + a[1]
+    if isinstance(op, loom.MulOp):
+        return a[0] * a[1]
+    if isinstance(op, loom.ReluOp):
+        return np.maximum(a[0], 0.0)
+    raise LoomError(f"no reference for '{op.name}'", op)
+
+
+def evaluate(fn: func.FuncOp, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Evaluate a loom-dialect function on numpy arrays; returns its results in float64.
+    A bufferized op writes into its `outs` array (so memref arguments are updated)."""
+    block = fn.body.block
+    if len(arrays) != len(block.args):
+        raise LoomError(f"@{fn.sym_name.data} takes {len(block.args)} arrays, got {len(arrays)}", fn)
+    env: dict[SSAValue, np.ndarray] = {}
+    for arg, arr in zip(block.args, arrays):
+        env[arg] = np.asarray(arr, dtype=np.float64)
+    for op in block.ops:
+        if isinstance(op, loom.LoomComputeOp):
+            value = evaluate_op(op, [env[v] for v in op.ins])
+            if op.is_bufferized:
+                env[op.outs[0]][...] = value
+            else:
+                env[op.res[0]] = value
+        elif isinstance(op, func.ReturnOp):
+            return tuple(env[v] for v in op.arguments)
+        else:
+            raise LoomError(f"the numpy reference evaluates loom ops only, not '{op.name}'", op)
+    return ()
+
+
+def _compute_ops(fn: func.FuncOp):
+    return [op for op in fn.walk() if isinstance(op, loom.LoomComputeOp)]
+
+
+def flops(fn: func.FuncOp) -> int:
+    """Floating-point operations of one call: 2 per multiply-add, 1 per elementwise op."""
+    total = 0
+    for op in _compute_ops(fn):
+        out = int(np.prod(op.output_type.get_shape()))
+        if isinstance(op, loom.MatmulOp):
+            total += 2 * out * op.ins[0].type.get_shape()[-1]
+        elif isinstance(op, loom.Conv2DOp):
+            _, c, r, s = op.ins[1].type.get_shape()
+            total += 2 * out * c * r * s
+        else:
+            total += out
+    return total
+
+
+def reduction_length(fn: func.FuncOp) -> int:
+    """The longest chain of accumulations into one output value (K for matmul, C*R*S for
+    conv2d; chained ops add up), for the error bound of about 4*K*eps*max|ref|."""
+    total = 0
+    for op in _compute_ops(fn):
+        if isinstance(op, loom.MatmulOp):
+            total += op.ins[0].type.get_shape()[-1]
+        elif isinstance(op, loom.Conv2DOp):
+            _, c, r, s = op.ins[1].type.get_shape()
+            total += c * r * s
+        else:
+            total += 1
+    return max(total, 1)

@@ -1,0 +1,241 @@
+"""convert-loom-to-affine: each bufferized loom op -> one perfect affine.for nest.
+
+The nests are the textbook ones, the starting point of every schedule:
+
+- `loom.matmul`: a nest (b,) i, j that zeroes C, then the perfect nest (b,) i, j, k with
+  `C[i, j] += A[i, k] * B[k, j]`;
+- `loom.conv2d`: a zeroing nest, then n, f, oh, ow, c, r, s with
+  `Y[n, f, oh, ow] += X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw] * W[f, c, r, s]`;
+  with padding, the read sits under an `affine.if` that keeps it inside the input (the
+  padded border contributes zero; nothing is read out of bounds);
+- `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
+  numpy broadcasting (a size-1 or missing dimension reads index 0);
+- `memref.copy` (from bufferization): a copy nest.
+
+The outermost loop of each nest carries `loom.tag = "<op>"` (`"matmul"`, `"conv2d"`,
+`"add"`, ...; the zeroing nests `"<op>.init"`), which the schedule passes select on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    FloatAttr,
+    IndexType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineConstraintKind, AffineSet
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from compiler.diagnostics import LoomError
+from dialects import loom
+
+TAG = "loom.tag"
+
+BodyFn = Callable[[list[SSAValue]], list[Operation]]
+
+
+def build_nest(
+    extents: Sequence[int], tag: str, body: BodyFn, names: Sequence[str] | None = None
+) -> list[Operation]:
+    """A perfect nest `for d0 in 0..e0: for d1 in 0..e1: ... body(ivs)`, outermost
+    loop tagged, induction variables named after `names`. A rank-0 nest is the body."""
+    if not extents:
+        return body([])
+    blocks = [Block(arg_types=[IndexType()]) for _ in extents]
+    ivs = [b.args[0] for b in blocks]
+    for iv, name in zip(ivs, names or ()):
+        iv.name_hint = name
+    blocks[-1].add_ops([*body(ivs), affine.YieldOp.get()])
+    loop: affine.ForOp | None = None
+    for depth in reversed(range(len(extents))):
+        block = blocks[depth]
+        if loop is not None:
+            block.add_ops([loop, affine.YieldOp.get()])
+        loop = affine.ForOp.from_region([], [], [], [], 0, extents[depth], Region(block))
+    assert loop is not None
+    loop.attributes[TAG] = StringAttr(tag)
+    return [loop]
+
+
+def access(ivs: Sequence[SSAValue], exprs: Sequence[AffineExpr]) -> AffineMapAttr:
+    """The map of an access at `exprs`, the loop ivs being its dims."""
+    return AffineMapAttr(AffineMap(len(ivs), 0, tuple(exprs)))
+
+
+def load(mem: SSAValue, ivs: Sequence[SSAValue], exprs: Sequence[AffineExpr]) -> affine.LoadOp:
+    return affine.LoadOp(mem, ivs, access(ivs, exprs), mem.type.get_element_type())
+
+
+def store(val: SSAValue, mem: SSAValue, ivs: Sequence[SSAValue], exprs: Sequence[AffineExpr]) -> affine.StoreOp:
+    return affine.StoreOp(val, mem, ivs, access(ivs, exprs))
+
+
+def dims(n: int) -> list[AffineExpr]:
+    return [AffineExpr.dimension(i) for i in range(n)]
+
+
+def broadcast_exprs(operand_shape: Sequence[int], out_shape: Sequence[int]) -> list[AffineExpr]:
+    """Index expressions reading `operand_shape` broadcast to `out_shape` (numpy rules)."""
+    lead = len(out_shape) - len(operand_shape)
+    return [
+        AffineExpr.constant(0) if d == 1 and out_shape[lead + i] != 1 else AffineExpr.dimension(lead + i)
+        for i, d in enumerate(operand_shape)
+    ]
+
+
+def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
+    t = out.type
+    assert isinstance(t, MemRefType)
+    zero = arith.ConstantOp(FloatAttr(0.0, t.get_element_type()))
+    shape = t.get_shape()
+    return [zero, *build_nest(shape, tag, lambda ivs: [store(zero.result, out, ivs, dims(len(shape)))])]
+
+
+def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
+    a, b = op.ins
+    c = op.outs[0]
+    batched = len(c.type.get_shape()) == 3
+    extents = [*c.type.get_shape(), a.type.get_shape()[-1]]
+    nb = 1 if batched else 0
+    bt = [AffineExpr.dimension(0)] if batched else []
+    i, j, k = (AffineExpr.dimension(nb + x) for x in range(3))
+
+    def body(ivs):
+        la = load(a, ivs, [*bt, i, k])
+        lb = load(b, ivs, [*bt, k, j])
+        lc = load(c, ivs, [*bt, i, j])
+        prod = arith.MulfOp(la, lb)
+        acc = arith.AddfOp(lc, prod)
+        return [la, lb, lc, prod, acc, store(acc.result, c, ivs, [*bt, i, j])]
+
+    names = ["b", "i", "j", "k"][1 - nb :]
+    return [*zero_nest(c, "matmul.init"), *build_nest(extents, "matmul", body, names)]
+
+
+def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
+    x, w = op.ins
+    y = op.outs[0]
+    (sh, sw), (ph, pw), (dh, dw) = op.conv_params()
+    n_, c_, h_, w_ = x.type.get_shape()
+    f_, _, r_, s_ = w.type.get_shape()
+    _, _, ho, wo = y.type.get_shape()
+    n, f, oh, ow, c, r, s = dims(7)
+    ih = oh * sh + r * dh - ph
+    iw = ow * sw + s * dw - pw
+
+    def body(ivs):
+        lx = load(x, ivs, [n, c, ih, iw])
+        lw = load(w, ivs, [f, c, r, s])
+        ly = load(y, ivs, [n, f, oh, ow])
+        prod = arith.MulfOp(lx, lw)
+        acc = arith.AddfOp(ly, prod)
+        ops: list[Operation] = [lx, lw, ly, prod, acc, store(acc.result, y, ivs, [n, f, oh, ow])]
+        if ph == 0 and pw == 0:
+            return ops
+        ge = AffineConstraintKind.ge
+        constraints = []
+        if ph:
+            constraints += [AffineConstraintExpr(ge, ih, AffineExpr.constant(0)),
+                            AffineConstraintExpr(ge, AffineExpr.constant(h_ - 1), ih)]
+        if pw:
+            constraints += [AffineConstraintExpr(ge, iw, AffineExpr.constant(0)),
+                            AffineConstraintExpr(ge, AffineExpr.constant(w_ - 1), iw)]
+        inside = AffineSetAttr(AffineSet(7, 0, tuple(constraints)))
+        guarded = affine.IfOp.create(
+            operands=list(ivs),
+            properties={"condition": inside},
+            regions=[Region(Block([*ops, affine.YieldOp.get()])), Region()],
+        )
+        return [guarded]
+
+    return [*zero_nest(y, "conv2d.init"), *build_nest(
+        [n_, f_, ho, wo, c_, r_, s_], "conv2d", body, ["n", "f", "oh", "ow", "c", "r", "s"]
+    )]
+
+
+def lower_elementwise(op: loom.LoomComputeOp) -> list[Operation]:
+    out = op.outs[0]
+    shape = out.type.get_shape()
+    tag = op.name.removeprefix("loom.")
+
+    def body(ivs):
+        loads = [load(v, ivs, broadcast_exprs(v.type.get_shape(), shape)) for v in op.ins]
+        if isinstance(op, loom.ReluOp):
+            # max(x, 0) with NaN passing through, like numpy.maximum(x, 0)
+            zero = arith.ConstantOp(FloatAttr(0.0, out.type.get_element_type()))
+            keep = arith.CmpfOp(loads[0], zero, "ugt")
+            res = arith.SelectOp(keep, loads[0], zero)
+            compute = [zero, keep, res]
+        else:
+            cls = arith.AddfOp if isinstance(op, loom.AddOp) else arith.MulfOp
+            res = cls(loads[0], loads[1])
+            compute = [res]
+        return [*loads, *compute, store(res.result, out, ivs, dims(len(shape)))]
+
+    return build_nest(shape, tag, body)
+
+
+def lower_copy(op: memref.CopyOp) -> list[Operation]:
+    shape = op.source.type.get_shape()
+
+    def body(ivs):
+        v = load(op.source, ivs, dims(len(shape)))
+        return [v, store(v.result, op.destination, ivs, dims(len(shape)))]
+
+    return build_nest(shape, "copy", body)
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation]) -> None:
+    for new in new_ops:
+        for inner in new.walk():
+            inner.location = op.location
+    rewriter.insert_op(new_ops, InsertPoint.before(op))
+    rewriter.erase_op(op)
+
+
+class LowerLoomOp(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loom.LoomComputeOp, rewriter: PatternRewriter) -> None:
+        if not op.is_bufferized:
+            raise LoomError(f"'{op.name}' must be bufferized first (run loom-bufferize)", op)
+        if isinstance(op, loom.MatmulOp):
+            _replace(rewriter, op, lower_matmul(op))
+        elif isinstance(op, loom.Conv2DOp):
+            _replace(rewriter, op, lower_conv2d(op))
+        else:
+            _replace(rewriter, op, lower_elementwise(op))
+
+
+class LowerCopy(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.CopyOp, rewriter: PatternRewriter) -> None:
+        _replace(rewriter, op, lower_copy(op))
+
+
+@dataclass(frozen=True)
+class ConvertLoomToAffinePass(ModulePass):
+    name = "convert-loom-to-affine"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([LowerLoomOp(), LowerCopy()]), apply_recursively=False
+        ).rewrite_module(op)

@@ -1,0 +1,43 @@
+// RUN: loom-opt %s | loom-opt | filecheck %s
+// The textual forms users write round-trip through the parser and printer.
+
+// CHECK-LABEL: func.func @matmul
+// CHECK: %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+  %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+  func.return %c : tensor<64x16xf32>
+}
+
+// CHECK-LABEL: func.func @batched
+// CHECK: loom.matmul %a, %b : (tensor<3x8x4xf64>, tensor<3x4x5xf64>) -> tensor<3x8x5xf64>
+func.func @batched(%a: tensor<3x8x4xf64>, %b: tensor<3x4x5xf64>) -> tensor<3x8x5xf64> {
+  %c = loom.matmul %a, %b : (tensor<3x8x4xf64>, tensor<3x4x5xf64>) -> tensor<3x8x5xf64>
+  func.return %c : tensor<3x8x5xf64>
+}
+
+// CHECK-LABEL: func.func @conv
+// CHECK: loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x32x32xf32>, tensor<8x3x7x7xf32>) -> tensor<1x8x16x16xf32>
+// CHECK: loom.conv2d %x, %w : (tensor<1x3x32x32xf32>, tensor<8x3x7x7xf32>) -> tensor<1x8x26x26xf32>
+func.func @conv(%x: tensor<1x3x32x32xf32>, %w: tensor<8x3x7x7xf32>) -> (tensor<1x8x16x16xf32>, tensor<1x8x26x26xf32>) {
+  %y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x32x32xf32>, tensor<8x3x7x7xf32>) -> tensor<1x8x16x16xf32>
+  %z = loom.conv2d %x, %w : (tensor<1x3x32x32xf32>, tensor<8x3x7x7xf32>) -> tensor<1x8x26x26xf32>
+  func.return %y, %z : tensor<1x8x16x16xf32>, tensor<1x8x26x26xf32>
+}
+
+// CHECK-LABEL: func.func @epilogue
+// CHECK: %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+// CHECK: %p = loom.mul %s, %c : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+// CHECK: %r = loom.relu %p : tensor<4x5xf32>
+func.func @epilogue(%c: tensor<4x5xf32>, %bias: tensor<5xf32>) -> tensor<4x5xf32> {
+  %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %p = loom.mul %s, %c : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r = loom.relu %p : tensor<4x5xf32>
+  func.return %r : tensor<4x5xf32>
+}
+
+// CHECK-LABEL: func.func @bufferized
+// CHECK: loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+func.func @bufferized(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
+  loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  func.return
+}
