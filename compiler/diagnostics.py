@@ -53,14 +53,22 @@ class LocatedParser(Parser):
 
 def parse_module(ctx: Context, text: str, filename: str = "<input>", line_offset: int = 0) -> ModuleOp:
     """Parse MLIR text into a verified module; every failure is a LoomError."""
+    parser = None
     try:
-        module = LocatedParser(ctx, text, filename).parse_module()
+        parser = LocatedParser(ctx, text, filename)
+        module = parser.parse_module()
     except ParseError as e:
         loc = e.span.get_location()
-        line = loc.line + line_offset
-        raise LoomError(e.msg, location=f"{loc.file}:{line}:{loc.col}") from None
+        raise LoomError(e.msg, location=f"{loc.file}:{loc.line + line_offset}:{loc.col}") from None
     except UnicodeDecodeError:
         raise LoomError(f"{filename} is not UTF-8 text (a binary file?)") from None
+    except (NotImplementedError, VerifyException, ValueError) as e:
+        # xDSL raises these for syntax it does not support (semi-affine maps, say)
+        where = filename
+        if parser is not None:
+            loc = parser._current_token.span.get_location()
+            where = f"{loc.file}:{loc.line + line_offset}:{loc.col}"
+        raise LoomError(f"unsupported or invalid syntax: {e}", location=where) from None
     if line_offset:
         for op in module.walk():
             if isinstance(op.location, FileLineColLoc):

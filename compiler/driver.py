@@ -13,7 +13,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
-from compiler import reference as ref
+from compiler import numpy_reference as ref
 from compiler.context import make_context
 from compiler.diagnostics import LoomError, parse_module, verify
 from compiler.kernel import ArgSpec, Kernel
@@ -86,6 +86,8 @@ def compile(
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
+    if not isinstance(source, str | ModuleOp):
+        raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
     key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads)
     with _cache_lock:
         if key in _cache:

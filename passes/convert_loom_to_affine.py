@@ -208,8 +208,8 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation])
     for new in new_ops:
         for inner in new.walk():
             inner.location = op.location
-    rewriter.insert_op(new_ops, InsertPoint.before(op))
-    rewriter.erase_op(op)
+    rewriter.insert(new_ops, InsertPoint.before(op))
+    rewriter.erase(op)
 
 
 class LowerLoomOp(RewritePattern):

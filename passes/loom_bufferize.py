@@ -106,7 +106,7 @@ class BufferizeFunc(RewritePattern):
                 alloc = memref.AllocOp.get(
                     result.type.get_element_type(), shape=result.type.get_shape()
                 )
-                rewriter.insert_op(alloc, InsertPoint.before(inner))
+                rewriter.insert(alloc, InsertPoint.before(inner))
                 dest = alloc.memref
                 temporaries.append(dest)
             new = type(inner)(
@@ -115,19 +115,19 @@ class BufferizeFunc(RewritePattern):
                 properties={k: v for k, v in inner.properties.items() if k != "operandSegmentSizes"},
             )
             new.location = inner.location
-            rewriter.insert_op(new, InsertPoint.before(inner))
+            rewriter.insert(new, InsertPoint.before(inner))
             rewriter.replace_all_uses_with(result, dest)
             buffer_of[result] = dest
-            rewriter.erase_op(inner)
+            rewriter.erase(inner)
 
         # 4. Copies for returned values that were not computed into their slot, then
         #    free the temporaries, then return the non-tensor results.
         for src, out in copies:
-            rewriter.insert_op(memref.CopyOp(buffer_of.get(src, src), out), InsertPoint.before(ret))
+            rewriter.insert(memref.CopyOp(buffer_of.get(src, src), out), InsertPoint.before(ret))
         for buf in temporaries:
-            rewriter.insert_op(memref.DeallocOp.get(buf), InsertPoint.before(ret))
+            rewriter.insert(memref.DeallocOp.get(buf), InsertPoint.before(ret))
         new_ret = func.ReturnOp(*kept_results)
-        rewriter.replace_op(ret, new_ret)
+        rewriter.replace(ret, new_ret)
 
         op.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [v.type for v in kept_results]

@@ -42,16 +42,15 @@ that other passes can import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref, scf, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
-    IndexType,
     IntegerAttr,
     IntegerType,
     LocationAttr,
@@ -81,6 +80,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import IsTerminator
 
 from compiler.diagnostics import LoomError
+
+
+_OpT = TypeVar("_OpT", bound=Operation)
 
 
 class AffineExpansionError(ValueError):
@@ -179,9 +181,10 @@ class _Expander:
                     return self.expr(lhs, dims, symbols)
                 if constant_value(lhs) == 0:
                     return self.expr(rhs, dims, symbols)
+                a = self.expr(lhs, dims, symbols)
                 if (neg := _negated(rhs)) is not None:  # a + b * -1 -> a - b
-                    return self.emit(arith.SubiOp(self.expr(lhs, dims, symbols), self.expr(neg, dims, symbols)))
-                return self.emit(arith.AddiOp(self.expr(lhs, dims, symbols), self.expr(rhs, dims, symbols)))
+                    return self.emit(arith.SubiOp(a, self.expr(neg, dims, symbols)))
+                return self.emit(arith.AddiOp(a, self.expr(rhs, dims, symbols)))
             case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
                 if constant_value(lhs) is not None:  # constant on the right
                     lhs, rhs = rhs, lhs
@@ -292,7 +295,11 @@ def expand_min_max(
     return result
 
 
-_PREDICATES = {AffineConstraintKind.ge: "sge", AffineConstraintKind.le: "sle", AffineConstraintKind.eq: "eq"}
+_PREDICATES = {
+    AffineConstraintKind.ge: "sge",
+    AffineConstraintKind.le: "sle",
+    AffineConstraintKind.eq: "eq",
+}
 
 
 def expand_integer_set(
@@ -328,9 +335,14 @@ def _refuse_on(op: Operation, e: AffineExpansionError) -> LoomError:
     return LoomError(f"loom-lower-affine: {e}", op)
 
 
-def _located(new_op: Operation, op: Operation) -> Operation:
+def _located(new_op: _OpT, op: Operation) -> _OpT:
+    """new_op, at op's source location (so that later diagnostics point at the user's line)."""
     new_op.location = op.location
     return new_op
+
+
+def _index_constant(rewriter: PatternRewriter, value: int, op: Operation) -> SSAValue:
+    return rewriter.insert(_located(arith.ConstantOp(IntegerAttr.from_index_int_value(value)), op)).result
 
 
 class LowerAffineFor(RewritePattern):
@@ -347,10 +359,10 @@ class LowerAffineFor(RewritePattern):
             ub = expand_min_max(rewriter, op.upperBoundMap.data, op.upperBoundOperands, "min", op.location)
         except AffineExpansionError as e:
             raise _refuse_on(op, e) from None
-        step_op = rewriter.insert(_located(arith.ConstantOp(IntegerAttr.from_index_int_value(step)), op))
+        step_value = _index_constant(rewriter, step, op)
         body = rewriter.move_region_contents_to_new_regions(op.body)
-        _ensure_yield(body, op)
-        new = _located(scf.ForOp(lb, ub, step_op.result, op.inits, body), op)
+        _ensure_terminator(body, lambda: _located(scf.YieldOp(), op))
+        new = _located(scf.ForOp(lb, ub, step_value, op.inits, body), op)
         new.attributes.update(op.attributes)
         rewriter.replace(op, new)
 
@@ -367,7 +379,7 @@ class LowerAffineIf(RewritePattern):
         then_region = rewriter.move_region_contents_to_new_regions(op.then_region)
         else_region = rewriter.move_region_contents_to_new_regions(op.else_region)
         for region in (then_region, else_region):
-            _ensure_yield(region, op)
+            _ensure_terminator(region, lambda: _located(scf.YieldOp(), op))
         if _is_empty_body(else_region):
             else_region = Region()
         new = _located(scf.IfOp(cond, op.res.types, then_region, else_region), op)
@@ -394,19 +406,22 @@ class LowerAffineParallel(RewritePattern):
         if op.reductions.data or op.res:
             raise LoomError("loom-lower-affine: cannot lower affine.parallel with reductions", op)
         lb_map, ub_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
+        lb_groups, ub_groups = op.lowerBoundsGroups.get_values(), op.upperBoundsGroups.get_values()
+        if not (len(lb_groups) == len(ub_groups) == len(op.steps) == len(op.body.block.args)):
+            raise LoomError(
+                "loom-lower-affine: affine.parallel has different numbers of bounds, steps "
+                "and induction variables",
+                op,
+            )
         n_lb = lb_map.num_dims + lb_map.num_symbols
         try:
-            lbs = _grouped_bounds(rewriter, op, lb_map, op.map_operands[:n_lb], op.lowerBoundsGroups.get_values(), "max")
-            ubs = _grouped_bounds(rewriter, op, ub_map, op.map_operands[n_lb:], op.upperBoundsGroups.get_values(), "min")
+            lbs = _grouped_bounds(rewriter, op, lb_map, op.map_operands[:n_lb], lb_groups, "max")
+            ubs = _grouped_bounds(rewriter, op, ub_map, op.map_operands[n_lb:], ub_groups, "min")
         except AffineExpansionError as e:
             raise _refuse_on(op, e) from None
-        steps = [
-            rewriter.insert(_located(arith.ConstantOp(IntegerAttr.from_index_int_value(s.value.data)), op)).result
-            for s in op.steps
-        ]
-        if not (len(lbs) == len(ubs) == len(steps) == len(op.body.block.args)):
-            raise LoomError("loom-lower-affine: affine.parallel bounds, steps and induction variables differ in number", op)
+        steps = [_index_constant(rewriter, s.value.data, op) for s in op.steps]
         body = rewriter.move_region_contents_to_new_regions(op.body)
+        _ensure_terminator(body, lambda: _located(scf.ReduceOp(), op))
         new = _located(scf.ParallelOp(lbs, ubs, steps, body), op)
         new.attributes.update(op.attributes)
         rewriter.replace(op, new)
@@ -424,7 +439,8 @@ def _grouped_bounds(
     bounds: list[SSAValue] = []
     start = 0
     for size in groups:
-        group = AffineMap(affine_map.num_dims, affine_map.num_symbols, affine_map.results[start : start + size])
+        results = affine_map.results[start : start + size]
+        group = AffineMap(affine_map.num_dims, affine_map.num_symbols, results)
         bounds.append(expand_min_max(rewriter, group, operands, kind, op.location))
         start += size
     return bounds
@@ -443,12 +459,12 @@ class LowerAffineYield(RewritePattern):
         # in an affine.parallel: left for when the parallel is lowered
 
 
-def _ensure_yield(region: Region, op: Operation) -> None:
-    """Give a block built without a terminator (by a pass; the parser adds one) an
-    empty scf.yield, as MLIR's implicit affine terminator would be."""
+def _ensure_terminator(region: Region, make: Callable[[], Operation]) -> None:
+    """Give a block built without a terminator (by a pass; the parser adds one) the
+    empty one that MLIR's implicit affine terminator stands for."""
     for block in region.blocks:
         if block.last_op is None or not block.last_op.has_trait(IsTerminator):
-            block.add_op(_located(scf.YieldOp(), op))
+            block.add_op(make())
 
 
 class LowerAffineApply(RewritePattern):

@@ -10,6 +10,7 @@ LIT_DIR = Path(__file__).parent / "lit"
 
 def test_lit_suite():
     env = dict(os.environ)
-    cmd = [sys.executable, "-m", "lit", "-q", "--order=lexical", str(LIT_DIR)]
+    lit = Path(sys.executable).parent / "lit"
+    cmd = [str(lit), "-q", "--order=lexical", str(LIT_DIR)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, f"lit failed:\n{proc.stdout}\n{proc.stderr}"

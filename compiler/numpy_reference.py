@@ -15,24 +15,23 @@ from dialects import loom
 
 
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
-    """Cross-correlation, NCHW input, FCHW filter, float64 accumulation."""
+    """Cross-correlation, NCHW input, FCHW filter, accumulated in x's dtype."""
     n, c, h, wd = x.shape
     f, _, r, s = w.shape
     (sh, sw), (ph, pw), (dh, dw) = strides, padding, dilations
     ho, wo = loom.conv2d_output_hw(h, wd, r, s, strides, padding, dilations)
-    xp = np.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=np.float64)
+    xp = np.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=x.dtype)
     xp[:, :, ph : ph + h, pw : pw + wd] = x
-    out = np.zeros((n, f, ho, wo), dtype=np.float64)
-    w64 = w.astype(np.float64)
+    out = np.zeros((n, f, ho, wo), dtype=x.dtype)
     for ri in range(r):
         for si in range(s):
             win = xp[:, :, ri * dh : ri * dh + sh * (ho - 1) + 1 : sh, si * dw : si * dw + sw * (wo - 1) + 1 : sw]
-            out += np.einsum("nchw,fc->nfhw", win, w64[:, :, ri, si])
+            out += np.einsum("nchw,fc->nfhw", win, w[:, :, ri, si])
     return out
 
 
-def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray]) -> np.ndarray:
-    a = [np.asarray(x, dtype=np.float64) for x in args]
+def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64) -> np.ndarray:
+    a = [np.asarray(x, dtype=dtype) for x in args]
     if isinstance(op, loom.MatmulOp):
         return np.matmul(a[0], a[1])
     if isinstance(op, loom.Conv2DOp):
@@ -42,22 +41,23 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray]) -> np.ndarray:
     if isinstance(op, loom.MulOp):
         return a[0] * a[1]
     if isinstance(op, loom.ReluOp):
-        return np.maximum(a[0], 0.0)
+        return np.maximum(a[0], a[0].dtype.type(0))
     raise LoomError(f"no reference for '{op.name}'", op)
 
 
-def evaluate(fn: func.FuncOp, arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Evaluate a loom-dialect function on numpy arrays; returns its results in float64.
+def evaluate(fn: func.FuncOp, arrays: list[np.ndarray], dtype=np.float64) -> tuple[np.ndarray, ...]:
+    """Evaluate a loom-dialect function on numpy arrays; returns its results in `dtype`
+    (float64 for checking; the inputs' own dtype to time numpy's BLAS on the same work).
     A bufferized op writes into its `outs` array (so memref arguments are updated)."""
     block = fn.body.block
     if len(arrays) != len(block.args):
         raise LoomError(f"@{fn.sym_name.data} takes {len(block.args)} arrays, got {len(arrays)}", fn)
     env: dict[SSAValue, np.ndarray] = {}
     for arg, arr in zip(block.args, arrays):
-        env[arg] = np.asarray(arr, dtype=np.float64)
+        env[arg] = np.asarray(arr, dtype=dtype)
     for op in block.ops:
         if isinstance(op, loom.LoomComputeOp):
-            value = evaluate_op(op, [env[v] for v in op.ins])
+            value = evaluate_op(op, [env[v] for v in op.ins], dtype)
             if op.is_bufferized:
                 env[op.outs[0]][...] = value
             else:

@@ -1,0 +1,984 @@
+"""loom-convert-to-llvm: func/arith/math/cf/memref (after convert-scf-to-cf) → llvm dialect.
+
+xDSL 0.74 has no usable func/arith/cf/math/memref → llvm conversions (its memref → ptr
+route goes through ptrtoint/inttoptr, which stops LLVM from vectorizing), so Loom has
+its own, built to give LLVM what it needs to optimize: plain pointers, `noalias`
+arguments and `getelementptr inbounds` addressing.
+
+Memref ABI (the runtime relies on it)
+-------------------------------------
+* Only static memrefs: static shape and a static layout (identity, or
+  `strided<[s0, ..., sn], offset: o>` with static values). Anything dynamic is refused.
+* A memref value is one `!llvm.ptr`: the address of element 0 of the underlying
+  buffer (the base, *before* the layout offset is applied).
+* A memref function argument is an `!llvm.ptr {llvm.noalias, llvm.nocapture}`.
+* `A[i0, ..., in]` is `getelementptr inbounds T, ptr %A, i64 (o + Σ ik·sk)`; the index
+  is computed in i64 with `mul nsw`/`add nsw`, constant parts folded.
+* `memref.alloc` calls `aligned_alloc(64, bytes rounded up to 64)`, `memref.dealloc`
+  calls `free`; `memref.alloca` is an `llvm.alloca`.
+* `index` is `i64`.
+
+How the pass works
+------------------
+1. Signatures: each func.func becomes an llvm.func; block arguments of every block get
+   their LLVM types, with an `unrealized_conversion_cast` back to the old type so that
+   the ops inside still see memref/index values (a memref load needs the memref type).
+2. Ops: one small pattern per source op or per family (tables). A pattern reads its
+   operands as LLVM values (`_Rewrite.value`, looking through the casts), builds llvm
+   ops, and hands its results back through casts to the old types.
+3. Any non-llvm op left is refused by name and location; the casts then cancel out.
+
+What is lowered: func.func/return/call; arith constants, integer and float arithmetic
+(fastmath and nsw/nuw flags kept), min/max, floordiv/ceildiv, cmpi/cmpf/select, all
+casts; math ops (llvm intrinsic ops where xDSL has them, `llvm.call_intrinsic` with a
+mangled name otherwise, libm calls for erf/cbrt/…); cf.br/cond_br; memref
+load/store/alloc/alloca/dealloc/dim and static views (subview, reinterpret_cast, cast,
+collapse/expand_shape, assume_alignment). Anything else is refused by name.
+
+Types are converted in one place (`convert_type`). Elementwise ops take vector operands
+the same way as scalars (arith.addf on vector<8xf32> → llvm.fadd on vector<8xf32>), so
+vector support can be added op by op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import arith, cf, func, llvm, math, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    Signedness,
+    StridedLayoutAttr,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    VectorType,
+    i1,
+    i64,
+)
+from xdsl.dialects.llvm import GenericCastOp
+from xdsl.ir import Attribute, Block, OpResult, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import NoMemoryEffect
+
+from compiler.diagnostics import LoomError
+
+PASS = "loom-convert-to-llvm"
+
+# --------------------------------------------------------------------------------------
+# llvm ops xDSL's llvm dialect lacks (compiler/llvm_emit.py emits them by name)
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class FPToSIOp(GenericCastOp):
+    name = "llvm.fptosi"
+
+
+@irdl_op_definition
+class FPToUIOp(GenericCastOp):
+    name = "llvm.fptoui"
+
+
+@irdl_op_definition
+class UIToFPOp(GenericCastOp):
+    name = "llvm.uitofp"
+
+
+@irdl_op_definition
+class ExtractElementOp(IRDLOperation):
+    """One lane of a vector (for the vector lowering; printed in generic form)."""
+
+    name = "llvm.extractelement"
+    vector = operand_def(VectorType)
+    position = operand_def(IntegerType)
+    res = result_def()
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, vector: SSAValue, position: SSAValue):
+        assert isinstance(vector.type, VectorType)
+        super().__init__(operands=[vector, position], result_types=[vector.type.element_type])
+
+
+# For a context that should parse this pass's output: `for op in EXTRA_LLVM_OPS: ctx.load_op(op)`.
+EXTRA_LLVM_OPS: tuple[type[Operation], ...] = (FPToSIOp, FPToUIOp, UIToFPOp, ExtractElementOp)
+
+
+# --------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------
+
+_SCALARS = (IntegerType, Float16Type, BFloat16Type, Float32Type, Float64Type)
+_FLOATS = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+
+
+def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
+    """The LLVM-dialect type of a func/arith/memref-level type (the one place it is decided)."""
+    if isinstance(t, IndexType):
+        return i64
+    if isinstance(t, IntegerType):
+        if t.signedness.data != Signedness.SIGNLESS:
+            raise LoomError(f"{PASS}: only signless integers can be lowered, got {t}", op)
+        return t
+    if isinstance(t, _FLOATS):
+        return t
+    if isinstance(t, VectorType):
+        if t.get_num_scalable_dims():
+            raise LoomError(f"{PASS}: scalable vectors are not supported: {t}", op)
+        if t.get_num_dims() != 1:
+            raise LoomError(f"{PASS}: only 1-D vectors can be lowered (unroll {t} first)", op)
+        return VectorType(convert_type(t.element_type, op), t.get_shape())
+    if isinstance(t, MemRefType):
+        memref_layout(t, op)  # refuses what the ABI cannot express
+        return llvm.LLVMPointerType()
+    if isinstance(t, (llvm.LLVMPointerType, llvm.LLVMStructType, llvm.LLVMArrayType)):
+        return t
+    raise LoomError(f"{PASS}: no LLVM type for {t}", op)
+
+
+@dataclass(frozen=True)
+class MemrefLayout:
+    """A static memref: where element (i0..in) lives, relative to the base pointer."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    element_type: Attribute  # already an LLVM type
+
+    def span(self) -> tuple[int, int]:
+        """Lowest and highest element index addressed, relative to the base ((0, -1) if empty)."""
+        if any(n == 0 for n in self.shape):
+            return 0, -1
+        reach = [(n - 1) * s for n, s in zip(self.shape, self.strides)]
+        return self.offset + sum(min(0, d) for d in reach), self.offset + sum(max(0, d) for d in reach)
+
+    def extent(self) -> int:
+        """Elements from the base to one past the last element (the buffer size)."""
+        return self.span()[1] + 1
+
+    def element_bytes(self) -> int:
+        return _byte_size(self.element_type)
+
+
+def memref_layout(t: MemRefType, op: Operation | None = None) -> MemrefLayout:
+    """The static layout of `t`, or a LoomError saying why the ABI cannot express it."""
+    why = "only static shapes and layouts can be lowered (a memref is passed as a bare pointer)"
+    if not isinstance(t.memory_space, NoneAttr):
+        raise LoomError(f"{PASS}: memref memory spaces are not supported: {t}", op)
+    shape = t.get_shape()
+    if any(n < 0 for n in shape):
+        raise LoomError(f"{PASS}: {t} has a dynamic shape; {why}", op)
+    layout = t.layout
+    if isinstance(layout, NoneAttr) or (isinstance(layout, AffineMapAttr) and layout.data == AffineMap.identity(len(shape))):
+        strides, offset = tuple(MemRefType.strides_for_shape(shape)), 0
+    elif isinstance(layout, StridedLayoutAttr):
+        raw_strides, raw_offset = layout.get_strides(), layout.get_offset()
+        if raw_offset is None or any(s is None for s in raw_strides):
+            raise LoomError(f"{PASS}: {t} has a dynamic layout; {why}", op)
+        strides, offset = tuple(s for s in raw_strides if s is not None), raw_offset
+    else:
+        raise LoomError(f"{PASS}: {t} has a non-strided layout; {why}", op)
+    element = t.element_type
+    if not isinstance(element, (*_SCALARS, IndexType, VectorType)):
+        raise LoomError(f"{PASS}: unsupported memref element type {element}", op)
+    result = MemrefLayout(shape, strides, offset, convert_type(element, op))
+    if result.span()[0] < 0:
+        raise LoomError(f"{PASS}: {t} addresses elements before its base pointer (negative offset)", op)
+    return result
+
+
+def _byte_size(t: Attribute) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, (t.width.data + 7) // 8)
+    if isinstance(t, (Float16Type, BFloat16Type)):
+        return 2
+    if isinstance(t, Float32Type):
+        return 4
+    if isinstance(t, Float64Type):
+        return 8
+    if isinstance(t, VectorType):
+        size = _byte_size(t.element_type) * t.element_count()
+        return 1 << (size - 1).bit_length()  # LLVM rounds vector allocations to a power of 2
+    raise AssertionError(f"no byte size for {t}")
+
+
+def _scalar_bytes(t: Attribute) -> int:
+    return _byte_size(t.element_type if isinstance(t, VectorType) else t)
+
+
+def mangle(t: Attribute) -> str:
+    """The suffix of an overloaded LLVM intrinsic for type `t` (f32, v8f32, i64, p0)."""
+    if isinstance(t, VectorType):
+        return f"v{t.element_count()}{mangle(t.element_type)}"
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    names = {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float64Type: "f64"}
+    if type(t) in names:
+        return names[type(t)]
+    if isinstance(t, llvm.LLVMPointerType):
+        return "p0"
+    raise AssertionError(f"cannot mangle {t}")
+
+
+# --------------------------------------------------------------------------------------
+# Rewriting helpers
+# --------------------------------------------------------------------------------------
+
+
+def _cast(value: SSAValue, to: Attribute) -> UnrealizedConversionCastOp:
+    return UnrealizedConversionCastOp.get([value], [to])
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    """The integer a value is known to be (an arith/llvm constant, maybe behind casts)."""
+    while isinstance(value.owner, UnrealizedConversionCastOp):
+        value = value.owner.inputs[0]
+    owner = value.owner
+    if isinstance(owner, (arith.ConstantOp, llvm.ConstantOp)) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _fastmath(op: Operation) -> llvm.FastMathAttr:
+    flags = getattr(op, "fastmath", None)
+    if isinstance(flags, arith.FastMathFlagsAttr) and flags.data:
+        return llvm.FastMathAttr(tuple(flags.data))
+    return llvm.FastMathAttr(None)
+
+
+def _overflow(op: Operation) -> llvm.OverflowAttr:
+    flags = getattr(op, "overflow_flags", None)
+    mapping = {"nsw": llvm.OverflowFlag.NO_SIGNED_WRAP, "nuw": llvm.OverflowFlag.NO_UNSIGNED_WRAP}
+    if isinstance(flags, arith.IntegerOverflowAttr) and flags.data:
+        return llvm.OverflowAttr(tuple(mapping[f.value] for f in flags.data))
+    return llvm.OverflowAttr("none")
+
+
+NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
+
+
+class _Rewrite:
+    """One op's rewrite: LLVM-typed operands in, new ops inserted before it, results out.
+
+    `value(v)` gives the LLVM-typed version of operand `v` (looking through the casts of
+    earlier rewrites, or adding one); `add(op)` inserts a new op before the old one;
+    `replace(*values)` replaces the old op's results, casting back to the old types so
+    that not-yet-lowered users still type-check.
+    """
+
+    def __init__(self, op: Operation, rewriter: PatternRewriter):
+        self.op = op
+        self.rewriter = rewriter
+
+    def type(self, t: Attribute) -> Attribute:
+        return convert_type(t, self.op)
+
+    def value(self, v: SSAValue) -> SSAValue:
+        want = self.type(v.type)
+        if v.type == want:
+            return v
+        owner = v.owner
+        if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == want:
+            return owner.inputs[0]
+        return self.add(_cast(v, want)).results[0]
+
+    def values(self, vs: Sequence[SSAValue]) -> list[SSAValue]:
+        return [self.value(v) for v in vs]
+
+    def add(self, new: Operation) -> Operation:
+        self.rewriter.insert(new, InsertPoint.before(self.op))
+        return new
+
+    def result(self, new: Operation) -> SSAValue:
+        return self.add(new).results[0]
+
+    def const(self, value: int, t: Attribute = i64) -> SSAValue:
+        return self.result(llvm.ConstantOp(IntegerAttr(value, t), t))
+
+    def replace(self, *values: SSAValue) -> None:
+        results: list[SSAValue] = []
+        for old, new in zip(self.op.results, values, strict=True):
+            if old.name_hint and not new.name_hint and isinstance(new, OpResult):
+                new.name_hint = old.name_hint  # %t = memref.alloc → %t = llvm.call
+            results.append(new if new.type == old.type else self.result(_cast(new, old.type)))
+        self.rewriter.replace(self.op, [], results)
+
+    def refuse(self, why: str) -> LoomError:
+        return LoomError(f"{PASS}: cannot lower '{self.op.name}': {why}", self.op)
+
+
+class _Lowering(RewritePattern):
+    """A pattern that lowers the op types in `sources` with `lower(op, rewrite)`."""
+
+    sources: ClassVar[tuple[type[Operation], ...]] = ()
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, self.sources):
+            self.lower(op, _Rewrite(op, rewriter))
+
+    def lower(self, op, r: _Rewrite) -> None:  # noqa: ANN001 - each subclass narrows op
+        raise NotImplementedError
+
+
+@dataclass
+class _Externals:
+    """External functions the lowered code calls (declared once, after the walk)."""
+
+    functions: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
+
+    def use(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> str:
+        self.functions.setdefault(name, llvm.LLVMFunctionType(list(inputs), output))
+        return name
+
+    def declare_in(self, module: ModuleOp) -> None:
+        existing = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
+        for name, ftype in self.functions.items():
+            if name not in existing:
+                module.body.block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+
+def _call_intrinsic(r: _Rewrite, name: str, args: Sequence[SSAValue], result: Attribute, fm: llvm.FastMathAttr) -> SSAValue:
+    """`llvm.call_intrinsic "<name>"(args)`; `name` is already mangled (llvm.maximum.f32)."""
+    call = llvm.CallIntrinsicOp(name, args, [result])
+    call.properties["fastmathFlags"] = fm
+    return r.result(call)
+
+
+def _splat(value: float, t: Attribute) -> Attribute:
+    if isinstance(t, VectorType):
+        return DenseIntOrFPElementsAttr.from_list(t, [value] * t.element_count())
+    return FloatAttr(value, t)
+
+
+# --------------------------------------------------------------------------------------
+# func
+# --------------------------------------------------------------------------------------
+
+
+def _convert_block_args(block: Block, op: Operation) -> None:
+    """Give `block`'s arguments LLVM types; a cast at the block start keeps the old type
+    visible to the ops inside until they are lowered."""
+    for arg in list(block.args):
+        want = convert_type(arg.type, op)
+        if want == arg.type:
+            continue
+        old_type = arg.type
+        new_arg = Rewriter.replace_value_with_new_type(arg, want)
+        cast = _cast(new_arg, old_type)
+        if block.first_op is not None:
+            block.insert_op_before(cast, block.first_op)
+        else:
+            block.add_op(cast)
+        new_arg.replace_uses_with_if(cast.results[0], lambda use: use.operation is not cast)
+
+
+class FuncLowering(RewritePattern):
+    """func.func → llvm.func; memref arguments become `!llvm.ptr {llvm.noalias, llvm.nocapture}`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter) -> None:
+        ftype = op.function_type
+        if len(ftype.outputs) > 1:
+            raise LoomError(f"{PASS}: '{op.sym_name.data}' returns {len(ftype.outputs)} values; at most one is supported", op)
+        inputs = [convert_type(t, op) for t in ftype.inputs]
+        output = convert_type(ftype.outputs.data[0], op) if ftype.outputs else llvm.LLVMVoidType()
+        # A returned memref may be (a view of) an argument: then no argument is nocapture.
+        returns_memref = any(isinstance(t, MemRefType) for t in ftype.outputs)
+        arg_attrs: list[DictionaryAttr] = []
+        for i, t in enumerate(ftype.inputs):
+            attrs = dict(op.arg_attrs.data[i].data) if op.arg_attrs is not None else {}
+            if isinstance(t, MemRefType):
+                attrs["llvm.noalias"] = UnitAttr()
+                if not returns_memref:
+                    attrs["llvm.nocapture"] = UnitAttr()
+            arg_attrs.append(DictionaryAttr(attrs))
+        body = rewriter.move_region_contents_to_new_regions(op.body)
+        for block in body.blocks:
+            _convert_block_args(block, op)
+        is_private = op.sym_visibility is not None and op.sym_visibility.data == "private"
+        props: dict[str, Attribute | None] = {}
+        if any(a.data for a in arg_attrs):
+            props["arg_attrs"] = ArrayAttr(arg_attrs)
+        if body.blocks:
+            props["no_unwind"] = UnitAttr()
+        new = llvm.FuncOp(
+            op.sym_name,
+            llvm.LLVMFunctionType(inputs, output),
+            linkage=llvm.LinkageAttr("internal" if is_private and body.blocks else "external"),
+            body=body,
+            other_props=props,
+        )
+        new.location = op.location
+        rewriter.replace(op, new, [])
+
+
+class ReturnLowering(_Lowering):
+    sources = (func.ReturnOp,)
+
+    def lower(self, op: func.ReturnOp, r: _Rewrite) -> None:
+        if len(op.arguments) > 1:
+            raise r.refuse("more than one returned value")
+        r.rewriter.replace(op, llvm.ReturnOp(r.value(op.arguments[0]) if op.arguments else None), [])
+
+
+class CallLowering(_Lowering):
+    sources = (func.CallOp,)
+
+    def lower(self, op: func.CallOp, r: _Rewrite) -> None:
+        if len(op.res) > 1:
+            raise r.refuse("more than one result")
+        ret = r.type(op.res[0].type) if op.res else None
+        call = r.add(llvm.CallOp(op.callee.string_value(), *r.values(op.arguments), return_type=ret))
+        r.replace(*call.results)
+
+
+# --------------------------------------------------------------------------------------
+# arith
+# --------------------------------------------------------------------------------------
+
+
+class ConstantLowering(_Lowering):
+    sources = (arith.ConstantOp,)
+
+    def lower(self, op: arith.ConstantOp, r: _Rewrite) -> None:
+        t = r.type(op.result.type)
+        value = op.value
+        if isinstance(value, IntegerAttr):
+            value = IntegerAttr(value.value.data, t)
+        elif isinstance(value, DenseIntOrFPElementsAttr):
+            if value.get_type() != t:
+                value = DenseIntOrFPElementsAttr.from_list(t, value.get_values())
+        elif not isinstance(value, FloatAttr):
+            raise r.refuse(f"constant {value} is not an integer, float or dense vector")
+        r.replace(r.result(llvm.ConstantOp(value, t)))
+
+
+_INT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
+
+
+class IntBinaryLowering(_Lowering):
+    """addi … shrui → the llvm op of the same name (nsw/nuw flags kept)."""
+
+    sources = tuple(_INT_BINARY)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        target = _INT_BINARY[type(op)]
+        lhs, rhs = r.values(op.operands)
+        if issubclass(target, llvm.ArithmeticBinOpOverflow):
+            new = target(lhs, rhs, overflow=_overflow(op))
+        else:
+            new = target(lhs, rhs)
+        r.replace(r.result(new))
+
+
+_INT_MINMAX = {arith.MinSIOp: "slt", arith.MaxSIOp: "sgt", arith.MinUIOp: "ult", arith.MaxUIOp: "ugt"}
+
+
+class IntMinMaxLowering(_Lowering):
+    """minsi/maxsi/minui/maxui → icmp + select (vectors: llvm.smin/smax/umin/umax)."""
+
+    sources = tuple(_INT_MINMAX)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        lhs, rhs = r.values(op.operands)
+        if isinstance(lhs.type, VectorType):
+            name = {"slt": "smin", "sgt": "smax", "ult": "umin", "ugt": "umax"}[_INT_MINMAX[type(op)]]
+            r.replace(_call_intrinsic(r, f"llvm.{name}.{mangle(lhs.type)}", [lhs, rhs], lhs.type, llvm.FastMathAttr(None)))
+            return
+        pred = llvm.ICmpPredicateFlag(_INT_MINMAX[type(op)])
+        cmp = r.result(llvm.ICmpOp(lhs, rhs, IntegerAttr(pred.to_int(), i64)))
+        r.replace(r.result(llvm.SelectOp(cmp, lhs, rhs)))
+
+
+class RoundingDivLowering(_Lowering):
+    """floordivsi/ceildivsi/ceildivui → div, rem, and a ±1 correction where rem ≠ 0."""
+
+    sources = (arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        a, b = r.values(op.operands)
+        t = a.type
+        if isinstance(t, VectorType):
+            raise r.refuse("vector operands are not supported yet")
+
+        def icmp(pred: str, x: SSAValue, y: SSAValue) -> SSAValue:
+            return r.result(llvm.ICmpOp(x, y, IntegerAttr(llvm.ICmpPredicateFlag(pred).to_int(), i64)))
+
+        zero, one = r.const(0, t), r.const(1, t)
+        if isinstance(op, arith.CeilDivUIOp):
+            q, rem = r.result(llvm.UDivOp(a, b)), r.result(llvm.URemOp(a, b))
+            r.replace(r.result(llvm.SelectOp(icmp("ne", rem, zero), r.result(llvm.AddOp(q, one)), q)))
+            return
+        q, rem = r.result(llvm.SDivOp(a, b)), r.result(llvm.SRemOp(a, b))
+        inexact = icmp("ne", rem, zero)
+        # floor: the exact quotient was negative (signs differ); ceil: it was positive.
+        signs_differ = r.result(llvm.XOrOp(icmp("slt", rem, zero), icmp("slt", b, zero)))
+        if isinstance(op, arith.FloorDivSIOp):
+            adjust, fixed = signs_differ, r.result(llvm.SubOp(q, one))
+        else:
+            adjust, fixed = r.result(llvm.XOrOp(signs_differ, r.const(-1, i1))), r.result(llvm.AddOp(q, one))
+        r.replace(r.result(llvm.SelectOp(r.result(llvm.AndOp(inexact, adjust)), fixed, q)))
+
+
+_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+    arith.MaxnumfOp: llvm.VectorFMaxOp,
+    arith.MinnumfOp: llvm.VectorFMinOp,
+    math.PowFOp: llvm.FPowOp,
+    math.CopySignOp: llvm.FCopySignOp,
+}
+
+_FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
+    arith.NegfOp: llvm.FNegOp,
+    math.AbsFOp: llvm.FAbsOp,
+    math.CeilOp: llvm.FCeilOp,
+    math.FloorOp: llvm.FFloorOp,
+    math.SqrtOp: llvm.FSqrtOp,
+    math.ExpOp: llvm.FExpOp,
+    math.Exp2Op: llvm.FExp2Op,
+    math.LogOp: llvm.FLogOp,
+    math.Log2Op: llvm.FLog2Op,
+    math.SinOp: llvm.FSinOp,
+    math.CosOp: llvm.FCosOp,
+}
+
+
+class FloatOpLowering(_Lowering):
+    """Elementwise float ops that have an llvm op of their own (fadd, fneg, llvm.intr.sqrt,
+    …), fastmath flags carried over."""
+
+    sources = (*_FLOAT_BINARY, *_FLOAT_UNARY, math.FmaOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        target = _FLOAT_BINARY.get(type(op)) or _FLOAT_UNARY.get(type(op)) or llvm.FMAOp
+        args = r.values(op.operands)
+        new = target.create(
+            operands=args,
+            result_types=[args[0].type],
+            properties={"fastmathFlags": _fastmath(op)},
+        )
+        r.replace(r.result(new))
+
+
+# Float ops lowered to an llvm.call_intrinsic of an overloaded intrinsic (name.<type>).
+_FLOAT_INTRINSICS: dict[type[Operation], str] = {
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+    math.Log10Op: "llvm.log10",
+    math.RoundOp: "llvm.round",
+    math.RoundEvenOp: "llvm.roundeven",
+    math.TruncOp: "llvm.trunc",
+    math.TanOp: "llvm.tan",
+    math.TanhOp: "llvm.tanh",
+    math.SinhOp: "llvm.sinh",
+    math.CoshOp: "llvm.cosh",
+    math.AsinOp: "llvm.asin",
+    math.AcosOp: "llvm.acos",
+    math.AtanOp: "llvm.atan",
+    math.Atan2Op: "llvm.atan2",
+}
+
+
+class FloatIntrinsicLowering(_Lowering):
+    sources = tuple(_FLOAT_INTRINSICS)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        args = r.values(op.operands)
+        name = f"{_FLOAT_INTRINSICS[type(op)]}.{mangle(args[0].type)}"
+        r.replace(_call_intrinsic(r, name, args, args[0].type, _fastmath(op)))
+
+
+# Float ops with no LLVM intrinsic: calls to libm (scalars only).
+_LIBM: dict[type[Operation], str] = {
+    math.ErfOp: "erf",
+    math.CbrtOp: "cbrt",
+    math.ExpM1Op: "expm1",
+    math.Log1pOp: "log1p",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
+}
+
+
+@dataclass
+class LibmLowering(_Lowering):
+    externals: _Externals
+    sources = tuple(_LIBM)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        args = r.values(op.operands)
+        t = args[0].type
+        if not isinstance(t, (Float32Type, Float64Type)):
+            raise r.refuse(f"libm has no function for {t}")
+        name = _LIBM[type(op)] + ("f" if isinstance(t, Float32Type) else "")
+        self.externals.use(name, [t] * len(args), t)
+        r.replace(r.result(llvm.CallOp(name, *args, return_type=t)))
+
+
+class MathMiscLowering(_Lowering):
+    """rsqrt (1/sqrt), absi/ctlz/cttz/ctpop (integer intrinsics), fpowi (llvm.powi)."""
+
+    sources = (math.RsqrtOp, math.AbsIOp, math.CountLeadingZerosOp, math.CountTrailingZerosOp, math.CtPopOp, math.FPowIOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        args = r.values(op.operands)
+        t = args[0].type
+        match op:
+            case math.RsqrtOp():
+                fm = _fastmath(op)
+                sqrt = r.result(llvm.FSqrtOp.create(operands=args, result_types=[t], properties={"fastmathFlags": fm}))
+                one = r.result(llvm.ConstantOp(_splat(1.0, t), t))
+                r.replace(r.result(llvm.FDivOp(one, sqrt, fm)))
+            case math.FPowIOp():
+                name = f"llvm.powi.{mangle(t)}.{mangle(args[1].type)}"
+                r.replace(_call_intrinsic(r, name, args, t, _fastmath(op)))
+            case math.CtPopOp():
+                r.replace(_call_intrinsic(r, f"llvm.ctpop.{mangle(t)}", args, t, llvm.FastMathAttr(None)))
+            case _:
+                base = {math.AbsIOp: "llvm.abs", math.CountLeadingZerosOp: "llvm.ctlz", math.CountTrailingZerosOp: "llvm.cttz"}[type(op)]
+                poison = r.const(0, i1)  # i1 false: defined result for INT_MIN / zero input
+                r.replace(_call_intrinsic(r, f"{base}.{mangle(t)}", [*args, poison], t, llvm.FastMathAttr(None)))
+
+
+class CmpiLowering(_Lowering):
+    sources = (arith.CmpiOp,)
+
+    def lower(self, op: arith.CmpiOp, r: _Rewrite) -> None:
+        lhs, rhs = r.values(op.operands)
+        pred = llvm.ICmpPredicateFlag(arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])
+        r.replace(r.result(llvm.ICmpOp(lhs, rhs, IntegerAttr(pred.to_int(), i64))))
+
+
+class CmpfLowering(_Lowering):
+    sources = (arith.CmpfOp,)
+
+    def lower(self, op: arith.CmpfOp, r: _Rewrite) -> None:
+        lhs, rhs = r.values(op.operands)
+        name = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        if isinstance(lhs.type, VectorType):
+            raise r.refuse("vector comparisons are not supported yet")
+        if name in ("false", "true"):
+            r.replace(r.const(-1 if name == "true" else 0, i1))
+            return
+        cmp = llvm.FCmpOp(lhs, rhs, name)
+        cmp.properties["fastmathFlags"] = _fastmath(op)
+        r.replace(r.result(cmp))
+
+
+class SelectLowering(_Lowering):
+    sources = (arith.SelectOp,)
+
+    def lower(self, op: arith.SelectOp, r: _Rewrite) -> None:
+        cond, lhs, rhs = r.values(op.operands)
+        if isinstance(cond.type, VectorType):
+            raise r.refuse("a vector condition is not supported yet")
+        r.replace(r.result(llvm.SelectOp(cond, lhs, rhs)))
+
+
+_CASTS: dict[type[Operation], type[Operation]] = {
+    arith.SIToFPOp: llvm.SIToFPOp,
+    arith.UIToFPOp: UIToFPOp,
+    arith.FPToSIOp: FPToSIOp,
+    arith.FPToUIOp: FPToUIOp,
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+    arith.BitcastOp: llvm.BitcastOp,
+}
+
+
+def _width(t: Attribute) -> int:
+    t = t.element_type if isinstance(t, VectorType) else t
+    assert isinstance(t, IntegerType)
+    return t.width.data
+
+
+class CastLowering(_Lowering):
+    """sitofp … bitcast → the llvm cast of the same meaning; index_cast → sext/trunc/nothing."""
+
+    sources = (*_CASTS, arith.IndexCastOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        (arg,) = r.values(op.operands)
+        to = r.type(op.results[0].type)
+        if isinstance(op, arith.IndexCastOp):
+            src, dst = _width(arg.type), _width(to)
+            if src == dst:
+                r.replace(arg)
+                return
+            target = llvm.SExtOp if src < dst else llvm.TruncOp
+        else:
+            target = _CASTS[type(op)]
+        r.replace(r.result(target.create(operands=[arg], result_types=[to])))
+
+
+# --------------------------------------------------------------------------------------
+# cf
+# --------------------------------------------------------------------------------------
+
+
+class BranchLowering(_Lowering):
+    sources = (cf.BranchOp, cf.ConditionalBranchOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        if isinstance(op, cf.BranchOp):
+            new = llvm.BrOp(op.successor, *r.values(op.arguments))
+        else:
+            assert isinstance(op, cf.ConditionalBranchOp)
+            new = llvm.CondBrOp(
+                r.value(op.cond),
+                op.then_block,
+                r.values(op.then_arguments),
+                op.else_block,
+                r.values(op.else_arguments),
+            )
+        r.rewriter.replace(op, new, [])
+
+
+# --------------------------------------------------------------------------------------
+# memref
+# --------------------------------------------------------------------------------------
+
+
+def _element_pointer(r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, MemrefLayout]:
+    """`getelementptr inbounds T, ptr base, i64 (offset + Σ idx_k·stride_k)`."""
+    assert isinstance(mem.type, MemRefType)
+    layout = memref_layout(mem.type, r.op)
+    base = r.value(mem)
+    constant = layout.offset
+    terms: list[SSAValue] = []
+    for idx, stride in zip(indices, layout.strides, strict=True):
+        known = _constant_int(idx)
+        if known is not None:
+            constant += known * stride
+        elif stride != 0:
+            v = r.value(idx)
+            terms.append(v if stride == 1 else r.result(llvm.MulOp(v, r.const(stride), overflow=NSW)))
+    linear: int | SSAValue = constant
+    if terms:
+        linear = terms[0]
+        for t in terms[1:]:
+            linear = r.result(llvm.AddOp(linear, t, overflow=NSW))
+        if constant:
+            linear = r.result(llvm.AddOp(linear, r.const(constant), overflow=NSW))
+    elif not -(2**31) <= constant < 2**31:  # GEP's constant indices are i32
+        linear = r.const(constant)
+    gep = llvm.GEPOp.from_mixed_indices(base, [linear], layout.element_type, inbounds=True)
+    return r.result(gep), layout
+
+
+def _offset_pointer(r: _Rewrite, ptr: SSAValue, delta: int, element: Attribute) -> SSAValue:
+    if delta == 0:
+        return ptr
+    return r.result(llvm.GEPOp.from_mixed_indices(ptr, [delta], element, inbounds=True))
+
+
+class LoadStoreLowering(_Lowering):
+    sources = (memref.LoadOp, memref.StoreOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        if isinstance(op, memref.LoadOp):
+            ptr, layout = _element_pointer(r, op.memref, op.indices)
+            r.replace(r.result(llvm.LoadOp(ptr, layout.element_type, alignment=_scalar_bytes(layout.element_type))))
+        else:
+            assert isinstance(op, memref.StoreOp)
+            ptr, layout = _element_pointer(r, op.memref, op.indices)
+            store = llvm.StoreOp(r.value(op.value), ptr, alignment=_scalar_bytes(layout.element_type))
+            r.rewriter.replace(op, store, [])
+
+
+HEAP_ALIGNMENT = 64
+
+
+@dataclass
+class AllocLowering(_Lowering):
+    """alloc → aligned_alloc(64, size rounded up to 64); dealloc → free; alloca → llvm.alloca."""
+
+    externals: _Externals
+    sources = (memref.AllocOp, memref.AllocaOp, memref.DeallocOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        ptr = llvm.LLVMPointerType()
+        if isinstance(op, memref.DeallocOp):
+            self.externals.use("free", [ptr], llvm.LLVMVoidType())
+            r.rewriter.replace(op, llvm.CallOp("free", r.value(op.memref)), [])
+            return
+        assert isinstance(op, (memref.AllocOp, memref.AllocaOp))
+        layout = memref_layout(op.memref.type, op)
+        align = max(HEAP_ALIGNMENT, op.alignment.value.data if op.alignment else 0)
+        if isinstance(op, memref.AllocaOp):
+            count = r.const(max(layout.extent(), 1))
+            r.replace(r.result(llvm.AllocaOp(count, layout.element_type, alignment=align)))
+            return
+        size = max(layout.extent() * layout.element_bytes(), 1)
+        size = (size + align - 1) // align * align
+        self.externals.use("aligned_alloc", [i64, i64], ptr)
+        r.replace(r.result(llvm.CallOp("aligned_alloc", r.const(align), r.const(size), return_type=ptr)))
+
+
+class ViewLowering(_Lowering):
+    """Views of a static buffer: the same base pointer (moved only if the result type's
+    offset is not the offset the view implies)."""
+
+    sources = (
+        memref.SubviewOp,
+        memref.ReinterpretCastOp,
+        memref.CastOp,
+        memref.CollapseShapeOp,
+        memref.ExpandShapeOp,
+        memref.AssumeAlignmentOp,
+    )
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        source = op.operands[0]
+        result = op.results[0]
+        if not isinstance(source.type, MemRefType) or not isinstance(result.type, MemRefType):
+            raise r.refuse("unranked memrefs are not supported")
+        src = memref_layout(source.type, op)
+        dst = memref_layout(result.type, op)
+        if isinstance(op, memref.SubviewOp):
+            if op.offsets or op.sizes or op.strides:
+                raise r.refuse("dynamic offsets, sizes or strides")
+            offsets = op.static_offsets.get_values()
+            implied = src.offset + sum(o * s for o, s in zip(offsets, src.strides))
+        elif isinstance(op, memref.ReinterpretCastOp):
+            if op.offsets or op.sizes or op.strides:
+                raise r.refuse("dynamic offsets, sizes or strides")
+            implied = op.static_offsets.get_values()[0]  # relative to the source's base
+        else:
+            implied = src.offset
+        r.replace(_offset_pointer(r, r.value(source), implied - dst.offset, dst.element_type))
+
+
+class DimLowering(_Lowering):
+    sources = (memref.DimOp,)
+
+    def lower(self, op: memref.DimOp, r: _Rewrite) -> None:
+        if not isinstance(op.source.type, MemRefType):
+            raise r.refuse("unranked memrefs are not supported")
+        layout = memref_layout(op.source.type, op)
+        index = _constant_int(op.index)
+        if index is None or not 0 <= index < len(layout.shape):
+            raise r.refuse("the dimension index must be a constant in range")
+        r.replace(r.const(layout.shape[index]))
+
+
+# --------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------
+
+
+def _reconcile_casts(module: ModuleOp) -> None:
+    """Drop the unrealized casts: each must now be a no-op (A→A) or undo another (A→B→A)."""
+    changed = True
+    while changed:
+        changed = False
+        for cast in [o for o in module.walk() if isinstance(o, UnrealizedConversionCastOp)]:
+            src, res = cast.inputs[0], cast.results[0]
+            if src.type == res.type:
+                res.replace_all_uses_with(src)
+            elif isinstance(src.owner, UnrealizedConversionCastOp) and src.owner.inputs[0].type == res.type:
+                res.replace_all_uses_with(src.owner.inputs[0])
+            if not res.uses:
+                Rewriter.erase_op(cast)
+                changed = True
+    for cast in module.walk():
+        if isinstance(cast, UnrealizedConversionCastOp):
+            user = next(iter(cast.results[0].uses)).operation
+            raise LoomError(f"{PASS}: internal error: a {cast.inputs[0].type} value is used as {cast.results[0].type} by '{user.name}'", user)
+
+
+def _refuse_leftovers(module: ModuleOp) -> None:
+    for op in module.walk():
+        if op is module or isinstance(op, UnrealizedConversionCastOp) or op.name.startswith("llvm."):
+            continue
+        raise LoomError(f"{PASS}: no lowering to the llvm dialect for '{op.name}'", op)
+
+
+@dataclass(frozen=True)
+class LoomConvertToLLVMPass(ModulePass):
+    """Lower func/arith/math/cf/memref to the llvm dialect (GEP-based, noalias memrefs)."""
+
+    name = "loom-convert-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        scf_op = next((o for o in op.walk() if o.name.startswith("scf.")), None)
+        if scf_op is not None:
+            raise LoomError(f"{PASS}: run convert-scf-to-cf first ('{scf_op.name}' is still here)", scf_op)
+        externals = _Externals()
+        PatternRewriteWalker(FuncLowering(), apply_recursively=False).rewrite_module(op)
+        patterns: list[RewritePattern] = [
+            ReturnLowering(),
+            CallLowering(),
+            ConstantLowering(),
+            IntBinaryLowering(),
+            IntMinMaxLowering(),
+            RoundingDivLowering(),
+            FloatOpLowering(),
+            FloatIntrinsicLowering(),
+            LibmLowering(externals),
+            MathMiscLowering(),
+            CmpiLowering(),
+            CmpfLowering(),
+            SelectLowering(),
+            CastLowering(),
+            BranchLowering(),
+            LoadStoreLowering(),
+            AllocLowering(externals),
+            ViewLowering(),
+            DimLowering(),
+        ]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)  # a faithful conversion
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+        _refuse_leftovers(op)
+        _reconcile_casts(op)
+        for const in [o for o in op.walk(reverse=True) if isinstance(o, llvm.ConstantOp)]:
+            if not const.result.uses:  # folded into addresses (constant indices, memref.dim)
+                Rewriter.erase_op(const)
+        externals.declare_in(op)
+

@@ -1,0 +1,58 @@
+// RUN: not loom-opt %s -p loom-convert-to-llvm --split-input-file 2>&1 | filecheck %s
+
+// A dynamic memref cannot be a bare pointer: refused with its location.
+func.func @dynamic(%A: memref<?x4xf32>) {
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: memref<?x4xf32> has a dynamic shape; only static shapes and layouts can be lowered (a memref is passed as a bare pointer)
+
+// -----
+
+// A dynamic layout offset is refused the same way.
+func.func @dynamic_layout(%A: memref<4xf32, strided<[1], offset: ?>>) {
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: memref<4xf32, strided<[1], offset: ?>> has a dynamic layout
+
+// -----
+
+// An op with no lowering is named, at its own line.
+func.func @copy(%A: memref<4xf32>, %B: memref<4xf32>) {
+  "memref.copy"(%A, %B) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:3: error: loom-convert-to-llvm: no lowering to the llvm dialect for 'memref.copy'
+
+// -----
+
+// scf must be lowered first.
+func.func @loop(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+  }
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 5]]:3: error: loom-convert-to-llvm: run convert-scf-to-cf first ('scf.for' is still here)
+
+// -----
+
+// Two results cannot be returned.
+func.func @two(%a: f32) -> (f32, f32) {
+  func.return %a, %a : f32, f32
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: 'two' returns 2 values; at most one is supported
+
+// -----
+
+// A layout that reaches before the base pointer cannot be addressed from it.
+func.func @before_base(%A: memref<4xf32, strided<[-1], offset: 2>>) {
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: memref<4xf32, strided<[-1], offset: 2>> addresses elements before its base pointer (negative offset)

@@ -1,0 +1,169 @@
+"""The Python API: compile(), Kernel calls, reference(), and their errors."""
+
+import numpy as np
+import pytest
+
+import compiler
+from mlirgen import matmul
+
+MM = matmul((4, 3), (3, 5), (4, 5), np.float32)
+
+TWO_RESULTS = """
+func.func @two(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %bias: tensor<5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %c = loom.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %r = loom.relu %s : tensor<4x5xf32>
+  func.return %c, %r : tensor<4x5xf32>, tensor<4x5xf32>
+}
+func.func @other(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %r = loom.relu %a : tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return compiler.compile(MM)
+
+
+def args(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+
+
+def test_call_returns_result(mm):
+    a, b = args()
+    np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_several_results_and_entry():
+    k = compiler.compile(TWO_RESULTS, entry="two")
+    rng = np.random.default_rng(3)
+    a, b, bias = (rng.standard_normal(s).astype(np.float32) for s in [(4, 3), (3, 5), (5,)])
+    c, r = k(a, b, bias)
+    rc, rr = compiler.reference(TWO_RESULTS, a, b, bias, entry="two")
+    np.testing.assert_allclose(c, rc, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r, rr, rtol=1e-5, atol=1e-5)
+
+
+def test_entry_required_when_ambiguous():
+    with pytest.raises(ValueError, match=r"2 functions \(@two, @other\): name one with entry="):
+        compiler.compile(TWO_RESULTS)
+    with pytest.raises(ValueError, match=r"no function @nope in the module \(functions: @two, @other\)"):
+        compiler.compile(TWO_RESULTS, entry="nope")
+
+
+def test_wrong_count(mm):
+    a, _ = args()
+    with pytest.raises(TypeError, match=r"@mm takes 2 arrays .* got 1"):
+        mm(a)
+
+
+def test_wrong_dtype(mm):
+    a, b = args()
+    with pytest.raises(TypeError, match=r"argument #1 \(%b\) has dtype float64, expected float32"):
+        mm(a, b.astype(np.float64))
+
+
+def test_wrong_shape(mm):
+    a, b = args()
+    with pytest.raises(ValueError, match=r"argument #0 \(%a\) has shape \(3, 4\), expected \(4, 3\)"):
+        mm(a.T.copy(), b)
+
+
+def test_not_an_array(mm):
+    _, b = args()
+    with pytest.raises(TypeError, match=r"argument #0 \(%a\) must be a numpy array"):
+        mm([[1.0] * 3] * 4, b)
+
+
+def test_non_contiguous_refused(mm):
+    _, b = args()
+    a = np.zeros((3, 4), np.float32).T  # right shape, column-major view
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        mm(a, b)
+
+
+def test_inputs_untouched_and_outputs_fresh(mm):
+    a, b = args()
+    a0, b0 = a.copy(), b.copy()
+    c1, c2 = mm(a, b), mm(a, b)
+    np.testing.assert_array_equal(a, a0)
+    np.testing.assert_array_equal(b, b0)
+    assert c1 is not c2 and not np.shares_memory(c1, c2)
+
+
+def test_memref_kernel_writes_in_place_zero_copy():
+    src = """func.func @f(%a: memref<8xf32>, %out: memref<8xf32>) {
+      loom.relu ins(%a : memref<8xf32>) outs(%out : memref<8xf32>)
+      func.return
+    }"""
+    k = compiler.compile(src)
+    a = np.linspace(-1, 1, 8).astype(np.float32)
+    out = np.full(8, 7.0, np.float32)
+    assert k(a, out) is None
+    np.testing.assert_array_equal(out, np.maximum(a, 0))  # the caller's buffer, written by pointer
+    with pytest.raises(ValueError, match="must not overlap"):
+        k(a, a)
+
+
+def test_inspectable_stages(mm):
+    assert list(mm.stages)[:3] == ["input", "loom-bufferize", "convert-loom-to-affine"]
+    assert "affine.for" in mm.stages["convert-loom-to-affine"]
+    assert "llvm.func @mm" in mm.stages["loom-convert-to-llvm"]
+    assert "define void @mm(ptr noalias" in mm.llvm_ir
+    assert "@mm" in mm.optimized_ir
+    assert mm.flops == 2 * 4 * 3 * 5
+
+
+def test_pipeline_as_pass_list_and_cache():
+    spec = "loom-bufferize,convert-loom-to-affine,loom-lower-affine,convert-scf-to-cf,loom-convert-to-llvm"
+    k = compiler.compile(MM, pipeline=spec)
+    a, b = args(1)
+    np.testing.assert_allclose(k(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert compiler.compile(MM, pipeline=spec) is k
+
+
+def test_bad_source_and_options():
+    with pytest.raises(ValueError, match=r"<source>:1:\d+: error: "):
+        compiler.compile("func.func @f( {")
+    with pytest.raises(ValueError, match=r"invalid pass pipeline 'no-such-pass'"):
+        compiler.compile(MM, pipeline="no-such-pass")
+    with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+        compiler.compile(MM, num_threads=0)
+    with pytest.raises(TypeError, match="source must be MLIR text or a ModuleOp"):
+        compiler.compile(42)
+
+
+def test_verifier_error_has_location():
+    bad = MM.replace("4x5", "4x6")
+    with pytest.raises(ValueError, match=r"^<source>:2:3: error: 'loom.matmul' op result has shape 4x6"):
+        compiler.compile(bad)
+
+
+def test_reference_checks_shapes():
+    a, b = args()
+    with pytest.raises(ValueError, match=r"argument #1 \(%b\) has shape \(5, 3\), expected \(3, 5\)"):
+        compiler.reference(MM, a, b.T)
+
+
+def test_no_leak_across_calls():
+    """Intermediates are freed: resident memory stays flat over many calls."""
+    import resource
+
+    src = """func.func @f(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>) -> tensor<256x256xf32> {
+      %s = loom.add %a, %b : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+      %m = loom.mul %s, %a : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+      %r = loom.relu %m : tensor<256x256xf32>
+      func.return %r : tensor<256x256xf32>
+    }"""
+    k = compiler.compile(src)
+    a = np.ones((256, 256), np.float32)
+    for _ in range(20):
+        k(a, a)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(300):  # 2 x 256 KiB of intermediates per call: 150 MiB if leaked
+        k(a, a)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 50 * 1024

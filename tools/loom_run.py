@@ -1,0 +1,77 @@
+"""loom-run: compile a .mlir kernel, run it on random inputs, check it against numpy.
+
+    loom-run FILE... [--entry F] [--pipeline P] [--repeat N] [--seed S]
+
+Prints, per file, the max error against the float64 numpy reference with its bound
+(about 4*K*eps*max|ref|, K the reduction length), the median time and GFLOP/s.
+Exit status 0 when every result is within its bound, 1 otherwise or on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="loom-run", description=__doc__.split("\n\n")[0])
+    p.add_argument("files", nargs="+", metavar="FILE", help=".mlir file(s) with loom kernels")
+    p.add_argument("--entry", help="function to run (default: the only one in the file)")
+    p.add_argument("--pipeline", default="naive", help="named pipeline or pass list (default: naive)")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs; the median is reported (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--num-threads", type=int, default=None, help="threads for parallel loops")
+    p.add_argument("--numpy", action="store_true",
+                   help="also time numpy on the same work, in the inputs' dtype, in this process")
+    args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be >= 1")
+    return args
+
+
+def run_file(path: str, args) -> bool:
+    from compiler.runner import run_and_check
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print(f"{path}: error: cannot read input file: {e.strerror}", file=sys.stderr)
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        print(f"{path}: error: input is not UTF-8 text (a binary file?)", file=sys.stderr)
+        return False
+    report = run_and_check(
+        text, filename=path, entry=args.entry, pipeline=args.pipeline, repeat=args.repeat,
+        seed=args.seed, num_threads=args.num_threads, compare_numpy=args.numpy,
+    )
+    print(report.format())
+    return report.ok
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from compiler.diagnostics import LoomError
+
+    ok = True
+    for path in args.files:
+        try:
+            ok &= run_file(path, args)
+        except (LoomError, ValueError, TypeError) as e:
+            print(e if isinstance(e, LoomError) else f"{path}: error: {e}", file=sys.stderr)
+            ok = False
+        except KeyboardInterrupt:
+            return 130
+        except Exception as e:
+            if os.environ.get("LOOM_DEBUG"):
+                raise
+            print(f"{path}: error: internal compiler error: {type(e).__name__}: {e}", file=sys.stderr)
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
