@@ -18,6 +18,7 @@ from compiler.context import make_context
 from compiler.diagnostics import LoomError, parse_module, verify
 from compiler.kernel import ArgSpec, Kernel
 from compiler.pipelines import build
+from compiler.remarks import collect
 
 _cache: dict[tuple, Kernel] = {}
 _cache_lock = threading.Lock()
@@ -74,13 +75,15 @@ def compile(
     entry: str | None = None,
     pipeline: str = "naive",
     num_threads: int | None = None,
+    remarks: bool = False,
     filename: str = "<source>",
 ) -> Kernel:
     """Compile a loom function to machine code.
 
     `source` is MLIR text or a module; `entry` names the function (optional when there is
-    one); `pipeline` is a named pipeline (`naive`) or a pass-list string. The result is
-    cached in memory per (source, entry, pipeline, num_threads).
+    one); `pipeline` is a named pipeline (`naive`) or a pass-list string. With
+    `remarks=True` the kernel's `remarks` say what each schedule pass did. The result is
+    cached in memory per (source, entry, pipeline, num_threads, remarks).
     """
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -88,7 +91,7 @@ def compile(
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     if not isinstance(source, str | ModuleOp):
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
-    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads)
+    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
@@ -106,8 +109,8 @@ def compile(
         if prev is not None:
             stages[prev.name if prev.name not in stages else f"{prev.name}#{len(stages)}"] = _print(mod)
 
-    ctx = make_context()
-    build(pipeline, record).apply(ctx, module)
+    with collect() as collected:
+        build(pipeline, record).apply(make_context(), module)
 
     from compiler.jit import compile_ir
     from compiler.llvm_emit import to_llvm_ir
@@ -125,6 +128,7 @@ def compile(
         stages=stages,
         pipeline=pipeline,
         num_threads=num_threads,
+        remarks=[str(r) for r in collected] if remarks else [],
         _module=jit_module,
     )
     with _cache_lock:

@@ -63,6 +63,8 @@ class Kernel:
     """The IR after each stage, in order: `input`, then one entry per pass."""
     pipeline: str = ""
     num_threads: int | None = None
+    remarks: list[str] = field(default_factory=list)
+    """What the schedule passes did, when compiled with remarks=True."""
     _module: object = None  # keeps the JIT'd code alive
     _cfunc: object = None
 

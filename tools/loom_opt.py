@@ -14,6 +14,7 @@ from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from compiler.diagnostics import LoomError, parse_module, verify
+from compiler.remarks import collect
 
 
 class LoomOptMain(xDSLOptMain):
@@ -39,6 +40,10 @@ class LoomOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser):
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--remarks", action="store_true",
+            help="print what each schedule pass did to which loop nest, and why it skipped one (stderr)",
+        )
         arg_parser.epilog = (
             "Loom passes: "
             + ", ".join(sorted(__import__("passes").LOOM_PASSES))
@@ -89,16 +94,20 @@ class LoomOptMain(xDSLOptMain):
             for i, (chunk, offset) in enumerate(chunks):
                 if i > 0:
                     out.write("// -----\n")
-                try:
-                    module = self.parse_chunk(chunk, "mlir", offset)
-                    self.apply_passes(module)
-                    out.write(self.output_resulting_program(module))
-                except LoomError as e:
-                    failed = True
-                    out.flush()
-                    print(e, file=sys.stderr)
-                finally:
-                    out.flush()
+                with collect() as remarks:
+                    try:
+                        module = self.parse_chunk(chunk, "mlir", offset)
+                        self.apply_passes(module)
+                        out.write(self.output_resulting_program(module))
+                    except LoomError as e:
+                        failed = True
+                        out.flush()
+                        print(e, file=sys.stderr)
+                    finally:
+                        out.flush()
+                        if self.args.remarks:
+                            for r in remarks:
+                                print(r, file=sys.stderr)
         finally:
             if out is not sys.stdout:
                 out.close()
