@@ -81,7 +81,8 @@ def compile(
     """Compile a loom function to machine code.
 
     `source` is MLIR text or a module; `entry` names the function (optional when there is
-    one); `pipeline` is a named pipeline (`naive`) or a pass-list string. With
+    one); `pipeline` is a named pipeline (`naive`) or a pass-list string, completed with
+    the steps it leaves out (`compiler.pipelines.complete`). With
     `remarks=True` the kernel's `remarks` say what each schedule pass did. The result is
     cached in memory per (source, entry, pipeline, num_threads, remarks).
     """
@@ -110,7 +111,7 @@ def compile(
             stages[prev.name if prev.name not in stages else f"{prev.name}#{len(stages)}"] = _print(mod)
 
     with collect() as collected:
-        build(pipeline, record).apply(make_context(), module)
+        build(pipeline, record, literal=False).apply(make_context(), module)
 
     from compiler.jit import compile_ir
     from compiler.llvm_emit import to_llvm_ir

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.arg_spec import parse_pipeline
 
 from compiler.diagnostics import LoomError
 
@@ -24,8 +25,8 @@ PIPELINES: dict[str, list[str]] = {
 
 
 def resolve(pipeline: str) -> str:
-    """A pipeline name (`naive`, or its pass flag `loom-naive`) or a pass-list string ->
-    the pass-list string to run."""
+    """A pipeline name (`naive`, or its pass flag `loom-naive`) -> its pass list; a
+    pass-list string is taken as it is (what `loom-opt -p` runs)."""
     name = pipeline.strip()
     name = name.removeprefix("loom-") if name.removeprefix("loom-") in PIPELINES else name
     if name in PIPELINES:
@@ -33,15 +34,34 @@ def resolve(pipeline: str) -> str:
     return pipeline
 
 
+def complete(pipeline: str) -> str:
+    """The pipeline `compile()` and `loom-run` run for a schedule: a named pipeline as it
+    is; a pass list gets the steps it leaves out, bufferization and the lowering to affine
+    in front, the lowering to LLVM behind. So `loom-tile{sizes=32,32,32}` just works."""
+    spec = resolve(pipeline)
+    if spec != pipeline or not spec.strip():
+        return spec
+    try:
+        names = {p.name for p in parse_pipeline(spec)}
+    except Exception as e:
+        raise LoomError(f"invalid pass pipeline '{pipeline}': {e}") from None
+    if names & {f"loom-{n}" for n in PIPELINES}:
+        return spec
+    before = [p for p in TO_AFFINE if p not in names]
+    after = [p for p in TO_LLVM if p not in names]
+    return ",".join([*before, spec, *after])
+
+
 Callback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 
 
-def build(spec: str, callback: Callback | None = None) -> PassPipeline:
-    """Parse a pass-list string against all passes (Loom's and xDSL's)."""
+def build(spec: str, callback: Callback | None = None, *, literal: bool = True) -> PassPipeline:
+    """Parse a pass-list string against all passes (Loom's and xDSL's); `literal=False`
+    completes it first (see `complete`)."""
     from passes import get_all_passes
 
     try:
-        return PassPipeline.parse_spec(get_all_passes(), resolve(spec), callback)
+        return PassPipeline.parse_spec(get_all_passes(), resolve(spec) if literal else complete(spec), callback)
     except LoomError:
         raise
     except Exception as e:
