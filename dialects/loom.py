@@ -127,7 +127,7 @@ class LoomComputeOp(IRDLOperation):
             raise VerifyException(f"expects {n} input operands, got {len(self.ins)}")
         if self.is_bufferized == bool(self.res):
             raise VerifyException(
-                f"takes either a tensor result (value form) or one outs "
+                "takes either a tensor result (value form) or one outs "
                 "memref (destination-passing form), not both and not neither"
             )
         if len(self.outs) > 1:

@@ -72,10 +72,8 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.dialects.llvm import GenericCastOp
 from xdsl.ir import Attribute, Block, OpResult, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -85,50 +83,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import NoMemoryEffect
 
 from compiler.diagnostics import LoomError
+from dialects.llvm_ext import FPToSIOp, FPToUIOp, UIToFPOp
 
 PASS = "loom-convert-to-llvm"
-
-# --------------------------------------------------------------------------------------
-# llvm ops xDSL's llvm dialect lacks (compiler/llvm_emit.py emits them by name)
-# --------------------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class FPToSIOp(GenericCastOp):
-    name = "llvm.fptosi"
-
-
-@irdl_op_definition
-class FPToUIOp(GenericCastOp):
-    name = "llvm.fptoui"
-
-
-@irdl_op_definition
-class UIToFPOp(GenericCastOp):
-    name = "llvm.uitofp"
-
-
-@irdl_op_definition
-class ExtractElementOp(IRDLOperation):
-    """One lane of a vector (for the vector lowering; printed in generic form)."""
-
-    name = "llvm.extractelement"
-    vector = operand_def(VectorType)
-    position = operand_def(IntegerType)
-    res = result_def()
-    traits = traits_def(NoMemoryEffect())
-
-    def __init__(self, vector: SSAValue, position: SSAValue):
-        assert isinstance(vector.type, VectorType)
-        super().__init__(operands=[vector, position], result_types=[vector.type.element_type])
-
-
-# For a context that should parse this pass's output: `for op in EXTRA_LLVM_OPS: ctx.load_op(op)`.
-EXTRA_LLVM_OPS: tuple[type[Operation], ...] = (FPToSIOp, FPToUIOp, UIToFPOp, ExtractElementOp)
-
 
 # --------------------------------------------------------------------------------------
 # Types

@@ -52,27 +52,12 @@ def run_file(path: str, args) -> bool:
     return report.ok
 
 
-def prepare_numpy_comparison() -> str:
-    """For timing numpy, in this process only: drop the OpenBLAS overrides that select a
-    slower kernel (before numpy loads OpenBLAS), pin BLAS to one thread like Loom's
-    kernels, and say which kernel it runs."""
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
-    import numpy  # noqa: F401  (loads OpenBLAS, so that threadpoolctl sees it)
-    import threadpoolctl
-
-    threadpoolctl.threadpool_limits(1, user_api="blas")
-    info = [
-        f"{p.get('internal_api')} {p.get('version')} kernel={p.get('architecture')} threads={p.get('num_threads')}"
-        for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"
-    ]
-    return "numpy BLAS: " + ("; ".join(info) or "none found")
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.numpy:
-        print(prepare_numpy_comparison())
+        from tools.numpy_env import prepare_numpy_for_timing
+
+        print(prepare_numpy_for_timing())
     from compiler.diagnostics import LoomError
 
     ok = True
