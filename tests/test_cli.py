@@ -97,3 +97,11 @@ def test_run_reports_mismatch(monkeypatch, capsys):
     monkeypatch.setattr(ref, "evaluate", lambda fn, arrays, dtype=None: tuple(r + 1.0 for r in real(fn, arrays)))
     assert loom_run.main([str(EXAMPLES / "matmul.mlir"), "--repeat", "1"]) == 1
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_unknown_command_line_option_exits_1():
+    for tool in ("loom-opt", "loom-run", "loom-bench"):
+        p = run(tool, "--no-such-option")
+        assert p.returncode == 1 and "unrecognized arguments: --no-such-option" in p.stderr, (tool, p.stderr)
+    p = run("loom-opt", EXAMPLES / "matmul.mlir", "-t", "nosuchtarget")
+    assert p.returncode == 1 and "invalid choice: 'nosuchtarget'" in p.stderr

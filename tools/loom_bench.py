@@ -77,5 +77,13 @@ def bench_machine() -> str:
     return f"machine: {platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
 
 
+def entry() -> int:
+    """Console-script entry: argparse's usage errors exit 1 like every other bad input."""
+    try:
+        return main()
+    except SystemExit as e:
+        return 1 if e.code == 2 else e.code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -77,5 +77,13 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
+def entry() -> int:
+    """Console-script entry: argparse's usage errors exit 1 like every other bad input."""
+    try:
+        return main()
+    except SystemExit as e:
+        return 1 if e.code == 2 else e.code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
