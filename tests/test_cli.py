@@ -100,8 +100,8 @@ def test_run_reports_mismatch(monkeypatch, capsys):
 
 
 def test_unknown_command_line_option_exits_1():
-    for tool in ("loom-opt", "loom-run", "loom-bench"):
-        p = run(tool, "--no-such-option")
+    for tool, arg in (("loom-opt", "-"), ("loom-run", "x.mlir"), ("loom-bench", "--stages")):
+        p = run(tool, arg, "--no-such-option", stdin="")
         assert p.returncode == 1 and "unrecognized arguments: --no-such-option" in p.stderr, (tool, p.stderr)
     p = run("loom-opt", EXAMPLES / "matmul.mlir", "-t", "nosuchtarget")
     assert p.returncode == 1 and "invalid choice: 'nosuchtarget'" in p.stderr
