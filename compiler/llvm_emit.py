@@ -4,8 +4,10 @@ This reuses xDSL's emitter (xdsl.backend.llvm: `convert_type`, `convert_op`, the
 declaration with its argument attributes, globals) and extends it where it falls short
 for Loom, without forking it:
 
-* ops xDSL's llvm dialect or emitter lacks: fptosi/fptoui/uitofp, extractelement (the ops
-  of passes/loom_convert_to_llvm.py, matched by name);
+* ops xDSL's llvm dialect or emitter lacks: fptosi/fptoui/uitofp, extractelement,
+  masked.load (the ops of dialects/llvm_ext.py, matched by name), and ops it emits in a
+  form LLVM 22 rejects or misreads: masked.store (unmangled name), vector.reduce.fadd
+  (fastmath flags dropped);
 * fastmath flags on intrinsics (fma, sqrt, maxnum, …, llvm.call_intrinsic) and fcmp, and
   intrinsic names mangled by type (`llvm.fabs.v8f32`), so that scalar and vector uses of
   one intrinsic can share a module;
@@ -119,6 +121,34 @@ def _extractelement(op: Operation, builder: ir.IRBuilder, vals: ValueMap) -> Non
     vals[op.results[0]] = builder.extract_element(vals[op.operands[0]], vals[op.operands[1]])
 
 
+def _masked_memory(op: Operation, builder: ir.IRBuilder, vals: ValueMap) -> None:
+    """llvm.intr.masked.load (ptr, mask, passthru) and masked.store (value, ptr, mask):
+    LLVM 22's form, the alignment an `align` attribute of the pointer argument. (xDSL's
+    emitter declares the store unmangled, with LLVM's old i32 alignment argument.)"""
+    args = [vals[v] for v in op.operands]
+    is_load = op.name == "llvm.intr.masked.load"
+    pointer = 0 if is_load else 1
+    data_type = args[2].type if is_load else args[0].type
+    ret = data_type if is_load else ir.VoidType()
+    name = f"llvm.masked.{'load' if is_load else 'store'}.{_suffix(data_type)}.{_suffix(args[pointer].type)}"
+    fn = builder.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(builder.module, ir.FunctionType(ret, [a.type for a in args]), name=name)
+    call = builder.call(fn, args)
+    call.arg_attributes[pointer] = ir.values.ArgumentAttributes()
+    call.arg_attributes[pointer].align = op.properties["alignment"].value.data  # type: ignore[union-attr]
+    if is_load:
+        vals[op.results[0]] = call
+
+
+def _reduce_fadd(op: Operation, builder: ir.IRBuilder, vals: ValueMap) -> None:
+    """llvm.intr.vector.reduce.fadd with its fastmath flags (xDSL's emitter drops them,
+    and without `reassoc` the sum is sequential, lane after lane)."""
+    start, vec = (vals[v] for v in op.operands)
+    name = f"llvm.vector.reduce.fadd.{_suffix(vec.type)}"
+    vals[op.results[0]] = _call_intrinsic(builder, name, [start, vec], start.type, _fastmath(op))
+
+
 _INTRINSIC_OPS = (
     "fma fabs ceil floor sqrt exp exp2 log log2 sin cos pow copysign maxnum minnum"
 ).split()
@@ -132,6 +162,9 @@ LOOM_HANDLERS: dict[str, Handler] = {
     "llvm.fptoui": _cast("fptoui"),
     "llvm.uitofp": _cast("uitofp"),
     "llvm.extractelement": _extractelement,
+    "llvm.intr.masked.load": _masked_memory,
+    "llvm.intr.masked.store": _masked_memory,
+    "llvm.intr.vector.reduce.fadd": _reduce_fadd,
 }
 
 # --------------------------------------------------------------------------------------

@@ -2,12 +2,22 @@
 by compiler/llvm_emit.py. They extend xDSL's `llvm` dialect (same op names as MLIR's);
 `compiler.context.make_context` loads them so that the pass's output parses again."""
 
-from xdsl.dialects.builtin import IntegerType, VectorType
-from xdsl.dialects.llvm import GenericCastOp
-from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
-from xdsl.traits import NoMemoryEffect
+from typing import ClassVar
 
+from xdsl.dialects.builtin import I1, IntegerAttr, IntegerType, VectorType, i32
+from xdsl.dialects.llvm import GenericCastOp, LLVMPointerType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import NoMemoryEffect
 
 
 @irdl_op_definition
@@ -40,4 +50,35 @@ class ExtractElementOp(IRDLOperation):
         super().__init__(operands=[vector, position], result_types=[vector.type.element_type])
 
 
-EXTRA_LLVM_OPS: tuple[type[Operation], ...] = (FPToSIOp, FPToUIOp, UIToFPOp, ExtractElementOp)
+@irdl_op_definition
+class MaskedLoadOp(IRDLOperation):
+    """`llvm.intr.masked.load`: the lanes of a vector where `mask` is set, read from
+    consecutive elements at `data`; the other lanes from `pass_thru` (and not read).
+    MLIR's syntax; xDSL has only the masked store."""
+
+    name = "llvm.intr.masked.load"
+
+    T: ClassVar = VarConstraint("T", VectorType.constr())
+
+    data = operand_def(LLVMPointerType)
+    mask = operand_def(VectorType.constr(I1))
+    pass_thru = operand_def(T)
+    res = result_def(T)
+    alignment = prop_def(IntegerAttr[IntegerType])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$data `,` $mask `,` $pass_thru attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(self, data: SSAValue, mask: SSAValue, pass_thru: SSAValue, alignment: int):
+        result: Attribute = pass_thru.type
+        super().__init__(
+            operands=[data, mask, pass_thru],
+            result_types=[result],
+            properties={"alignment": IntegerAttr(alignment, i32)},
+        )
+
+
+EXTRA_LLVM_OPS: tuple[type[Operation], ...] = (FPToSIOp, FPToUIOp, UIToFPOp, ExtractElementOp, MaskedLoadOp)

@@ -15,6 +15,13 @@ LOOM_PASSES: dict[str, str] = {
     "loom-lower-affine": "loom_lower_affine:LoomLowerAffinePass",
     "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
     "loom-naive": "loom_naive:LoomNaivePipelinePass",
+    "loom-pack": "loom_pack:LoomPackPass",
+    "loom-tile": "loom_tile:LoomTilePass",
+    "loom-unroll": "loom_unroll:LoomUnrollPass",
+    "loom-hoist": "loom_hoist:LoomHoistPass",
+    "loom-interchange": "loom_interchange:LoomInterchangePass",
+    "loom-unroll-jam": "loom_unroll_jam:LoomUnrollJamPass",
+    "loom-vectorize": "loom_vectorize:LoomVectorizePass",
 }
 
 

@@ -33,7 +33,13 @@ What is lowered: func.func/return/call; arith constants, integer and float arith
 casts; math ops (llvm intrinsic ops where xDSL has them, `llvm.call_intrinsic` with a
 mangled name otherwise, libm calls for erf/cbrt/…); cf.br/cond_br; memref
 load/store/alloc/alloca/dealloc/dim and static views (subview, reinterpret_cast, cast,
-collapse/expand_shape, assume_alignment). Anything else is refused by name.
+collapse/expand_shape, assume_alignment); the 1-D vector ops loom-vectorize emits:
+vector.load/store (an llvm.load/store of the vector type, element-aligned),
+maskedload/maskedstore (llvm.intr.masked.load/store), broadcast (insertelement +
+shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number vector with a
+splat), reduction <add> (llvm.intr.vector.reduce.fadd, fastmath flags kept: `reassoc`
+makes it a tree sum), extract/insert of a lane and shuffle. Anything else is refused by
+name.
 
 Types are converted in one place (`convert_type`). Elementwise ops take vector operands
 the same way as scalars (arith.addf on vector<8xf32> → llvm.fadd on vector<8xf32>), so
@@ -47,11 +53,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, cf, func, llvm, math, memref
+from xdsl.dialects import arith, cf, func, llvm, math, memref, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     BFloat16Type,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float16Type,
@@ -70,6 +77,7 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     VectorType,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, OpResult, Operation, SSAValue
@@ -85,7 +93,13 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from compiler.diagnostics import LoomError
-from dialects.llvm_ext import FPToSIOp, FPToUIOp, UIToFPOp
+from dialects.llvm_ext import (
+    ExtractElementOp,
+    FPToSIOp,
+    FPToUIOp,
+    MaskedLoadOp,
+    UIToFPOp,
+)
 
 PASS = "loom-convert-to-llvm"
 
@@ -549,7 +563,7 @@ class FloatOpLowering(_Lowering):
     """Elementwise float ops that have an llvm op of their own (fadd, fneg, llvm.intr.sqrt,
     …), fastmath flags carried over."""
 
-    sources = (*_FLOAT_BINARY, *_FLOAT_UNARY, math.FmaOp)
+    sources = (*_FLOAT_BINARY, *_FLOAT_UNARY, math.FmaOp, vector.FMAOp)
 
     def lower(self, op: Operation, r: _Rewrite) -> None:
         target = _FLOAT_BINARY.get(type(op)) or _FLOAT_UNARY.get(type(op)) or llvm.FMAOp
@@ -868,6 +882,145 @@ class DimLowering(_Lowering):
 
 
 # --------------------------------------------------------------------------------------
+# vector (1-D, what loom-vectorize emits)
+# --------------------------------------------------------------------------------------
+
+
+def _vector_pointer(r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, MemrefLayout]:
+    """The address of a vector's first element; its lanes are the next elements of the
+    last dimension, which must then have stride 1."""
+    ptr, layout = _element_pointer(r, mem, indices)
+    if not layout.strides or layout.strides[-1] != 1:
+        raise r.refuse(f"the last dimension of {mem.type} is not contiguous")
+    return ptr, layout
+
+
+class VectorLoadStoreLowering(_Lowering):
+    """vector.load/store → llvm.load/store of the vector type at the first element,
+    aligned to the element only (numpy buffers are only element-aligned)."""
+
+    sources = (vector.LoadOp, vector.StoreOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        if isinstance(op, vector.LoadOp):
+            ptr, layout = _vector_pointer(r, op.base, op.indices)
+            r.replace(r.result(llvm.LoadOp(ptr, r.type(op.result.type), alignment=layout.element_bytes())))
+        else:
+            assert isinstance(op, vector.StoreOp)
+            ptr, layout = _vector_pointer(r, op.base, op.indices)
+            r.rewriter.replace(op, llvm.StoreOp(r.value(op.vector), ptr, alignment=layout.element_bytes()), [])
+
+
+class MaskedLoadStoreLowering(_Lowering):
+    """vector.maskedload/maskedstore → llvm.intr.masked.load/store at the first element
+    (element-aligned); lanes off in the mask are not touched."""
+
+    sources = (vector.MaskedLoadOp, vector.MaskedStoreOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        if isinstance(op, vector.MaskedLoadOp):
+            ptr, layout = _vector_pointer(r, op.base, op.indices)
+            load = MaskedLoadOp(ptr, r.value(op.mask), r.value(op.pass_thru), layout.element_bytes())
+            r.replace(r.result(load))
+            return
+        assert isinstance(op, vector.MaskedStoreOp)
+        value = r.value(op.value_to_store)
+        if not isinstance(value.type.element_type, _FLOATS):  # type: ignore[union-attr]
+            raise r.refuse(f"xDSL's llvm.intr.masked.store takes float vectors only, got {value.type}")
+        ptr, layout = _vector_pointer(r, op.base, op.indices)
+        r.rewriter.replace(op, llvm.MaskedStoreOp(value, ptr, r.value(op.mask), layout.element_bytes()), [])
+
+
+def _broadcast(r: _Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
+    """A vector with `scalar` in every lane: insertelement into lane 0, then a
+    shufflevector of lane 0 (LLVM's splat idiom)."""
+    undef = r.result(llvm.UndefOp(t))
+    lane0 = r.result(llvm.InsertElementOp(undef, scalar, r.const(0, i32)))
+    zeros = DenseArrayBase.from_list(i32, [0] * t.element_count())
+    return r.result(llvm.ShuffleVectorOp(lane0, undef, zeros, t))
+
+
+class BroadcastLowering(_Lowering):
+    sources = (vector.BroadcastOp,)
+
+    def lower(self, op: vector.BroadcastOp, r: _Rewrite) -> None:
+        t = r.type(op.vector.type)
+        assert isinstance(t, VectorType)
+        source = r.value(op.source)
+        if source.type == t:
+            r.replace(source)
+        elif isinstance(source.type, VectorType):
+            raise r.refuse(f"broadcasting {source.type} to {t}")
+        else:
+            r.replace(_broadcast(r, source, t))
+
+
+class CreateMaskLowering(_Lowering):
+    """vector.create_mask %n → icmp slt <0, 1, ..., w-1>, splat(%n): lanes below n are
+    on (none for n <= 0, all for n >= w)."""
+
+    sources = (vector.CreateMaskOp,)
+
+    def lower(self, op: vector.CreateMaskOp, r: _Rewrite) -> None:
+        if len(op.mask_dim_sizes) != 1:
+            raise r.refuse("only 1-D masks are supported")
+        width = r.type(op.mask_vector.type).element_count()  # type: ignore[union-attr]
+        lanes_type = VectorType(i64, [width])
+        lanes = r.result(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(lanes_type, list(range(width))), lanes_type))
+        bound = _broadcast(r, r.value(op.mask_dim_sizes[0]), lanes_type)
+        slt = IntegerAttr(llvm.ICmpPredicateFlag("slt").to_int(), i64)
+        r.replace(r.result(llvm.ICmpOp(lanes, bound, slt)))
+
+
+class ReductionLowering(_Lowering):
+    """vector.reduction <add> on floats → llvm.intr.vector.reduce.fadd(start, v), the
+    start being the accumulator operand (or -0.0). The op's fastmath flags carry over:
+    with `reassoc` LLVM sums as a tree, without it strictly in lane order."""
+
+    sources = (vector.ReductionOp,)
+
+    def lower(self, op: vector.ReductionOp, r: _Rewrite) -> None:
+        if op.kind.data != vector.CombiningKindFlag.ADD:
+            raise r.refuse(f"<{op.kind.data}> reductions are not supported (only <add>)")
+        v = r.value(op.vector)
+        element = v.type.element_type  # type: ignore[union-attr]
+        if not isinstance(element, _FLOATS):
+            raise r.refuse(f"only float reductions are supported, got {v.type}")
+        start = r.value(op.acc) if op.acc is not None else r.result(llvm.ConstantOp(FloatAttr(-0.0, element), element))
+        r.replace(r.result(llvm.VectorReduceFAddOp(start, v, _fastmath(op))))
+
+
+def _static_lane(r: _Rewrite, op: vector.ExtractOp | vector.InsertOp) -> int:
+    positions = op.static_position.get_values()
+    if op.dynamic_position or len(positions) != 1:
+        raise r.refuse("only one static position in a 1-D vector is supported")
+    return positions[0]
+
+
+class LaneLowering(_Lowering):
+    """vector.extract/insert of one lane → llvm.extractelement/insertelement;
+    vector.shuffle → llvm.shufflevector."""
+
+    sources = (vector.ExtractOp, vector.InsertOp, vector.ShuffleOp)
+
+    def lower(self, op: Operation, r: _Rewrite) -> None:
+        if isinstance(op, vector.ExtractOp):
+            lane = r.const(_static_lane(r, op))
+            r.replace(r.result(ExtractElementOp(r.value(op.vector), lane)))
+        elif isinstance(op, vector.InsertOp):
+            lane = r.const(_static_lane(r, op))
+            r.replace(r.result(llvm.InsertElementOp(r.value(op.dest), r.value(op.source), lane)))
+        else:
+            assert isinstance(op, vector.ShuffleOp)
+            v1, v2 = r.value(op.v1), r.value(op.v2)
+            result = r.type(op.result.type)
+            if any(isinstance(v.type, VectorType) and v.type.get_num_dims() != 1 for v in (v1, v2)):
+                raise r.refuse("only 1-D shuffles are supported")
+            mask = DenseArrayBase.from_list(i32, list(op.mask.get_values()))
+            r.replace(r.result(llvm.ShuffleVectorOp(v1, v2, mask, result)))
+
+
+# --------------------------------------------------------------------------------------
 # The pass
 # --------------------------------------------------------------------------------------
 
@@ -931,6 +1084,12 @@ class LoomConvertToLLVMPass(ModulePass):
             AllocLowering(externals),
             ViewLowering(),
             DimLowering(),
+            VectorLoadStoreLowering(),
+            MaskedLoadStoreLowering(),
+            BroadcastLowering(),
+            CreateMaskLowering(),
+            ReductionLowering(),
+            LaneLowering(),
         ]
         applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)  # a faithful conversion
         PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)

@@ -1,0 +1,235 @@
+"""loom-hoist{op=...}: loop-invariant code motion and scalar replacement on affine nests.
+
+The "loop invariant" and "register float c" steps of the classic matmul optimizations.
+Every loop of each selected nest is visited innermost first:
+
+- Invariant code motion: an op of the loop's body whose operands are all defined outside
+  the loop moves to just before it, when it is a pure arith op (integer division and
+  remainder aside: they may trap), an `affine.apply` or `affine.min`, or an
+  `affine.load` from a memref that nothing in the loop stores to (distinct memref
+  arguments are distinct buffers) whose indices are provably in bounds.
+- Scalar replacement: when every access to a memref in the loop is an `affine.load` or
+  `affine.store`, at the top of the body or under `affine.if`s there, at addresses
+  invariant in the loop and pairwise either equal or provably different, each element is
+  loaded once before the loop, carried through it as an iter_arg (an `affine.if` that
+  stores yields the new value) and stored once after it.
+
+```mlir
+affine.for %k = 0 to 64 {                       // matmul, loop order i, j, k
+  %a = affine.load %A[%i, %k] : memref<64x64xf32>
+  %b = affine.load %B[%k, %j] : memref<64x64xf32>
+  %c = affine.load %C[%i, %j] : memref<64x64xf32>
+  %p = arith.mulf %a, %b : f32
+  %s = arith.addf %c, %p : f32
+  affine.store %s, %C[%i, %j] : memref<64x64xf32>
+}
+// becomes
+%c0 = affine.load %C[%i, %j] : memref<64x64xf32>
+%r = affine.for %k = 0 to 64 iter_args(%C_acc = %c0) -> (f32) {
+  %a = affine.load %A[%i, %k] : memref<64x64xf32>
+  %b = affine.load %B[%k, %j] : memref<64x64xf32>
+  %p = arith.mulf %a, %b : f32
+  %s = arith.addf %C_acc, %p : f32
+  affine.yield %s : f32
+}
+affine.store %r, %C[%i, %j] : memref<64x64xf32>
+```
+
+Speculation is only done where it is safe: a load moved out of a loop (which may not
+run) or from under a guard must have indices provably inside the memref's static shape.
+The order of the floating-point operations does not change. Remarks say what moved out
+of which loop, which elements became registers, and why an element read or written at an
+address invariant in the loop was not promoted. Nothing is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr
+from xdsl.passes import ModulePass
+from xdsl.traits import (
+    IsTerminator,
+    MemoryEffectKind,
+    get_effects,
+    is_side_effect_free,
+    is_speculatable,
+)
+
+from compiler.remarks import remark
+from passes.loop_utils import (
+    access_in_bounds,
+    defined_outside,
+    describe_access,
+    drop_unused_operands,
+    hoist_before,
+    iv_name,
+    loops_of_nest,
+    memref_root,
+    promote_to_iter_args,
+    provably_nonempty,
+    select_nests,
+    simplify,
+    unify_operands,
+    value_name,
+)
+
+#: pure, but undefined (a trap) for a zero divisor: not executed where the loop would not
+_MAY_TRAP = (
+    arith.DivSIOp, arith.DivUIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, arith.FloorDivSIOp,
+    arith.RemSIOp, arith.RemUIOp,
+)
+
+Access = affine.LoadOp | affine.StoreOp
+
+
+@dataclass(frozen=True)
+class LoomHoistPass(ModulePass):
+    name = "loom-hoist"
+
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for nest in select_nests(op, self.op):
+            for access in nest.walk():
+                if isinstance(access, Access | affine.ApplyOp | affine.MinOp):
+                    drop_unused_operands(access)
+            for loop in reversed(loops_of_nest(nest)):  # inner loops first
+                self._hoist_invariants(loop)
+                self._promote(loop)
+
+    # ----------------------------------------------------------------------------------
+    # invariant code motion
+    # ----------------------------------------------------------------------------------
+
+    def _hoist_invariants(self, loop: affine.ForOp) -> None:
+        stored, unknown = _stored_roots(loop)
+        moved: list[str] = []
+        for op in list(loop.body.block.ops):
+            if op.has_trait(IsTerminator) or op.regions:
+                continue
+            if not all(defined_outside(v, loop) for v in op.operands):
+                continue
+            if _speculatable(op):
+                hoist_before(op, loop)
+                moved.append(op.name)
+            elif isinstance(op, affine.LoadOp):
+                if memref_root(op.memref) in stored:
+                    continue  # scalar replacement's remark says why the element stays
+                if unknown:
+                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: "
+                           "an op with unknown memory effects is in the loop")
+                elif not (access_in_bounds(op) or provably_nonempty(loop)):
+                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: "
+                           "its indices are not provably in bounds (the loop may not run)")
+                else:
+                    hoist_before(op, loop)
+                    moved.append(f"load {describe_access(op)}")
+        if moved:
+            remark(self.name, loop, f"hoisted out of loop %{iv_name(loop)}: {', '.join(moved)}")
+
+    # ----------------------------------------------------------------------------------
+    # scalar replacement
+    # ----------------------------------------------------------------------------------
+
+    def _promote(self, loop: affine.ForOp) -> None:
+        unknown = _stored_roots(loop)[1]
+        touching: dict[SSAValue, list[Operation]] = {}
+        for op in loop.walk():
+            if op is loop:
+                continue
+            for root in dict.fromkeys(memref_root(v) for v in op.operands if isinstance(v.type, MemRefType)):
+                touching.setdefault(root, []).append(op)
+        groups: list[list[Access]] = []
+        promoted: list[str] = []
+        for root, ops in touching.items():
+            stores = [o for o in ops if isinstance(o, affine.StoreOp)]
+            invariant = [o for o in ops if isinstance(o, Access) and _invariant_address(o, loop)]
+            if not stores or not invariant:
+                continue  # read-only (for code motion), or every address moves with the loop
+            found = "an op with unknown memory effects is in the loop" if unknown else _groups(loop, ops)
+            if isinstance(found, str):
+                remark(self.name, invariant[0],
+                       f"{describe_access(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}")
+                continue
+            groups.extend(found)
+            promoted.extend(describe_access(g[0]) for g in found)
+        if groups:
+            remark(self.name, loop, f"kept in registers across loop %{iv_name(loop)} "
+                   f"(loaded before, stored after): {', '.join(promoted)}")
+            promote_to_iter_args(loop, groups)
+
+
+def _speculatable(op: Operation) -> bool:
+    if isinstance(op, affine.ApplyOp | affine.MinOp):
+        return True
+    return (
+        op.name.startswith("arith.")
+        and is_side_effect_free(op)
+        and is_speculatable(op)
+        and not isinstance(op, _MAY_TRAP)
+    )
+
+
+def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
+    """The buffers something in the loop may write, and whether an op with unknown
+    memory effects and no memref operand (that could write anything) is in the loop."""
+    stored: set[SSAValue] = set()
+    unknown = False
+    for op in loop.walk():
+        if op.regions or isinstance(op, affine.LoadOp) or _speculatable(op):
+            continue  # the ops inside regions are walked themselves
+        effects = get_effects(op)
+        if effects is not None and all(e.kind != MemoryEffectKind.WRITE for e in effects):
+            continue
+        memrefs = [v for v in op.operands if isinstance(v.type, MemRefType)]
+        stored.update(memref_root(v) for v in memrefs)
+        unknown |= effects is None and not memrefs and not op.has_trait(IsTerminator)
+    return stored, unknown
+
+
+def _invariant_address(op: Access, loop: affine.ForOp) -> bool:
+    return all(defined_outside(v, loop) for v in op.indices)
+
+
+def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | str:
+    """The accesses to one buffer in the loop grouped by element, or why they cannot be
+    kept in registers."""
+    for op in ops:
+        if not isinstance(op, Access):
+            return f"it is accessed by '{op.name}'"
+        parent = op.parent_op()
+        while parent is not loop:
+            if isinstance(parent, affine.ForOp):
+                return f"it is accessed inside the inner loop %{iv_name(parent)}"
+            if not isinstance(parent, affine.IfOp):
+                return f"it is accessed inside '{parent.name}'"
+            parent = parent.parent_op()
+        moving = [v for v in op.indices if not defined_outside(v, loop)]
+        if moving:
+            return f"{describe_access(op)} is also accessed, at an address that changes in the loop ({value_name(moving[0])})"
+    accesses: list[Access] = ops  # type: ignore[assignment]
+    if len({op.memref for op in accesses}) > 1:
+        return "it is accessed through several views"
+    values, addresses = unify_operands(*((op.map.data, op.indices) for op in accesses), through_apply=True)
+    by_address: dict[tuple, list[Access]] = {}
+    for op, address in zip(accesses, addresses):
+        by_address.setdefault(address, []).append(op)
+    for (a, first), (b, second) in itertools.combinations(by_address.items(), 2):
+        if not any(_nonzero_constant(simplify(x - y, len(values))) for x, y in zip(a, b)):
+            return f"{describe_access(first[0])} and {describe_access(second[0])} may be the same element"
+    runs = provably_nonempty(loop)
+    for group in by_address.values():
+        unconditional = runs and any(op.parent_op() is loop for op in group)
+        if not (unconditional or access_in_bounds(group[0])):
+            return f"{describe_access(group[0])} is not provably in bounds (the loop may not run)"
+    return list(by_address.values())
+
+
+def _nonzero_constant(expr) -> bool:
+    return isinstance(expr, AffineConstantExpr) and expr.value != 0

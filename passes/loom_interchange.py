@@ -1,0 +1,134 @@
+"""loom-interchange{order=... op=...}: permute the loops of a perfect band.
+
+`order[i]` is the loop of the nest's outermost perfect band placed at position i; an
+order shorter than the band permutes its first len(order) loops. For matmul,
+`order=0,2,1` makes the textbook i, j, k nest i, k, j, whose innermost loop walks B and
+C along rows:
+
+```mlir
+affine.for %i = 0 to 64 {                      affine.for %i = 0 to 64 {
+  affine.for %j = 0 to 64 {                      affine.for %k = 0 to 64 {
+    affine.for %k = 0 to 64 {           ->         affine.for %j = 0 to 64 {
+      ... C[%i, %j] += A[%i, %k] * B[%k, %j]          ... (the same body)
+    }                                              }
+  }                                              }
+} {loom.tag = "matmul"}                        } {loom.tag = "matmul"}
+```
+
+Loops keep their bounds, steps and iv names; the body is moved, not rewritten; the tag
+stays on the outermost loop. `op=` selects the nests by tag; without it every nest whose
+band is deep enough is permuted, the others skipped with a remark.
+
+Refused with a LoomError at the nest, nothing changed: an order that is not a
+permutation of 0..n-1 or is longer than the band of the selected nest; an order that
+breaks a dependence (`passes.dependences`: the message names the dependence and lists
+the legal orders; reductions may be reordered); an order that puts a loop outside a loop
+its bounds depend on (a tiled band's point loop outside its tile loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from passes.dependences import (
+    Dependence,
+    band_dependences,
+    legal_orders,
+    permutation_is_legal,
+)
+from passes.loop_utils import (
+    bound_dependences,
+    check_permutation,
+    describe_band,
+    iv_name,
+    perfect_band,
+    permute_band,
+    select_nests,
+)
+
+#: legal orders listed in a refusal, at most; and the longest order whose
+#: permutations are searched for them (8! = 40320)
+LISTED_ORDERS = 12
+SEARCHED_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class LoomInterchangePass(ModulePass):
+    name = "loom-interchange"
+
+    order: tuple[int, ...] = ()
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.order:
+            raise LoomError(f"{self.name}: option 'order' is required (a permutation such as order=0,2,1)")
+        order = check_permutation(self.name, "order", self.order)
+        plans = [(nest, self._plan(nest, order)) for nest in select_nests(op, self.op)]
+        if self.op is not None and not plans:
+            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        for nest, band in plans:
+            if isinstance(band, str):
+                remark(self.name, nest, f"skipped: {band}")
+                continue
+            before = describe_band(band[: len(order)])
+            if order == tuple(range(len(order))):
+                remark(self.name, nest, f"band {before} kept: the order is the identity")
+                continue
+            after = describe_band([band[o] for o in order])
+            remark(self.name, nest, f"interchanged band {before} -> {after}")
+            permute_band(band, order)
+
+    def _plan(self, nest: affine.ForOp, order: tuple[int, ...]) -> list[affine.ForOp] | str:
+        """The nest's band when the order applies to it; why not, to skip it, when no
+        nest was named; a LoomError when the order is illegal for it."""
+        band = perfect_band(nest)
+        where = f"band {describe_band(band)}"
+        if len(order) > len(band):
+            message = f"order {list(order)} is longer than the {len(band)}-loop {where}"
+            if self.op is None:
+                return message
+            raise LoomError(f"{self.name}: {message}", nest)
+        if any(loop.inits for loop in band[: len(order)]):
+            raise LoomError(f"{self.name}: cannot permute loops that carry values (iter_args) in {where}", nest)
+        bounds = bound_dependences(band)
+        deps = band_dependences(band)
+        outside = _bound_violation(order, bounds)
+        broken = permutation_is_legal(deps, order)
+        if outside is None and broken is None:
+            return band
+        if outside is not None:
+            inner, outer = outside
+            why = (
+                f"puts loop {iv_name(band[inner])} outside loop {iv_name(band[outer])}, "
+                f"which its bounds depend on,"
+            )
+        else:
+            assert broken is not None
+            why = f"breaks the dependence {broken.describe()}"
+        raise LoomError(f"{self.name}: order {list(order)} {why} in {where}; {_legal(deps, bounds, len(order))}", nest)
+
+
+def _legal(deps: list[Dependence], bounds: list[tuple[int, int]], n: int) -> str:
+    if n > SEARCHED_DEPTH:
+        return f"legal orders: not searched for an order of {n} loops"
+    legal = [o for o in legal_orders(deps, n) if _bound_violation(o, bounds) is None]
+    listed = ", ".join(str(list(o)) for o in legal[:LISTED_ORDERS])
+    if len(legal) > LISTED_ORDERS:
+        listed += f", ... ({len(legal)} in all)"
+    return f"legal orders: {listed}"
+
+
+def _bound_violation(order: tuple[int, ...], bounds: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The first (inner, outer) bound dependence the order puts inner outside outer."""
+    placed = {loop: position for position, loop in enumerate(order)}
+    for inner, outer in bounds:
+        if inner in placed and outer in placed and placed[outer] > placed[inner]:
+            return inner, outer
+    return None

@@ -1,0 +1,412 @@
+"""loom-pack{operand=N level=L panel=P op=TAG}: copy the tile of an operand that the
+inner loops of a nest read into a contiguous buffer, and read it from there (the packing
+of BLIS and of Bondhugula's MLIR matmul; MLIR's `affine-data-copy-generate`).
+
+Options:
+
+- `operand=N` (required): which input of the nest's op to pack, counted like the op's
+  operands: the memrefs that its statement (the block of the nest's last `affine.store`)
+  reads, in the order it first reads them. Matmul `C[i,j] += A[i,k] * B[k,j]`: 0 is A,
+  1 is B (2 is C, written, so refused); conv2d: 0 is X, 1 is W.
+- `level=L` (required): the loop at the start of whose body the copy runs, counted from
+  0 at the nest's outermost loop along the loops around the operand's read. The buffer
+  holds what the loops inside that loop read: after `loom-tile{sizes=MC,NC,KC}` on
+  (i, j, k) the loops are (i_t, j_t, k_t, i, j, k), and `level=2` packs the KC x NC tile
+  of B (the MC x KC tile of A) once per k_t iteration.
+- `panel=P` (optional): lay the tile out in panels, the BLIS way. The packed dimension
+  walked by a loop of the output (j for B, i for A) is split into ceil(E/P) panels of P,
+  panel index first, offset in the panel last: B's [KC][NC] becomes [NC/P][KC][P], A's
+  [MC][KC] becomes [MC/P][KC][P], so that a micro-kernel of P columns (rows) reads one
+  panel contiguously. Where P does not divide the tile's extent E the buffer is padded up
+  to whole panels; the padding is neither written nor zeroed (the compute loops keep their
+  bounds and never read it).
+- `op=TAG`: only the nests tagged TAG (`matmul`, `conv2d`); without it every nest,
+  skipping with a remark those that lack the operand or the level.
+
+The tile is the footprint of the read over the loops inside the level
+(`loop_utils.access_footprint`): each subscript walked by one of those loops with
+coefficient 1 (`iv + offset`) is a dimension of the buffer, whose static size is the
+largest tile (KC, NC: the tile sizes, or the extent when smaller); subscripts that those
+loops do not walk (the batch index, an outer loop's iv) are fixed in the tile and not
+dimensions of the buffer. The buffer is allocated (`memref.alloc`, 64-byte aligned) right
+before the nest and freed right after it. The copy nest, first in the level loop's body,
+runs over the same `min` bounds as the loops it serves, so a remainder tile copies only
+what exists, and it is clamped to the memref's shape as well: nothing is read out of
+bounds, not even for a read under a guard (conv2d's padding). Every read of the operand
+inside the level loop becomes a read of the buffer at [iv - base, ...] (with panels
+[(iv - base) floordiv P, ..., (iv - base) mod P], or, when the loop is the point loop of
+a tile of at most P that starts on a panel boundary, [(t - base) floordiv P, ..., iv - t]
+with t the tile loop's iv: invariant in the point loops, then unit stride).
+
+```mlir
+// loom-tile{sizes=32,64,16},loom-pack{operand=1 level=2 panel=16} on a 100x50 * 50x70 matmul
+affine.for %i_t = 0 to 100 step 32 {
+  affine.for %j_t = 0 to 70 step 64 {
+    affine.for %k_t = 0 to 50 step 16 {
+      affine.for %i = affine_map<(d0) -> (d0)>(%i_t) to min affine_map<(d0) -> ((d0 + 32), 100)>(%i_t) {
+        affine.for %j = affine_map<(d0) -> (d0)>(%j_t) to min affine_map<(d0) -> ((d0 + 64), 70)>(%j_t) {
+          affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> ((d0 + 16), 50)>(%k_t) {
+            %4 = affine.load %a[%i, %k] : memref<100x50xf32>
+            %5 = affine.load %b[%k, %j] : memref<50x70xf32>
+            ...
+} {loom.tag = "matmul"}
+// becomes
+%b_pack = memref.alloc() {alignment = 64 : i64} : memref<4x16x16xf32>
+affine.for %i_t = 0 to 100 step 32 {
+  affine.for %j_t = 0 to 70 step 64 {
+    affine.for %k_t = 0 to 50 step 16 {
+      affine.for %j_panel = 0 to 4 {
+        affine.for %k_cp = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%k_t) {
+          affine.for %j_cp = 0 to min affine_map<(d0, d1) -> (16, (((d0 * -1) + (d1 * -16)) + 70))>(%j_t, %j_panel) {
+            %3 = affine.load %b[%k_t + %k_cp, %j_t + %j_panel * 16 + %j_cp] : memref<50x70xf32>
+            affine.store %3, %b_pack[%j_panel, %k_cp, %j_cp] : memref<4x16x16xf32>
+          }
+        }
+      }
+      affine.for %i = affine_map<(d0) -> (d0)>(%i_t) to min affine_map<(d0) -> ((d0 + 32), 100)>(%i_t) {
+        affine.for %j = affine_map<(d0) -> (d0)>(%j_t) to min affine_map<(d0) -> ((d0 + 64), 70)>(%j_t) {
+          affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> ((d0 + 16), 50)>(%k_t) {
+            %4 = affine.load %a[%i, %k] : memref<100x50xf32>
+            %5 = affine.load %b_pack[(%j + %j_t * -1) floordiv 16, %k + %k_t * -1, (%j + %j_t * -1) mod 16] : memref<4x16x16xf32>
+            ...
+} {loom.tag = "matmul"}
+memref.dealloc %b_pack : memref<4x16x16xf32>
+```
+
+Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
+non-positive `panel`; with `op=`, an operand or a level the nest does not have; an operand
+written inside the nest (through any view of its buffer), read inside the level loop other
+than by `affine.load`, or read there at different subscripts (pack before unrolling); a
+subscript that is not linear, that combines two loops inside the level (conv2d's input row
+`oh * sh + r * dh - ph` when both oh and r are inside: pack inside ow instead), or that
+steps by more than 1 along one (a dilation), or that is fixed in the tile but may fall
+outside the memref (conv2d's padded input row inside r: the read is guarded there, a copy
+would not be); a tile without a static size or a single start; a level with no loop
+inside it walking the operand; `panel` where not exactly one packed dimension is walked by
+a loop of the output. Each packing is a remark (`--remarks`): `packed B (%b) of nest
+'matmul': tile 16x64 at loop %k_t (level 2) as panels [4][16][16], 4 KiB`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, memref
+from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from passes.loop_utils import (
+    FootprintDim,
+    FootprintError,
+    LinearForm,
+    LoopBounds,
+    Range,
+    access_footprint,
+    affine_exprs,
+    build_affine_nest,
+    enclosing_loops,
+    iv_name,
+    map_forms,
+    memref_root,
+    nest_tag,
+    prune_bounds,
+    retarget_load,
+    select_nests,
+    step_of,
+    value_name,
+)
+
+#: how the remarks name the operands of the ops Loom knows
+OPERAND_LETTERS = {"matmul": "ABC", "conv2d": "XWY"}
+#: ops that only read the memrefs they take
+READS = (affine.LoadOp, memref.LoadOp, affine.VectorLoadOp)
+
+
+@dataclass
+class _Plan:
+    """One packing, decided before anything is changed."""
+
+    nest: affine.ForOp
+    what: str  # "B (%b) of nest 'matmul'"
+    memref: SSAValue
+    reads: list[affine.LoadOp]
+    level_loop: affine.ForOp
+    footprint: list[FootprintDim]
+    packed: list[int]  # the subscripts that are dimensions of the buffer
+    split: int | None  # the subscript split into panels
+    shape: list[int]
+
+
+@dataclass(frozen=True)
+class LoomPackPass(ModulePass):
+    name = "loom-pack"
+
+    operand: int | None = None
+    level: int | None = None
+    panel: int | None = None
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self._check_options()
+        nests = select_nests(op, self.op)
+        if not nests:
+            remark(self.name, None, f"no loop nest{f' tagged {self.op!r}' if self.op else ''} to pack")
+        plans = [plan for nest in nests if (plan := self._plan(nest)) is not None]
+        for plan in plans:
+            self._pack(plan)
+
+    def _check_options(self) -> None:
+        for option, value in (("operand", self.operand), ("level", self.level)):
+            if value is None:
+                raise LoomError(f"{self.name}: option '{option}' is required")
+            if value < 0:
+                raise LoomError(f"{self.name}: option '{option}' must be >= 0, got {value}")
+        if self.panel is not None and self.panel < 1:
+            raise LoomError(f"{self.name}: option 'panel' must be a positive integer, got {self.panel}")
+
+    def _skip(self, nest: affine.ForOp, message: str) -> None:
+        """A nest the options do not fit: an error when it was selected by name."""
+        if self.op is not None:
+            raise LoomError(f"{self.name}: {message}", nest)
+        remark(self.name, nest, f"skipped: {message}")
+
+    def _plan(self, nest: affine.ForOp) -> _Plan | None:
+        assert self.operand is not None and self.level is not None
+        tag = nest_tag(nest) or "untagged"
+        store, reads = _statement(nest)
+        if self.operand >= len(reads):
+            n = len(reads)
+            have = f"{n} memref{'s' if n > 1 else ''} (operands 0..{n - 1})" if n else "no memref"
+            return self._skip(nest, f"option 'operand' is {self.operand}, but nest '{tag}' reads {have}")
+        mem = list(reads)[self.operand]
+        read = reads[mem]
+        letters = OPERAND_LETTERS.get(tag, "")
+        letter = f"{letters[self.operand]} " if self.operand < len(letters) else f"operand {self.operand} "
+        what = f"{letter}({value_name(mem)}) of nest '{tag}'"
+        chain = enclosing_loops(read)
+        if self.level >= len(chain):
+            return self._skip(
+                nest,
+                f"option 'level' is {self.level}, but the read of {value_name(mem)} in nest '{tag}' is inside "
+                f"{len(chain)} loops (levels 0..{len(chain) - 1})",
+            )
+        refuse = f"{self.name}: cannot pack {what}"
+        if (writer := _writer(nest, mem)) is not None:
+            raise LoomError(f"{refuse}: it is written inside the nest ('{writer.name}')", writer)
+        level_loop = chain[self.level]
+        at = f"at level {self.level} (loop %{iv_name(level_loop)})"
+        uses = [u.operation for u in mem.uses if level_loop.is_ancestor(u.operation)]
+        if other := next((o for o in uses if not isinstance(o, affine.LoadOp)), None):
+            where = f"inside loop %{iv_name(level_loop)}"
+            raise LoomError(f"{refuse}: its '{other.name}' {where} cannot be rewritten", other)
+        loads = [o for o in uses if isinstance(o, affine.LoadOp)]
+        subscripts = map_forms(read.map.data, read.indices)
+        if other := next((o for o in loads if map_forms(o.map.data, o.indices) != subscripts), None):
+            raise LoomError(
+                f"{refuse} {at}: it is read at different subscripts inside the loop (pack before unrolling)", other
+            )
+        try:
+            footprint = access_footprint(read, chain[self.level + 1 :])
+        except FootprintError as e:
+            raise LoomError(f"{refuse} {at}: {e}", read) from None
+        packed = [d for d, fd in enumerate(footprint) if fd.loop is not None]
+        if not packed:
+            raise LoomError(f"{refuse} {at}: no loop inside it walks {value_name(mem)}, nothing to pack", read)
+        split = None if self.panel is None else self._panel_dim(refuse, store, footprint, packed, read)
+        shape = [footprint[d].extent for d in packed if d != split]
+        if split is not None:
+            assert self.panel is not None
+            shape = [-(-footprint[split].extent // self.panel), *shape, self.panel]
+        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape)
+
+    def _panel_dim(
+        self, refuse: str, store: affine.StoreOp, footprint: list[FootprintDim], packed: list[int], read: affine.LoadOp
+    ) -> int:
+        """The packed subscript walked by a loop of the output (j for B, i for A)."""
+        output = {v for f in map_forms(store.map.data, store.indices) if f is not None for v in f.coeffs}
+        free = [d for d in packed if _iv(footprint[d].loop) in output]
+        if len(free) != 1:
+            loops = ", ".join(f"%{iv_name(footprint[d].loop)}" for d in packed)
+            raise LoomError(
+                f"{refuse}: option 'panel' splits the one packed dimension walked by a loop of the output "
+                f"{value_name(store.memref)}, but {len(free)} of the tile's loops ({loops}) are",
+                read,
+            )
+        return free[0]
+
+    def _pack(self, plan: _Plan) -> None:
+        mtype = plan.memref.type
+        assert isinstance(mtype, MemRefType)
+        alloc = memref.AllocOp.get(mtype.get_element_type(), 64, plan.shape)
+        alloc.memref.name_hint = f"{plan.memref.name_hint or 'operand'}_pack"
+        buffer = alloc.memref
+        dealloc = memref.DeallocOp.get(buffer)
+        parent = plan.nest.parent_block()
+        assert parent is not None
+        parent.insert_op_before(alloc, plan.nest)
+        parent.insert_op_after(dealloc, plan.nest)
+        copy = self._copy_nest(plan, buffer)
+        for new in (alloc, dealloc, *copy.walk()):
+            new.location = plan.nest.location
+        body = plan.level_loop.body.block
+        assert body.first_op is not None
+        body.insert_op_before(copy, body.first_op)
+        index = self._packed_index(plan)
+        for read in plan.reads:
+            retarget_load(read, buffer, *index)
+        tile = "x".join(str(plan.footprint[d].extent) for d in plan.packed)
+        if plan.split is None:
+            layout = f"into {buffer.type}"
+        else:
+            padded = plan.footprint[plan.split].extent % plan.shape[-1]
+            panels = "".join(f"[{n}]" for n in plan.shape)
+            layout = f"as panels {panels}" + (" (the last panel padded)" if padded else "")
+        size = mtype.get_element_type().bitwidth // 8 * math.prod(plan.shape)
+        remark(
+            self.name, plan.nest,
+            f"packed {plan.what}: tile {tile} at loop %{iv_name(plan.level_loop)} (level {self.level}) "
+            f"{layout}, {_bytes(size)}",
+        )
+
+    def _copy_nest(self, plan: _Plan, buffer: SSAValue) -> affine.ForOp:
+        """buffer[...] = operand[...] over the tile: one loop per dimension of the buffer,
+        in order (the buffer is written contiguously), from 0 (the tile's start) to the
+        tile's end in this iteration."""
+        fp = plan.footprint
+        order = [d for d in plan.packed if d != plan.split]
+        names = [_name(fp[d].loop, "cp") for d in order]
+        if plan.split is not None:
+            names = [_name(fp[plan.split].loop, "panel"), *names, _name(fp[plan.split].loop, "cp")]
+
+        def relative(fd: FootprintDim, start: LinearForm, known: dict[SSAValue, Range] | None = None) -> LoopBounds:
+            """The loop over the tile along fd, counted from `start`."""
+            lower = prune_bounds([LinearForm(), *(t - start for t in fd.lower)], "max", known)
+            return lower, prune_bounds([u - start for u in fd.upper], "min", known)
+
+        def bounds(ivs: list[SSAValue]) -> list[LoopBounds]:
+            inner = [relative(fp[d], fp[d].base) for d in order]
+            if plan.split is None:
+                return inner
+            # panel p, then the other dimensions, then the offset in the panel
+            panels, width = plan.shape[0], plan.shape[-1]
+            known = {ivs[0]: (0, panels - 1)}
+            lower, upper = relative(fp[plan.split], fp[plan.split].base + LinearForm.of(ivs[0]) * width, known)
+            upper = prune_bounds([LinearForm(const=width), *upper], "min", known)
+            return [([LinearForm()], [LinearForm(const=panels)]), *inner, (lower, upper)]
+
+        def body(ivs: list[SSAValue]) -> list[Operation]:
+            forms = [LinearForm.of(iv) for iv in ivs]
+            if plan.split is None:
+                at = dict(zip(order, forms))
+            else:
+                at = dict(zip(order, forms[1:-1]))
+                at[plan.split] = forms[0] * plan.shape[-1] + forms[-1]
+            source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
+            load = affine.LoadOp(plan.memref, *_map(source))
+            store = affine.StoreOp(load.result, buffer, *_map(forms))
+            return [load, store]
+
+        return build_affine_nest(names, bounds, body)
+
+    def _packed_index(self, plan: _Plan) -> tuple[list[AffineExpr], list[SSAValue]]:
+        """Where the body's read lands in the buffer: [iv - base, ...]; with panels,
+        [(iv - base) floordiv P, ..., (iv - base) mod P] for the split dimension, or, when
+        its loop is the point loop of a tile that lies in one panel (`%j = %j_t2 to
+        %j_t2 + P` with %j_t2 stepping by P from the base), [(%j_t2 - base) floordiv P,
+        ..., %j - %j_t2]: invariant in the point loop, then unit stride."""
+        fp = plan.footprint
+        relative = {d: LinearForm.of(_iv(fp[d].loop)) - fp[d].base for d in plan.packed}
+        others = [relative[d] for d in plan.packed if d != plan.split]
+        if plan.split is None:
+            return affine_exprs(others)
+        width = plan.shape[-1]
+        split = fp[plan.split]
+        if (tile := _panel_tile(split, width)) is not None:
+            start = LinearForm.of(tile)
+            exprs, operands = affine_exprs([start - split.base, *others, LinearForm.of(_iv(split.loop)) - start])
+            return [exprs[0] // width, *exprs[1:]], operands
+        exprs, operands = affine_exprs([relative[plan.split], *others])
+        return [exprs[0] // width, *exprs[1:], exprs[0] % width], operands
+
+
+def _panel_tile(fd: FootprintDim, width: int) -> SSAValue | None:
+    """The iv %t of the tile loop around fd's loop when each tile lies in one panel:
+    fd's loop runs from %t to at most %t + width, and %t steps from the footprint's base
+    by a multiple of width."""
+    loop = fd.loop
+    assert loop is not None
+    lower = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+    if len(lower) != 1 or lower[0] is None or not lower[0].is_value():
+        return None
+    (start,) = lower[0].coeffs
+    block = start.owner
+    if not isinstance(block, Block) or start is not block.args[0]:
+        return None
+    tile = block.parent_op()
+    if not isinstance(tile, affine.ForOp):
+        return None
+    if map_forms(tile.lowerBoundMap.data, tile.lowerBoundOperands) != [fd.base] or step_of(tile) % width:
+        return None
+    for end in map_forms(loop.upperBoundMap.data, loop.upperBoundOperands):
+        if end is not None and not (end - lower[0]).coeffs and (end - lower[0]).const <= width:
+            return start
+    return None
+
+
+def _statement(nest: affine.ForOp) -> tuple[affine.StoreOp | None, dict[SSAValue, affine.LoadOp]]:
+    """The nest's last affine.store and the memrefs that its block reads, in the order
+    of their first read, each with that read: the op's operands."""
+    stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
+    if not stores:
+        return None, {}
+    block = stores[-1].parent_block()
+    assert block is not None
+    reads: dict[SSAValue, affine.LoadOp] = {}
+    for top in block.ops:
+        for o in top.walk():
+            if isinstance(o, affine.LoadOp):
+                reads.setdefault(o.memref, o)
+    return stores[-1], reads
+
+
+def _writer(nest: affine.ForOp, mem: SSAValue) -> Operation | None:
+    """An op inside the nest that may write the buffer `mem` views: any op but a read or
+    a view that takes a memref of the same buffer."""
+    root = memref_root(mem)
+    for o in nest.walk():
+        if isinstance(o, READS):
+            continue
+        is_view = not o.regions and any(isinstance(r.type, MemRefType) for r in o.results)
+        if not is_view and any(isinstance(v.type, MemRefType) and memref_root(v) is root for v in o.operands):
+            return o
+    return None
+
+
+def _name(loop: affine.ForOp, suffix: str) -> str | None:
+    hint = loop.body.block.args[0].name_hint
+    return f"{hint}_{suffix}" if hint else None
+
+
+def _iv(loop: affine.ForOp | None) -> SSAValue:
+    assert loop is not None
+    return loop.body.block.args[0]
+
+
+def _map(forms: Sequence[LinearForm]) -> tuple[list[SSAValue], AffineMapAttr]:
+    """(operands, map) of an access at `forms`."""
+    exprs, operands = affine_exprs(forms)
+    return operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs)))
+
+
+def _bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    kib = n / 1024
+    return f"{kib:.0f} KiB" if kib == int(kib) else f"{kib:.1f} KiB"

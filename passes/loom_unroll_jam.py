@@ -1,0 +1,164 @@
+"""loom-unroll-jam{factors=... op=...}: unroll the outer loops of a band and jam the
+copies into the innermost body (register tiling).
+
+For a perfect band of depth d, `factors` gives up to d-1 factors for its outer loops,
+outermost first (1 leaves a loop alone). Each such loop steps by factor*step and the
+innermost body holds the product of the factors copies, in lexicographic order (the
+copies of an outer loop vary slowest). On matmul i, j, k (or i, k, j after
+loom-interchange), `factors=4,4` updates a 4x4 block of C per innermost iteration.
+`factors=2` on a 5-row matmul:
+
+```mlir
+affine.for %i = 0 to 5 {                  affine.for %i = 0 to 4 step 2 {
+  affine.for %j = 0 to 8 {                  affine.for %j = 0 to 8 {
+    affine.for %k = 0 to 3 {                  affine.for %k = 0 to 3 {
+      C[%i, %j] += A[%i, %k] * B[%k, %j]        C[%i, %j] += A[%i, %k] * B[%k, %j]
+    }                                ->         C[%i + 1, %j] += A[%i + 1, %k] * B[%k, %j]
+  }                                           }
+} {loom.tag = "matmul"}                     }
+                                          } {loom.tag = "matmul"}
+                                          affine.for %i_1 = 4 to 5 {
+                                            ... the j and k loops as they were ...
+                                          } {loom.tag = "matmul"}
+```
+
+When the factor does not divide the trip count, a cleanup loop runs the rest with the
+loops inside it as they are (or as the unroll-jam of an inner loop made them). With
+non-constant bounds (`%ii = %it to min(%it + 32, 100)` after tiling) the split point is
+an `affine.apply` before the loop (with an `affine.min` for a multi-result upper bound),
+`lb + ((ub - lb) floordiv f*step) * f*step`, and the cleanup loop starts at
+`max(split, lb)`. The mechanics are `loop_utils.unroll_jam_loop` (unroll, then fuse
+the copies).
+
+Applied factors can be smaller than requested, as the remark says: a factor larger than
+a constant trip count is lowered to it, and a loop whose copies cannot be jammed gets 1
+(a loop inside it has bounds that use its iv, as a tiled band's point loop does with its
+tile loop; a max lower bound; iter_args).
+
+Refused with a LoomError at the nest, nothing changed: a factor below 1, more factors
+than the band has outer loops (for a nest named by `op=`; other nests are skipped with
+a remark), a jam that breaks a dependence (unroll-jam of L is legal iff moving L
+innermost is: no non-reduction dependence with `<` on L and `>` on a loop inside it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from passes.dependences import band_dependences, unroll_jam_is_legal
+from passes.loop_utils import (
+    bound_dependences,
+    check_positive,
+    constant_trip_count,
+    describe_band,
+    iv_name,
+    perfect_band,
+    select_nests,
+    unroll_jam_loop,
+)
+
+
+@dataclass(frozen=True)
+class LoomUnrollJamPass(ModulePass):
+    name = "loom-unroll-jam"
+
+    factors: tuple[int, ...] = ()
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        factors = check_positive(self.name, "factors", self.factors)
+        plans = [(nest, self._plan(nest, factors)) for nest in select_nests(op, self.op)]
+        if self.op is not None and not plans:
+            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        for nest, plan in plans:
+            if isinstance(plan, str):
+                remark(self.name, nest, plan)
+                continue
+            band, applied, message = plan
+            remark(self.name, nest, message)
+            for position in reversed(range(len(applied))):
+                if applied[position] > 1:
+                    unroll_jam_loop(band[position], applied[position], len(band) - 1 - position)
+
+    def _plan(self, nest: affine.ForOp, factors: tuple[int, ...]) -> tuple[list[affine.ForOp], list[int], str] | str:
+        """(band, applied factors, remark) for a nest to transform; why not, to skip it
+        with a remark; a LoomError for a nest that cannot take the factors asked."""
+        band = perfect_band(nest)
+        where = f"band {describe_band(band)}"
+        if len(factors) > len(band) - 1:
+            message = (
+                f"{len(factors)} factors {list(factors)} for the {len(band) - 1} outer "
+                f"loop{'s' if len(band) != 2 else ''} of {where}"
+            )
+            if self.op is None:
+                return f"skipped: {message}"
+            raise LoomError(f"{self.name}: {message}", nest)
+        bounds = bound_dependences(band)
+        applied, notes = [], []
+        for position, factor in enumerate(factors):
+            loop = band[position]
+            factor = _clamped(loop, factor)
+            why = _cannot_jam(band, position, bounds) if factor > 1 else None
+            if why is not None:
+                notes.append(f"{iv_name(loop)} not unrolled: {why}")
+                factor = 1
+            applied.append(factor)
+        if all(f == 1 for f in applied):
+            return "; ".join([f"{where} left as it is: factors {list(factors)} requested, none above 1 applies", *notes])
+        deps = band_dependences(band)
+        for position, factor in enumerate(applied):
+            broken = unroll_jam_is_legal(deps, position, len(band)) if factor > 1 else None
+            if broken is not None:
+                raise LoomError(
+                    f"{self.name}: unroll-jam of loop {iv_name(band[position])} by {factor} breaks the dependence "
+                    f"{broken.describe()} in {where}",
+                    nest,
+                )
+        return band, applied, "; ".join([_describe(band, factors, applied), *notes])
+
+
+def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int, int]]) -> str | None:
+    """Why the copies of band loop `position` cannot be jammed, if they cannot."""
+    loop = band[position]
+    name = iv_name(loop)
+    if loop.inits:
+        return "it carries values (iter_args)"
+    if len(loop.lowerBoundMap.data.results) != 1:
+        return "its lower bound is the max of several expressions"
+    for inner, outer in bounds:
+        if outer == position and inner > position:
+            return f"the bounds of loop {iv_name(band[inner])} inside it depend on {name}"
+    return None
+
+
+def _describe(band: list[affine.ForOp], requested: tuple[int, ...], applied: list[int]) -> str:
+    parts = []
+    for loop, factor in zip(band, applied):
+        if factor == 1:
+            continue
+        trips = constant_trip_count(loop)
+        if trips is None:
+            parts.append(f"{iv_name(loop)} by {factor} (a cleanup loop for the rest)")
+        else:
+            parts.append(
+                f"{iv_name(loop)} by {factor} (trip count {trips}: {trips // factor} main iterations, "
+                f"{trips % factor} in the cleanup loop)"
+            )
+    return (
+        f"unroll-jam band {describe_band(band)}: factors {list(requested)} requested, {applied} applied, "
+        f"{prod(applied)} copies of the body; " + "; ".join(parts)
+    )
+
+
+def _clamped(loop: affine.ForOp, factor: int) -> int:
+    """The factor, at most the loop's constant trip count (and at least 1)."""
+    trips = constant_trip_count(loop)
+    return factor if trips is None else max(1, min(factor, trips))

@@ -1,0 +1,67 @@
+// RUN: not loom-opt %s -p 'loom-interchange{order=1,0}' --split-input-file 2>&1 | filecheck %s
+// RUN: not loom-opt %s -p 'loom-interchange{order=0,2,1 op=stencil3}' --split-input-file 2>&1 | filecheck %s --check-prefix=THREE
+// RUN: not loom-opt %s -p 'loom-interchange{order=0,0}' --split-input-file 2>&1 | filecheck %s --check-prefix=PERM
+// RUN: not loom-opt %s -p 'loom-interchange{order=0,1,2 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=LONG
+// RUN: not loom-opt %s -p 'loom-interchange{order=2,0,1}' --split-input-file 2>&1 | filecheck %s --check-prefix=BOUNDS
+// RUN: not loom-opt %s -p 'loom-interchange' --split-input-file 2>&1 | filecheck %s --check-prefix=NONE
+
+// What loom-interchange refuses, each at the nest, with the reason; nothing is changed.
+// The options are checked before any nest is looked at.
+// PERM: error: loom-interchange: option 'order' must be a permutation, got [0, 0]
+// NONE: error: loom-interchange: option 'order' is required (a permutation such as order=0,2,1)
+
+// A[i, j] = A[i - 1, j + 1] + 1: iteration (i, j) writes what (i + 1, j - 1) reads, a
+// dependence with direction (<, >) that j outside i would turn around.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-interchange: order [1, 0] breaks the dependence store %A[%i, %j] (line [[# @LINE + 7]]) -> load %A[%i - 1, %j + 1] (line [[# @LINE + 5]]), direction (<, >) in band (i, j); legal orders: [0, 1]
+// LONG: refuse.mlir:[[# @LINE + 2]]:3: error: loom-interchange: order [0, 1, 2] is longer than the 2-loop band (i, j)
+func.func @stencil(%A: memref<100x100xf32>, %one: f32) {
+  affine.for %i = 1 to 100 {
+    affine.for %j = 0 to 99 {
+      %v = affine.load %A[%i - 1, %j + 1] : memref<100x100xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i, %j] : memref<100x100xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// The same along j and k: the legal orders keep j outside k.
+// THREE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-interchange: order [0, 2, 1] breaks the dependence store %A[%i, %j, %k] (line [[# @LINE + 7]]) -> load %A[%i, %j - 1, %k + 1] (line [[# @LINE + 5]]), direction (=, <, >) in band (i, j, k); legal orders: [0, 1, 2], [1, 0, 2], [1, 2, 0]
+func.func @stencil3(%A: memref<10x10x10xf32>, %one: f32) {
+  affine.for %i = 0 to 10 {
+    affine.for %j = 1 to 10 {
+      affine.for %k = 0 to 9 {
+        %v = affine.load %A[%i, %j - 1, %k + 1] : memref<10x10x10xf32>
+        %w = arith.addf %v, %one : f32
+        affine.store %w, %A[%i, %j, %k] : memref<10x10x10xf32>
+      }
+    }
+  } {loom.tag = "stencil3"}
+  func.return
+}
+
+// -----
+
+// A tiled band: the point loop %ii runs from %it, so it cannot go outside %it.
+// BOUNDS: refuse.mlir:[[# @LINE + 2]]:3: error: loom-interchange: order [2, 0, 1] puts loop ii outside loop it, which its bounds depend on, in band (it, jt, ii, jj, k); legal orders: [0, 1, 2], [0, 2, 1], [1, 0, 2]
+func.func @tiled(%A: memref<10x7xf32>, %B: memref<7x9xf32>, %C: memref<10x9xf32>) {
+  affine.for %it = 0 to 10 step 4 {
+    affine.for %jt = 0 to 9 step 4 {
+      affine.for %ii = %it to min affine_map<(d0) -> (d0 + 4, 10)>(%it) {
+        affine.for %jj = %jt to min affine_map<(d0) -> (d0 + 4, 9)>(%jt) {
+          affine.for %k = 0 to 7 {
+            %a = affine.load %A[%ii, %k] : memref<10x7xf32>
+            %b = affine.load %B[%k, %jj] : memref<7x9xf32>
+            %c = affine.load %C[%ii, %jj] : memref<10x9xf32>
+            %p = arith.mulf %a, %b : f32
+            %s = arith.addf %c, %p : f32
+            affine.store %s, %C[%ii, %jj] : memref<10x9xf32>
+          }
+        }
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}

@@ -1,0 +1,46 @@
+// RUN: not loom-opt %s -p 'loom-tile{sizes=2,2}' --split-input-file 2>&1 | filecheck %s
+// RUN: not loom-opt %s -p 'loom-tile{sizes=0,4}' --split-input-file 2>&1 | filecheck %s --check-prefix=ZERO
+// RUN: not loom-opt %s -p 'loom-tile{sizes=4,-2}' --split-input-file 2>&1 | filecheck %s --check-prefix=NEG
+// RUN: not loom-opt %s -p 'loom-tile{sizes=2 depth=-1}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEPTH
+// RUN: not loom-opt %s -p 'loom-tile{sizes=2,2,2 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not loom-opt %s -p 'loom-tile{sizes=2 depth=5 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEEP
+
+// Invalid options: an error naming the pass and the option, and no output.
+// ZERO-COUNT-2: {{^}}error: loom-tile: option 'sizes' must be positive integers, got [0, 4]
+// ZERO-NOT: affine.for
+// NEG-COUNT-2: {{^}}error: loom-tile: option 'sizes' must be positive integers, got [4, -2]
+// NEG-NOT: affine.for
+// DEPTH-COUNT-2: {{^}}error: loom-tile: option 'depth' must be >= 0, got -1
+// DEPTH-NOT: affine.for
+
+// A[i, j] = A[i - 1, j + 1]: iteration (i, j) reads what (i - 1, j + 1) wrote, direction
+// (<, >). Tiled, the reader (i, j) runs in an earlier j-tile than the writer
+// (i - 1, j + 1) when both share an i-tile: the loops are not fully permutable.
+// CHECK: refuse.mlir:[[# @LINE + 6]]:3: error: loom-tile: cannot tile (i, j) of nest 'stencil': the loops are not fully permutable, dependence store %a[%i, %j] (line [[# @LINE + 10]]) -> load %a[%i - 1, %j + 1] (line [[# @LINE + 8]]), direction (<, >)
+// With op=, a nest whose band is shorter than the sizes is an error, not a skip.
+// MANY: refuse.mlir:[[# @LINE + 4]]:3: error: loom-tile: option 'sizes' gives 3 sizes, but nest 'stencil': its band at depth 0, (i, j), has 2 loops
+// DEEP: refuse.mlir:[[# @LINE + 3]]:3: error: loom-tile: option 'sizes' gives 1 size, but nest 'stencil': its perfect band (i, j) has 2 loops, none at depth 5
+// CHECK-NOT: affine.for %i_t
+func.func @stencil(%a: memref<8x8xf32>) {
+  affine.for %i = 1 to 8 {
+    affine.for %j = 0 to 7 {
+      %v = affine.load %a[%i - 1, %j + 1] : memref<8x8xf32>
+      %w = arith.addf %v, %v : f32
+      affine.store %w, %a[%i, %j] : memref<8x8xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// A triangular band: the bounds of j use i, so the tile loops cannot be hoisted out.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-tile: cannot tile (i, j) of nest 'tri': the bounds of loop %j use %i (the band is not rectangular)
+func.func @triangular(%a: memref<8x8xf32>, %z: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = affine_map<(d0) -> (d0)>(%i) to 8 {
+      affine.store %z, %a[%i, %j] : memref<8x8xf32>
+    }
+  } {loom.tag = "tri"}
+  func.return
+}

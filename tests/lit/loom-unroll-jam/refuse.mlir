@@ -1,0 +1,43 @@
+// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2 op=stencil}' --split-input-file 2>&1 | filecheck %s
+// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,0}' --split-input-file 2>&1 | filecheck %s --check-prefix=ZERO
+// RUN: not loom-opt %s -p 'loom-unroll-jam' --split-input-file 2>&1 | filecheck %s --check-prefix=NONE
+// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,2,2 op=matmul}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
+
+// What loom-unroll-jam refuses, each at the nest, with the reason; nothing is changed.
+// The options are checked before any nest is looked at.
+// ZERO: error: loom-unroll-jam: option 'factors' must be positive integers, got [2, 0]
+// NONE: error: loom-unroll-jam: option 'factors' is required (a list of positive integers)
+
+// A[i, j] = A[i - 1, j + 1] + 1: the copy for i + 1 would read A[i, j + 1] before the
+// copy for i has written it (in iteration j + 1): a dependence (<, >) carried by i.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll-jam: unroll-jam of loop i by 2 breaks the dependence store %A[%i, %j] (line [[# @LINE + 6]]) -> load %A[%i - 1, %j + 1] (line [[# @LINE + 4]]), direction (<, >) in band (i, j)
+func.func @stencil(%A: memref<100x100xf32>, %one: f32) {
+  affine.for %i = 1 to 100 {
+    affine.for %j = 0 to 99 {
+      %v = affine.load %A[%i - 1, %j + 1] : memref<100x100xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i, %j] : memref<100x100xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// Three factors for a band with two outer loops.
+// MANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll-jam: 3 factors [2, 2, 2] for the 2 outer loops of band (i, j, k)
+func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      affine.for %k = 0 to 3 {
+        %0 = affine.load %a[%i, %k] : memref<4x3xf32>
+        %1 = affine.load %b[%k, %j] : memref<3x5xf32>
+        %2 = affine.load %c[%i, %j] : memref<4x5xf32>
+        %3 = arith.mulf %0, %1 : f32
+        %4 = arith.addf %2, %3 : f32
+        affine.store %4, %c[%i, %j] : memref<4x5xf32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}

@@ -1,0 +1,439 @@
+"""passes.dependences: direction vectors of affine loop bands and the legality queries
+the schedule passes ask (interchange, unroll-and-jam, tiling)."""
+
+import itertools
+
+import pytest
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir.affine import AffineExpr
+
+from compiler.context import make_context
+from compiler.diagnostics import parse_module
+from passes.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
+from passes.dependences import (
+    band_dependences,
+    is_fully_permutable,
+    legal_orders,
+    permutation_is_legal,
+    unroll_jam_is_legal,
+)
+from passes.loop_utils import perfect_band, select_nests
+
+
+def parse(text: str) -> ModuleOp:
+    return parse_module(make_context(), text, "deps.mlir")
+
+
+def band_of(module: ModuleOp, tag: str | None = None):
+    nests = select_nests(module, tag)
+    assert nests, "no nest"
+    return perfect_band(nests[0])
+
+
+def lowered(text: str) -> ModuleOp:
+    module = parse(text)
+    ConvertLoomToAffinePass().apply(make_context(), module)
+    return module
+
+
+def real(deps):
+    """(source op name, sink op name, directions, distance) of each dependence, sorted."""
+    return sorted((d.source.name, d.sink.name, d.directions, d.distance, d.is_reduction) for d in deps)
+
+
+MATMUL = """
+func.func @mm(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
+  loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  func.return
+}
+"""
+
+BATCHED = """
+func.func @bmm(%a: memref<2x4x3xf32>, %b: memref<2x3x5xf32>, %c: memref<2x4x5xf32>) {
+  loom.matmul ins(%a, %b : memref<2x4x3xf32>, memref<2x3x5xf32>) outs(%c : memref<2x4x5xf32>)
+  func.return
+}
+"""
+
+CONV = """
+func.func @conv(%x: memref<1x2x6x6xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x{ho}x{ho}xf32>) {{
+  loom.conv2d ins(%x, %w : memref<1x2x6x6xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x{ho}x{ho}xf32>) {{padding = array<i64: {p}, {p}>}}
+  func.return
+}}
+"""
+
+
+def stencil(load_subscripts: str, store_subscripts: str = "%i, %j", n: int = 8) -> str:
+    return f"""
+func.func @stencil(%A: memref<{n}x{n}xf32>, %one: f32) {{
+  affine.for %i = 0 to {n} {{
+    affine.for %j = 0 to {n} {{
+      %v = affine.load %A[{load_subscripts}] : memref<{n}x{n}xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[{store_subscripts}] : memref<{n}x{n}xf32>
+    }}
+  }}
+  func.return
+}}
+"""
+
+
+# --------------------------------------------------------------------------------------
+# Reductions: every order legal
+
+
+def test_matmul_is_a_reduction_and_all_orders_are_legal():
+    band = band_of(lowered(MATMUL), "matmul")
+    deps = band_dependences(band)
+    assert deps and all(d.is_reduction for d in deps)
+    assert {d.directions for d in deps} == {("=", "=", "*")}
+    assert legal_orders(deps, 3) == list(itertools.permutations(range(3)))
+    assert is_fully_permutable(deps, range(3))
+    assert all(unroll_jam_is_legal(deps, loop, 3) is None for loop in range(3))
+
+
+def test_batched_matmul_reduction():
+    band = band_of(lowered(BATCHED), "matmul")
+    deps = band_dependences(band)
+    assert {d.directions for d in deps} == {("=", "=", "=", "*")}
+    assert len(legal_orders(deps, 4)) == 24
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_conv2d_reduces_along_c_r_s(padding):
+    ho = 6 - 2 + 2 * padding
+    band = band_of(lowered(CONV.format(ho=ho, p=padding)), "conv2d")
+    assert len(band) == 7
+    deps = band_dependences(band)
+    assert deps and all(d.is_reduction for d in deps)
+    assert {d.directions for d in deps} == {("=", "=", "=", "=", "*", "*", "*")}
+    assert permutation_is_legal(deps, (0, 4, 5, 6, 1, 2, 3)) is None
+    assert permutation_is_legal(deps, (6, 5, 4, 3, 2, 1, 0)) is None
+    assert is_fully_permutable(deps, range(7))
+
+
+def test_zeroing_nest_has_only_loop_independent_dependences():
+    band = band_of(lowered(MATMUL), "matmul.init")
+    assert band_dependences(band) == []
+
+
+def test_accumulation_observed_elsewhere_is_no_reduction():
+    """The partial sums are also copied out: reordering k would change what D sees."""
+    text = """
+func.func @f(%A: memref<4x5x6xf32>, %B: memref<4xf32>, %D: memref<4x5x6xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      affine.for %k = 0 to 6 {
+        %b = affine.load %B[%i] : memref<4xf32>
+        %a = affine.load %A[%i, %j, %k] : memref<4x5x6xf32>
+        %s = arith.addf %b, %a : f32
+        affine.store %s, %B[%i] : memref<4xf32>
+        affine.store %s, %D[%i, %j, %k] : memref<4x5x6xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert deps and not any(d.is_reduction for d in deps)
+    # (=, <, >) would become (=, >, <): j and k cannot be swapped
+    assert permutation_is_legal(deps, (0, 2, 1)) is not None
+    assert permutation_is_legal(deps, (1, 0, 2)) is None
+
+
+def test_product_is_no_reduction():
+    text = """
+func.func @f(%A: memref<4x5xf32>, %B: memref<4xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 5 {
+      affine.for %k = 0 to 6 {
+        %b = affine.load %B[%i] : memref<4xf32>
+        %a = affine.load %A[%i, %j] : memref<4x5xf32>
+        %s = arith.mulf %b, %a : f32
+        affine.store %s, %B[%i] : memref<4xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert {d.directions for d in deps} == {("=", "*", "*")}
+    assert not any(d.is_reduction for d in deps)
+    assert permutation_is_legal(deps, (0, 2, 1)) is not None
+    assert legal_orders(deps, 3) == [(0, 1, 2), (1, 0, 2), (1, 2, 0)]  # j stays before k
+
+
+# --------------------------------------------------------------------------------------
+# Uniform dependences: exact distances
+
+
+def test_stencil_distance_and_illegal_interchange():
+    deps = band_dependences(band_of(parse(stencil("%i - 1, %j + 1"))))
+    assert len(deps) == 1
+    dep = deps[0]
+    assert (dep.source.name, dep.sink.name) == ("affine.store", "affine.load")
+    assert dep.distance == (1, -1) and dep.directions == ("<", ">") and not dep.is_reduction
+    assert permutation_is_legal(deps, (1, 0)) is dep
+    assert permutation_is_legal(deps, (0, 1)) is None
+    assert legal_orders(deps, 2) == [(0, 1)]
+    assert not is_fully_permutable(deps, range(2))
+    assert is_fully_permutable(deps, range(1, 2))
+    assert unroll_jam_is_legal(deps, 0, 2) is dep
+    assert dep.describe() == (
+        "store %A[%i, %j] (line 7) -> load %A[%i - 1, %j + 1] (line 5), direction (<, >)"
+    )
+
+
+@pytest.mark.parametrize(
+    "subscripts, directions, distance, orders",
+    [
+        ("%i, %j - 1", ("=", "<"), (0, 1), [(0, 1), (1, 0)]),
+        ("%i - 1, %j - 1", ("<", "<"), (1, 1), [(0, 1), (1, 0)]),
+        ("%i - 1, %j", ("<", "="), (1, 0), [(0, 1), (1, 0)]),
+        ("%i - 2, %j + 3", ("<", ">"), (2, -3), [(0, 1)]),
+        ("%i + 1, %j - 1", ("<", ">"), (1, -1), [(0, 1)]),  # an anti dependence: load first
+    ],
+)
+def test_uniform_distances(subscripts, directions, distance, orders):
+    deps = band_dependences(band_of(parse(stencil(subscripts))))
+    assert [(d.directions, d.distance) for d in deps] == [(directions, distance)]
+    assert legal_orders(deps, 2) == orders
+
+
+def test_anti_dependence_runs_from_the_load():
+    (dep,) = band_dependences(band_of(parse(stencil("%i + 1, %j - 1"))))
+    assert (dep.source.name, dep.sink.name) == ("affine.load", "affine.store")
+
+
+def test_distance_beyond_the_loop_is_no_dependence():
+    assert band_dependences(band_of(parse(stencil("%i - 8, %j", n=8)))) == []
+    # a trip count of 1 leaves no room for a distance
+    assert band_dependences(band_of(parse(stencil("%i, %j + 1", n=1)))) == []
+
+
+def test_same_address_is_loop_independent():
+    deps = band_dependences(band_of(parse(stencil("%i, %j"))))
+    assert [d.directions for d in deps] == [("=", "=")]
+    assert legal_orders(deps, 2) == [(0, 1), (1, 0)]
+
+
+def test_loop_missing_from_subscripts_gets_star():
+    deps = band_dependences(band_of(parse(stencil("%i, 0", "%i, 0"))))
+    assert {d.directions for d in deps} == {("=", "*")}
+
+
+def test_coupled_subscript_solved():
+    """A[i + j] written, A[i + j - 1] read: d_i + d_j = 1, neither fixed."""
+    text = """
+func.func @f(%A: memref<20xf32>, %one: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %A[%i + %j - 1] : memref<20xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i + %j] : memref<20xf32>
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert deps and all(d.directions == ("*", "*") for d in deps)
+    assert legal_orders(deps, 2) == [(0, 1)]
+
+
+# --------------------------------------------------------------------------------------
+# Conservative answers
+
+
+def test_non_uniform_pair_is_star_everywhere():
+    deps = band_dependences(band_of(parse(stencil("%j, %i"))))
+    assert deps and all(d.directions == ("*", "*") and d.distance is None for d in deps)
+    assert not any(d.is_reduction for d in deps)
+    assert legal_orders(deps, 2) == [(0, 1)]
+
+
+def test_floordiv_of_an_iv_is_not_analysed():
+    deps = band_dependences(band_of(parse(stencil("%i floordiv 2, %j"))))
+    assert deps and all(d.directions == ("*", "*") for d in deps)
+
+
+def test_other_memref_effects_are_conservative():
+    text = """
+func.func @f(%A: memref<8x8xf32>, %B: memref<8x8xf32>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = memref.load %A[%i, %j] : memref<8x8xf32>
+      affine.store %v, %A[%i, %j] : memref<8x8xf32>
+      affine.store %v, %B[%i, %j] : memref<8x8xf32>
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    on_a = [d for d in deps if d.memref.name_hint == "A"]
+    assert on_a and all(d.directions == ("*", "*") for d in on_a)
+    assert permutation_is_legal(deps, (1, 0)) is not None
+
+
+def test_distinct_memrefs_do_not_alias():
+    text = """
+func.func @f(%A: memref<8x8xf32>, %B: memref<8x8xf32>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %A[%j, %i] : memref<8x8xf32>
+      affine.store %v, %B[%i, %j] : memref<8x8xf32>
+    }
+  }
+  func.return
+}
+"""
+    assert band_dependences(band_of(parse(text))) == []
+
+
+def test_vector_accesses_cover_their_width():
+    text = """
+func.func @f(%A: memref<64xf32>) {
+  affine.for %i = 0 to 56 step 4 {
+    %v = affine.vector_load %A[%i] : memref<64xf32>, vector<4xf32>
+    affine.vector_store %v, %A[%i + 4] : memref<64xf32>, vector<4xf32>
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    flow = [d for d in deps if d.source.name == "affine.vector_store" and d.sink.name == "affine.vector_load"]
+    assert [d.distance for d in flow] == [(4,)]
+
+
+# --------------------------------------------------------------------------------------
+# Built and parsed IR agree; maps applied to dims and symbols alike
+
+
+def _built_stencil():
+    """The stencil of `stencil("%i - 1, %j + 1")` built the way passes build IR: the
+    loop ivs as map dims (the parser makes them symbols)."""
+    module = parse("""
+func.func @stencil(%A: memref<8x8xf32>, %one: f32) {
+  func.return
+}
+""")
+    func = next(op for op in module.walk() if op.name == "func.func")
+    a, one = func.body.block.args
+    i, j = AffineExpr.dimension(0), AffineExpr.dimension(1)
+
+    def body(ivs):
+        v = load(a, ivs, [i - 1, j + 1])
+        w = arith.AddfOp(v, one)
+        return [v, w, store(w.result, a, ivs, [i, j])]
+
+    func.body.block.insert_ops_before(build_nest([8, 8], "stencil", body, ["i", "j"]), func.body.block.last_op)
+    return module
+
+
+def test_built_and_parsed_accesses_agree():
+    built = _built_stencil()
+    parsed = parse(stencil("%i - 1, %j + 1"))
+    for module in (built, parsed):
+        load_op = next(op for op in module.walk() if op.name == "affine.load")
+        dims = load_op.map.data.num_dims
+        assert dims == (2 if module is built else 0)
+    assert real(band_dependences(band_of(built))) == real(band_dependences(band_of(parsed)))
+
+
+def test_matmul_reparsed_gives_the_same_dependences():
+    built = lowered(MATMUL)
+    reparsed = parse(str(built))
+    assert real(band_dependences(band_of(built, "matmul"))) == real(band_dependences(band_of(reparsed, "matmul")))
+
+
+def test_affine_apply_is_seen_through():
+    text = """
+func.func @f(%A: memref<9x9xf32>, %one: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %im = affine.apply affine_map<(d0) -> (d0 - 1)>(%i)
+      %jp = affine.apply affine_map<()[s0] -> (s0 + 1)>()[%j]
+      %v = affine.load %A[%im, %jp] : memref<9x9xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i, %j] : memref<9x9xf32>
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert [(d.directions, d.distance) for d in deps] == [(("<", ">"), (1, -1))]
+
+
+def test_outer_values_are_parameters():
+    """An offset by a function argument cancels out when both sides have it."""
+    text = """
+func.func @f(%A: memref<20x20xf32>, %n: index, %one: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %A[%i + %n - 1, %j] : memref<20x20xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i + %n, %j] : memref<20x20xf32>
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert [d.distance for d in deps] == [(1, 0)]
+
+
+# --------------------------------------------------------------------------------------
+# The legality queries on direction vectors
+
+
+def test_partial_order_keeps_the_rest_in_place():
+    text = """
+func.func @f(%A: memref<8x8x8xf32>, %one: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      affine.for %k = 0 to 8 {
+        %v = affine.load %A[%i, %j - 1, %k + 1] : memref<8x8x8xf32>
+        %w = arith.addf %v, %one : f32
+        affine.store %w, %A[%i, %j, %k] : memref<8x8x8xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert [d.directions for d in deps] == [("=", "<", ">")]
+    assert permutation_is_legal(deps, (1, 0)) is None
+    assert permutation_is_legal(deps, (0, 2, 1)) is deps[0]
+    assert legal_orders(deps, 2) == [(0, 1), (1, 0)]
+    assert is_fully_permutable(deps, range(2))
+    assert not is_fully_permutable(deps, range(1, 3))
+    assert unroll_jam_is_legal(deps, 0, 3) is None
+    assert unroll_jam_is_legal(deps, 1, 3) is deps[0]
+
+
+def test_vector_accumulation_is_a_reduction():
+    text = """
+func.func @f(%A: memref<4x6xf32>, %B: memref<6x8xf32>, %C: memref<4x8xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 step 4 {
+      affine.for %k = 0 to 6 {
+        %a = affine.vector_load %A[%i, %k] : memref<4x6xf32>, vector<4xf32>
+        %b = affine.vector_load %B[%k, %j] : memref<6x8xf32>, vector<4xf32>
+        %c = affine.vector_load %C[%i, %j] : memref<4x8xf32>, vector<4xf32>
+        %s = vector.fma %a, %b, %c : vector<4xf32>
+        affine.vector_store %s, %C[%i, %j] : memref<4x8xf32>, vector<4xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert deps and all(d.is_reduction for d in deps)
+    assert {d.directions for d in deps} == {("=", "=", "*")}

@@ -1,0 +1,176 @@
+"""Numerics of loom-tile, loom-unroll and loom-hoist, alone and in pipelines.
+
+Every compiled result is compared with the numpy reference (within 4*K*eps*max|ref| for
+random inputs, bit-exactly for small integers). On matmul, whose reduction is the one
+loop k, none of the three passes reorders the floating-point additions (the tiles of k
+run in order, unrolled copies chain, a promoted accumulator adds in the same order), so
+there each schedule must also give exactly the bits of the naive pipeline. (Tiling
+conv2d's c, r, s does reorder its reduction.)
+
+The default run draws a few cases per test (fast); `HYPOTHESIS_PROFILE=long` draws the
+profile's number.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import compiler
+from compiler.runner import error_bound
+from dialects.loom import conv2d_output_hw
+from mlirgen import conv2d, matmul
+
+LONG = os.environ.get("HYPOTHESIS_PROFILE", "default") != "default"
+few = settings() if LONG else settings(max_examples=6)
+
+# 1, primes, powers of two, sizes no small tile divides
+dim = st.sampled_from([1, 2, 3, 5, 7, 8, 11, 13, 16, 17])
+size = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 16, 64])
+
+
+def run_and_compare(src, shapes, reduction, pipeline, *, exact, dtype=np.float32, naive_bits=True):
+    rng = np.random.default_rng(7)
+    if exact:
+        arrays = [rng.integers(-4, 5, size=s).astype(dtype) for s in shapes]
+    else:
+        arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    out = compiler.compile(src, pipeline=pipeline)(*arrays)
+    ref = compiler.reference(src, *arrays)
+    if exact:
+        np.testing.assert_array_equal(out, ref.astype(dtype))
+    else:
+        bound = error_bound(reduction, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
+        assert float(np.max(np.abs(out - ref), initial=0.0)) <= bound
+    if naive_bits:
+        np.testing.assert_array_equal(out, compiler.compile(src)(*arrays))
+
+
+def sizes_option(sizes, depth=0):
+    return f"sizes={','.join(map(str, sizes))}" + (f" depth={depth}" if depth else "")
+
+
+@st.composite
+def matmul_case(draw):
+    batched = draw(st.booleans())
+    b = draw(st.integers(1, 3))
+    m, k, n = draw(dim), draw(dim), draw(dim)
+    lead = (b,) if batched else ()
+    src = matmul((*lead, m, k), (*lead, k, n), (*lead, m, n), np.float32)
+    return src, [(*lead, m, k), (*lead, k, n)], k, 3 + batched
+
+
+@st.composite
+def tile_pipeline(draw, depth):
+    """One or two levels of tiling on the `depth`-deep band of the `matmul` nest."""
+    outer = draw(st.lists(size, min_size=1, max_size=depth))
+    steps = [f"loom-tile{{{sizes_option(outer)} op=matmul}}"]
+    if draw(st.booleans()):
+        inner = draw(st.lists(size, min_size=1, max_size=depth))
+        steps.append(f"loom-tile{{{sizes_option(inner, len(outer))} op=matmul}}")
+    return steps
+
+
+@few
+@given(case=matmul_case(), data=st.data(), exact=st.booleans())
+def test_matmul_tiled(case, data, exact):
+    src, shapes, k, depth = case
+    pipeline = ",".join(data.draw(tile_pipeline(depth)))
+    note(pipeline)
+    run_and_compare(src, shapes, k, pipeline, exact=exact)
+
+
+@few
+@given(case=matmul_case(), data=st.data(), exact=st.booleans())
+def test_matmul_tile_hoist_unroll(case, data, exact):
+    """Tiling (or not), then hoisting and unrolling in either order, on every nest or on
+    the matmul one."""
+    src, shapes, k, depth = case
+    steps = data.draw(st.one_of(st.just([]), tile_pipeline(depth)))
+    sel = data.draw(st.sampled_from(["", " op=matmul"]))
+    late = [f"loom-hoist{{{sel.strip()}}}", f"loom-unroll{{factor={data.draw(st.integers(1, 5))}{sel}}}"]
+    steps += data.draw(st.permutations(late))[: data.draw(st.integers(1, 2))]
+    pipeline = ",".join(steps)
+    note(pipeline)
+    run_and_compare(src, shapes, k, pipeline, exact=exact)
+
+
+@st.composite
+def conv_case(draw):
+    n, c, f = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    r, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    strides = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    h = draw(st.integers(max(1, dilations[0] * (r - 1) + 1 - 2 * padding[0]), 8))
+    w = draw(st.integers(max(1, dilations[1] * (s - 1) + 1 - 2 * padding[1]), 8))
+    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, np.float32)
+    return src, [(n, c, h, w), (f, c, r, s)], c * r * s
+
+
+@few
+@given(case=conv_case(), data=st.data(), exact=st.booleans())
+def test_conv2d_schedules(case, data, exact):
+    """The 7-deep conv2d band (reduction under the padding guard) tiled at one or two
+    levels, hoisted (the accumulator carried through the guard), unrolled."""
+    src, shapes, k = case
+    steps = []
+    if data.draw(st.booleans()):
+        outer = data.draw(st.lists(size, min_size=1, max_size=7))
+        steps.append(f"loom-tile{{{sizes_option(outer)} op=conv2d}}")
+        if data.draw(st.booleans()):
+            inner = data.draw(st.lists(size, min_size=1, max_size=7))
+            steps.append(f"loom-tile{{{sizes_option(inner, len(outer))} op=conv2d}}")
+    if data.draw(st.booleans()):
+        steps.append("loom-hoist")
+    if data.draw(st.booleans()) or not steps:
+        steps.append(f"loom-unroll{{factor={data.draw(st.integers(2, 4))}}}")
+    pipeline = ",".join(steps)
+    note(pipeline)
+    run_and_compare(src, shapes, k, pipeline, exact=exact, naive_bits=False)
+
+
+@pytest.mark.parametrize(
+    "shape, pipeline",
+    [
+        # sizes that divide, that do not, larger than the extents, and all 1
+        ((8, 8, 8), "loom-tile{sizes=4,4,4},loom-hoist"),
+        ((13, 11, 7), "loom-tile{sizes=4,3,5},loom-tile{sizes=2,2,2 depth=3},loom-hoist,loom-unroll{factor=3}"),
+        ((5, 3, 2), "loom-tile{sizes=64,64,64},loom-unroll{factor=4},loom-hoist"),
+        ((3, 4, 5), "loom-tile{sizes=1,1,1},loom-unroll{factor=2}"),
+        ((17, 16, 1), "loom-tile{sizes=8 op=matmul},loom-tile{sizes=4,4 depth=1 op=matmul},loom-unroll{factor=4}"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_fixed_schedules(shape, pipeline, dtype):
+    m, k, n = shape
+    src = matmul((m, k), (k, n), (m, n), dtype)
+    run_and_compare(src, [(m, k), (k, n)], k, pipeline, exact=False, dtype=dtype)
+
+
+def test_schedule_remarks_from_compile():
+    src = matmul((5, 3), (3, 6), (5, 6), np.float32)
+    kern = compiler.compile(src, pipeline="loom-tile{sizes=4,4,4},loom-hoist,loom-unroll{factor=4}", remarks=True)
+    text = "\n".join(kern.remarks)
+    assert "size 4 for loop %k clamped to its trip count 3" in text
+    assert "sizes requested [4, 4, 4], applied [4, 4, 3]" in text
+    assert "kept in registers across loop %k" in text
+    assert "loop %k of nest 'matmul': unrolled by 3, requested 4 (clamped to the trip count 3)" in text
+
+
+@pytest.mark.parametrize(
+    "pipeline, message",
+    [
+        ("loom-tile{sizes=0,4}", "loom-tile: option 'sizes' must be positive integers, got [0, 4]"),
+        ("loom-tile{sizes=2,2,2,2 op=matmul}", "loom-tile: option 'sizes' gives 4 sizes, but nest 'matmul'"),
+        ("loom-tile{sizes=2 depth=-1}", "loom-tile: option 'depth' must be >= 0, got -1"),
+        ("loom-unroll{factor=0}", "loom-unroll: option 'factor' must be a positive integer, got 0"),
+    ],
+)
+def test_invalid_options_from_compile(pipeline, message):
+    src = matmul((4, 4), (4, 4), (4, 4), np.float32)
+    with pytest.raises(compiler.LoomError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        compiler.compile(src, pipeline=pipeline)

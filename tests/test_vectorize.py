@@ -1,0 +1,181 @@
+"""loom-vectorize: vectorized kernels against numpy, and the machine code they become.
+
+Random inputs are checked within 4*K*eps*max|ref| (the fma and the reassociated sums
+round differently from the scalar loop, inside that bound); small integers, whose
+products and sums are exact, bit-exactly. The sizes cover a width that divides the
+extent, one that does not (a masked remainder), and extents below the width (left
+scalar).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler.runner import error_bound
+from dialects.loom import conv2d_output_hw
+from mlirgen import binary, conv2d, matmul
+
+IKJ = "loom-interchange{order=0,2,1},loom-vectorize"
+DTYPES = [np.float32, np.float64]
+
+
+def check(out, ref, k, dtype):
+    bound = error_bound(k, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
+    err = float(np.max(np.abs(out - ref), initial=0.0))
+    assert err <= bound, f"max error {err} > bound {bound}"
+
+
+def remarks_of(kernel, tag):
+    return [r for r in kernel.remarks if "[loom-vectorize]" in r and f"nest '{tag}'" in r]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (2, 3, 5), (7, 13, 11), (8, 8, 8), (16, 16, 16), (33, 17, 33), (5, 31, 37)])
+def test_matmul_ikj(m, k, n, dtype):
+    src = matmul((m, k), (k, n), (m, n), dtype)
+    kernel = compiler.compile(src, pipeline=IKJ, remarks=True)
+    rng = np.random.default_rng(m * 100 + n)
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    check(kernel(a, b), compiler.reference(src, a, b), k, dtype)
+    width = 8 if dtype == np.float32 else 4
+    (said,) = remarks_of(kernel, "matmul")
+    assert ("vectorized loop %j" in said) == (n >= width), said
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_matmul_exact_with_masked_remainder(dtype):
+    """Small integers: every product and partial sum is exact, so the vector code (fma,
+    masked tail) must give numpy's result to the bit."""
+    m, k, n = 9, 21, 29
+    src = matmul((m, k), (k, n), (m, n), dtype)
+    kernel = compiler.compile(src, pipeline=IKJ)
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-4, 5, size=s).astype(dtype) for s in [(m, k), (k, n)])
+    np.testing.assert_array_equal(kernel(a, b), (a.astype(np.int64) @ b.astype(np.int64)).astype(dtype))
+
+
+@pytest.mark.parametrize("pipeline", [
+    "loom-interchange{order=0,2,1},loom-tile{sizes=8,8,12},loom-vectorize",  # min bounds: runtime remainder
+    "loom-tile{sizes=4,4,6},loom-vectorize{width=4}",  # k innermost: B[k, j] strided, refused
+])
+def test_matmul_tiled(pipeline):
+    m, k, n = 19, 23, 45
+    src = matmul((m, k), (k, n), (m, n), np.float32)
+    kernel = compiler.compile(src, pipeline=pipeline, remarks=True)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    check(kernel(a, b), compiler.reference(src, a, b), k, np.float32)
+    (said,) = remarks_of(kernel, "matmul")
+    if "interchange" in pipeline:
+        assert "vectorized loop %j by 8 (a main loop and a masked remainder" in said
+    else:
+        assert "loop %k not vectorized: %b[%k, %j] has stride 45 in %k" in said
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 13), (13,)), ((6, 19), (6, 1)), ((7, 1), (1, 9)), ((3, 4, 17), (4, 1))])
+def test_elementwise_broadcast_relu(op, a_shape, b_shape):
+    out_shape = tuple(np.broadcast_shapes(a_shape, b_shape))
+    src = binary(op, a_shape, b_shape, out_shape, np.float32, relu=True)
+    kernel = compiler.compile(src, pipeline="loom-vectorize", remarks=True)
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+    a.flat[0], a.flat[1], a.flat[2] = np.nan, -0.0, np.inf
+    out = kernel(a, b)
+    ref = compiler.reference(src, a, b).astype(np.float32)
+    np.testing.assert_array_equal(out, ref)  # one rounding per element: exact
+    (said,) = remarks_of(kernel, "relu")
+    assert ("vectorized" in said and "not vectorized" not in said) == (out_shape[-1] >= 8), said
+
+
+def test_relu_signs_and_nan():
+    """relu as arith.maximumf(x, 0.0): NaN stays NaN, -0.0 and negatives become +0.0,
+    in the vector loop and in the masked remainder alike."""
+    src = binary("add", (2, 11), (11,), (2, 11), np.float32, relu=True)
+    kernel = compiler.compile(src, pipeline="loom-vectorize")
+    a = np.array([[np.nan, -0.0, 0.0, -1.0, 2.0, -np.inf, np.inf, 3.0, np.nan, -0.0, -5.0]] * 2, np.float32)
+    out = kernel(a, np.zeros(11, np.float32))
+    expected = np.maximum(a + np.zeros(11, np.float32), 0)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.signbit(out[~np.isnan(out)]).any()
+
+
+CONV_CASES = {  # n, c, h, w, f, r, s, strides, padding, dilations
+    "3x3": (1, 2, 9, 21, 3, 3, 3, (1, 1), (0, 0), (1, 1)),
+    "s11": (2, 3, 12, 14, 4, 3, 11, (1, 1), (0, 0), (1, 1)),  # a sum along s, vectorized
+    "stride2-pad1": (1, 2, 9, 21, 3, 3, 3, (2, 2), (1, 1), (1, 1)),  # refused (guard), still right
+}
+OW_INNERMOST = "loom-interchange{order=0,1,4,5,6,2,3},"
+
+
+@pytest.mark.parametrize("name,order,dtype", [
+    ("3x3", "", np.float32), ("3x3", OW_INNERMOST, np.float32), ("3x3", OW_INNERMOST, np.float64),
+    ("s11", "", np.float32), ("s11", "", np.float64), ("s11", OW_INNERMOST, np.float32),
+    ("stride2-pad1", "", np.float32), ("stride2-pad1", OW_INNERMOST, np.float32),
+])
+def test_conv2d(name, order, dtype):
+    case = CONV_CASES[name]
+    n, c, h, w, f, r, s, strides, padding, dilations = case
+    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, dtype)
+    kernel = compiler.compile(src, pipeline=order + "loom-vectorize", remarks=True)
+    rng = np.random.default_rng(11)
+    x, wt = rng.standard_normal((n, c, h, w)).astype(dtype), rng.standard_normal((f, c, r, s)).astype(dtype)
+    check(kernel(x, wt), compiler.reference(src, x, wt), c * r * s, dtype)
+    (said,) = remarks_of(kernel, "conv2d")
+    if padding != (0, 0):
+        assert "affine.if" in said
+    elif not order and s >= (8 if dtype == np.float32 else 4):
+        assert "vectorized loop %s" in said and "sum into %y" in said
+
+
+SUM_PLUS_ONE = """
+func.func @sum(%a: memref<100xf32>, %c: memref<1xf32>) {
+  %one = arith.constant 1.000000e+00 : f32
+  affine.for %kt = 0 to 100 step 32 {
+    affine.for %k = BOUNDS {
+      %x = affine.load %a[%k] : memref<100xf32>
+      %acc = affine.load %c[0] : memref<1xf32>
+      %y = arith.addf %x, %one : f32
+      %s = arith.addf %acc, %y : f32
+      affine.store %s, %c[0] : memref<1xf32>
+    }
+  } {loom.tag = "sum"}
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("bounds,remainder,summed", [
+    ("affine_map<(d0) -> (d0)>(%kt) to min affine_map<(d0) -> (d0 + 32, 100)>(%kt)",
+     "a main loop and a masked remainder", slice(0, 100)),
+    ("0 to 13", "main 1 iteration, masked remainder of 5", [slice(0, 13)] * 4),  # a[0:13], once per %kt
+])
+def test_sum_masked_lanes_do_not_count(bounds, remainder, summed):
+    """c += a[k] + 1: a masked lane reads 0.0 and would add 1.0, so the remainder must keep
+    the accumulator's masked lanes (a shuffle for a constant count, lane by lane when the
+    count is only known at run time)."""
+    kernel = compiler.compile(SUM_PLUS_ONE.replace("BOUNDS", bounds), pipeline="loom-vectorize", remarks=True)
+    (said,) = remarks_of(kernel, "sum")
+    assert "vectorized loop %k by 8" in said and remainder in said, said
+    a = np.arange(100, dtype=np.float32) - 50
+    c = np.array([0.5], np.float32)
+    kernel(a, c)
+    parts = summed if isinstance(summed, list) else [summed]
+    assert c[0] == 0.5 + sum(float(np.sum(a[part] + 1)) for part in parts)  # small integers: exact
+
+
+def test_vectorized_matmul_uses_ymm_fma():
+    """With AVX2 + FMA on the host, the vectorized matmul's inner loop is vfmadd on ymm
+    registers (8 floats)."""
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    if not (features.get("avx2") and features.get("fma")):
+        pytest.skip("the host has no AVX2 + FMA")
+    src = matmul((32, 32), (32, 64), (32, 64), np.float32)
+    asm = compiler.compile(src, pipeline=IKJ).asm()
+    assert re.search(r"vfmadd\d+ps\s+[^\n]*%ymm", asm), "no vfmadd on ymm registers"
+    assert "vmaskmov" not in asm  # 64 = 8 * 8: no remainder
