@@ -105,3 +105,19 @@ def test_unknown_command_line_option_exits_1():
         assert p.returncode == 1 and "unrecognized arguments: --no-such-option" in p.stderr, (tool, p.stderr)
     p = run("loom-opt", EXAMPLES / "matmul.mlir", "-t", "nosuchtarget")
     assert p.returncode == 1 and "invalid choice: 'nosuchtarget'" in p.stderr
+
+
+def test_bench_stages_table_and_json():
+    p = run("loom-bench", "--stages", "--sizes", "8,9", "--budget", "0.01", "--repeat", "3")
+    assert p.returncode == 0, p.stderr
+    assert "numpy BLAS:" in p.stdout
+    for stage in ("naive (i, j, k)", "tiling (N/8)", "permutation (i, k, j)", "permutation + invariant",
+                  "invariant + unroll s=2", "invariant + unroll s=4", "permutation + invariant + unroll s=4"):
+        assert f"| 9 | {stage} |" in p.stdout
+    assert "| 9 | numpy (same process) |" in p.stdout and "MISMATCH" not in p.stdout
+    import json
+
+    p = run("loom-bench", "--stages", "--sizes", "8", "--budget", "0.01", "--repeat", "3", "--json", "--show-ir")
+    data = json.loads(p.stdout)
+    assert len(data["rows"]) == 7 and all(r["ok"] for r in data["rows"])
+    assert '{loom.tag = "matmul"}' in p.stderr  # --show-ir prints each stage's nest
