@@ -62,16 +62,18 @@ from xdsl.traits import (
 )
 
 from compiler.remarks import remark
-from passes.loop_utils import (
-    access_in_bounds,
-    defined_outside,
-    describe_access,
+from passes.affine_forms import access_in_bounds
+from passes.loop_transforms import (
     drop_unused_operands,
     hoist_before,
+    promote_to_iter_args,
+)
+from passes.loop_utils import (
+    defined_outside,
+    describe_access,
     iv_name,
     loops_of_nest,
     memref_root,
-    promote_to_iter_args,
     provably_nonempty,
     select_nests,
     simplify,

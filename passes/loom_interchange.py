@@ -43,13 +43,13 @@ from passes.dependences import (
     legal_orders,
     permutation_is_legal,
 )
+from passes.loop_transforms import permute_band
 from passes.loop_utils import (
     bound_dependences,
     check_permutation,
     describe_band,
     iv_name,
     perfect_band,
-    permute_band,
     select_nests,
 )
 

@@ -24,7 +24,7 @@ Options:
   skipping with a remark those that lack the operand or the level.
 
 The tile is the footprint of the read over the loops inside the level
-(`loop_utils.access_footprint`): each subscript walked by one of those loops with
+(`affine_forms.access_footprint`): each subscript walked by one of those loops with
 coefficient 1 (`iv + offset`) is a dimension of the buffer, whose static size is the
 largest tile (KC, NC: the tile sizes, or the extent when smaller); subscripts that those
 loops do not walk (the batch index, an outer loop's iv) are fixed in the tile and not
@@ -102,22 +102,22 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.loop_utils import (
+from passes.affine_forms import (
     FootprintDim,
     FootprintError,
     LinearForm,
-    LoopBounds,
     Range,
     access_footprint,
     affine_exprs,
-    build_affine_nest,
+    map_forms,
+    prune_bounds,
+)
+from passes.loop_transforms import LoopBounds, build_affine_nest, retarget_load
+from passes.loop_utils import (
     enclosing_loops,
     iv_name,
-    map_forms,
     memref_root,
     nest_tag,
-    prune_bounds,
-    retarget_load,
     select_nests,
     step_of,
     value_name,

@@ -46,6 +46,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from passes.dependences import band_dependences, is_fully_permutable
+from passes.loop_transforms import tile_band
 from passes.loop_utils import (
     band_at,
     bound_dependences,
@@ -56,7 +57,6 @@ from passes.loop_utils import (
     nest_tag,
     perfect_band,
     select_nests,
-    tile_band,
 )
 
 

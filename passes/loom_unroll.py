@@ -41,13 +41,13 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
+from passes.loop_transforms import unroll_loop
 from passes.loop_utils import (
     constant_trip_count,
     iv_name,
     loops_of_nest,
     nest_tag,
     select_nests,
-    unroll_loop,
 )
 
 

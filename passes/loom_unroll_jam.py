@@ -27,8 +27,8 @@ loops inside it as they are (or as the unroll-jam of an inner loop made them). W
 non-constant bounds (`%ii = %it to min(%it + 32, 100)` after tiling) the split point is
 an `affine.apply` before the loop (with an `affine.min` for a multi-result upper bound),
 `lb + ((ub - lb) floordiv f*step) * f*step`, and the cleanup loop starts at
-`max(split, lb)`. The mechanics are `loop_utils.unroll_jam_loop` (unroll, then fuse
-the copies).
+`max(split, lb)`. The mechanics are `loop_transforms.unroll_jam_loop` (unroll, then
+fuse the copies).
 
 Applied factors can be smaller than requested, as the remark says: a factor larger than
 a constant trip count is lowered to it, and a loop whose copies cannot be jammed gets 1
@@ -54,6 +54,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from passes.dependences import band_dependences, unroll_jam_is_legal
+from passes.loop_transforms import unroll_jam_loop
 from passes.loop_utils import (
     bound_dependences,
     check_positive,
@@ -62,7 +63,6 @@ from passes.loop_utils import (
     iv_name,
     perfect_band,
     select_nests,
-    unroll_jam_loop,
 )
 
 

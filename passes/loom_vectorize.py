@@ -38,7 +38,7 @@ vector.maskedstore %C[%i, %rest], %mask, %s2 : memref<64x100xf32>, vector<8xi1>,
 With an extent that is not constant (the point loop of a tile, `%jt to min(%jt + 32,
 100)`), the split point and the remainder's size are `affine.min`s of the bounds and the
 masked iteration sits under an `affine.if` that skips it when nothing is left (see
-`loop_utils.strip_mine`).
+`loop_transforms.strip_mine`).
 
 Sums. A loop that adds into one element in every iteration (conv2d's `Y[...] += ...`
 along s, matmul's along k when B is read along its rows) or into an iter_arg (after
@@ -99,24 +99,24 @@ from xdsl.traits import is_side_effect_free
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.dependences import band_dependences
-from passes.loop_utils import (
+from passes.affine_forms import (
     AccessStride,
     StrideError,
-    StripMine,
     access_stride,
+    map_forms,
+)
+from passes.dependences import band_dependences
+from passes.loop_transforms import StripMine, drop_unused_operands, strip_mine
+from passes.loop_utils import (
     constant_trip_count,
     defined_outside,
     describe_access,
-    drop_unused_operands,
     loops_of_nest,
-    map_forms,
     memref_root,
     move_tag,
     nest_tag,
     select_nests,
     step_of,
-    strip_mine,
     value_name,
 )
 
