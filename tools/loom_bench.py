@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from tools import console_entry
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="loom-bench", description=__doc__.split("\n\n")[0])
@@ -77,12 +79,7 @@ def bench_machine() -> str:
     return f"machine: {platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
 
 
-def entry() -> int:
-    """Console-script entry: argparse's usage errors exit 1 like every other bad input."""
-    try:
-        return main()
-    except SystemExit as e:
-        return 1 if e.code == 2 else e.code
+entry = console_entry(main)
 
 
 if __name__ == "__main__":

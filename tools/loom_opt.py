@@ -15,6 +15,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from compiler.diagnostics import LoomError, parse_module, verify
 from compiler.remarks import collect
+from tools import console_entry
 
 
 class LoomOptMain(xDSLOptMain):
@@ -130,12 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def entry() -> int:
-    """Console-script entry: argparse's usage errors exit 1 like every other bad input."""
-    try:
-        return main()
-    except SystemExit as e:
-        return 1 if e.code == 2 else e.code
+entry = console_entry(main)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import argparse
 import os
 import sys
 
+from tools import console_entry
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="loom-run", description=__doc__.split("\n\n")[0])
@@ -77,12 +79,7 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
-def entry() -> int:
-    """Console-script entry: argparse's usage errors exit 1 like every other bad input."""
-    try:
-        return main()
-    except SystemExit as e:
-        return 1 if e.code == 2 else e.code
+entry = console_entry(main)
 
 
 if __name__ == "__main__":
