@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import compiler
-from mlirgen import matmul
+from kernels import matmul
 
 MM = matmul((4, 3), (3, 5), (4, 5), np.float32)
 

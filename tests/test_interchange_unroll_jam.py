@@ -13,9 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import compiler
-from compiler.runner import error_bound
-from dialects.loom import conv2d_output_hw
-from mlirgen import conv2d, matmul
+from kernels import assert_within_bound, conv2d_kernel, matmul, small_ints
 
 
 def check_both(src, shapes, k, pipeline, seed=0):
@@ -24,11 +22,8 @@ def check_both(src, shapes, k, pipeline, seed=0):
     kern = compiler.compile(src, pipeline=pipeline)
     rng = np.random.default_rng(seed)
     normal = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    ref = compiler.reference(src, *normal)
-    err = float(np.max(np.abs(kern(*normal) - ref), initial=0.0))
-    bound = error_bound(k, np.dtype(np.float32), float(np.max(np.abs(ref), initial=0.0)))
-    assert err <= bound, f"{pipeline}: max error {err} > bound {bound}"
-    ints = [rng.integers(-4, 5, size=s).astype(np.float32) for s in shapes]
+    assert_within_bound(kern(*normal), compiler.reference(src, *normal), k, np.float32, pipeline)
+    ints = [small_ints(rng, s, np.float32) for s in shapes]
     np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(np.float32), err_msg=pipeline)
 
 
@@ -105,9 +100,7 @@ CONVS = [
 
 def conv_case(i):
     (n, c, h, w), (f, r, s), strides, padding, dilations = CONVS[i]
-    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
-    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, np.float32)
-    return src, [(n, c, h, w), (f, c, r, s)], c * r * s
+    return conv2d_kernel((n, c, h, w, f, r, s, strides, padding, dilations), np.float32)
 
 
 @pytest.mark.parametrize(

@@ -10,23 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import compiler
-from compiler.runner import error_bound
-from dialects.loom import broadcast_shapes, conv2d_output_hw
-from mlirgen import binary, conv2d, matmul
+from dialects.loom import broadcast_shapes
+from kernels import assert_within_bound, binary, conv2d_cases, conv2d_kernel, matmul, small_ints
 
 DTYPES = [np.float32, np.float64]
 # 1, primes, powers of two and odd sizes
 dim = st.sampled_from([1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 32, 33, 64])
-
-
-def check(kernel_out, ref, k, dtype):
-    bound = error_bound(k, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
-    err = float(np.max(np.abs(kernel_out - ref), initial=0.0))
-    assert err <= bound, f"max error {err} > bound {bound}"
-
-
-def small_ints(rng, shape, dtype):
-    return rng.integers(-4, 5, size=shape).astype(dtype)
 
 
 @given(m=dim, k=dim, n=dim, dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16))
@@ -37,7 +26,7 @@ def test_matmul_random(m, k, n, dtype, seed):
     a, b = (rng.standard_normal(s).astype(dtype) for s in [(m, k), (k, n)])
     out = kern(a, b)
     assert out.shape == (m, n) and out.dtype == dtype
-    check(out, compiler.reference(src, a, b), k, dtype)
+    assert_within_bound(out, compiler.reference(src, a, b), k, dtype)
 
 
 @given(bsz=st.integers(1, 3), m=dim, k=dim, n=dim, dtype=st.sampled_from(DTYPES))
@@ -49,32 +38,21 @@ def test_batched_matmul_exact(bsz, m, k, n, dtype):
     np.testing.assert_array_equal(out, np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(dtype))
 
 
-@st.composite
-def conv_cases(draw):
-    n, c, f = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 5))
-    r, s = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
-    padding = (draw(st.integers(0, 3)), draw(st.integers(0, 3)))
-    dilations = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
-    h = draw(st.integers(max(1, dilations[0] * (r - 1) + 1 - 2 * padding[0]), 12))
-    w = draw(st.integers(max(1, dilations[1] * (s - 1) + 1 - 2 * padding[1]), 12))
-    return n, c, h, w, f, r, s, strides, padding, dilations
+conv_cases = conv2d_cases(max_c=4, max_f=5, max_rs=4, max_stride=3, max_padding=3, max_dilation=3, max_hw=12)
 
 
-@given(case=conv_cases(), dtype=st.sampled_from(DTYPES), exact=st.booleans())
+@given(case=conv_cases, dtype=st.sampled_from(DTYPES), exact=st.booleans())
 def test_conv2d(case, dtype, exact):
-    n, c, h, w, f, r, s, strides, padding, dilations = case
-    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
-    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, dtype)
+    src, (x_shape, w_shape), k = conv2d_kernel(case, dtype)
     rng = np.random.default_rng(1)
     make = small_ints if exact else (lambda g, sh, dt: g.standard_normal(sh).astype(dt))
-    x, wt = make(rng, (n, c, h, w), dtype), make(rng, (f, c, r, s), dtype)
+    x, wt = make(rng, x_shape, dtype), make(rng, w_shape, dtype)
     out = compiler.compile(src)(x, wt)
     ref = compiler.reference(src, x, wt)
     if exact:
         np.testing.assert_array_equal(out, ref.astype(dtype))
     else:
-        check(out, ref, c * r * s, dtype)
+        assert_within_bound(out, ref, k, dtype)
 
 
 shape = st.lists(st.sampled_from([1, 2, 3, 5]), min_size=0, max_size=3)

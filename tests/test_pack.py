@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.runner import error_bound
-from mlirgen import conv2d, matmul
+from kernels import assert_within_bound, conv2d, matmul, small_ints
 
 
 def tiled(mc, nc, kc, *packs: str) -> str:
@@ -45,12 +44,6 @@ CASES = [
 ]
 
 
-def check(out, ref, k, dtype):
-    bound = error_bound(k, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
-    err = float(np.max(np.abs(out - ref), initial=0.0))
-    assert err <= bound, f"max error {err} > bound {bound}"
-
-
 @pytest.mark.parametrize("shape, pipeline", CASES)
 def test_matmul(shape, pipeline):
     m, k, n = shape
@@ -60,11 +53,11 @@ def test_matmul(shape, pipeline):
     packed = compiler.compile(src, pipeline=pipeline, remarks=True)
     assert sum("loom-pack] packed" in str(r) for r in packed.remarks) == pipeline.count("loom-pack")
     out = packed(a, b)
-    check(out, compiler.reference(src, a, b), k, np.float32)
+    assert_within_bound(out, compiler.reference(src, a, b), k, np.float32)
     # same arithmetic in the same order as the tiled kernel: the same bits
     unpacked = pipeline.split(",loom-pack")[0]
     np.testing.assert_array_equal(out, compiler.compile(src, pipeline=unpacked)(a, b))
-    ia, ib = (rng.integers(-4, 5, size=x.shape).astype(np.float32) for x in (a, b))
+    ia, ib = (small_ints(rng, x.shape, np.float32) for x in (a, b))
     np.testing.assert_array_equal(packed(ia, ib), (ia.astype(np.int64) @ ib.astype(np.int64)).astype(np.float32))
 
 
@@ -86,7 +79,7 @@ def test_batched_matmul_f64():
         "packed A (%a) of nest 'matmul': tile 4x4 at loop %k_t (level 3) as panels [2][4][3] (the last panel padded)"
         in text
     )
-    check(kern(a, b), compiler.reference(src, a, b), k, np.float64)
+    assert_within_bound(kern(a, b), compiler.reference(src, a, b), k, np.float64)
 
 
 def test_conv2d_strided_padded():
@@ -97,7 +90,7 @@ def test_conv2d_strided_padded():
     src = conv2d(x_shape, w_shape, y_shape, strides, padding, (1, 1), np.float32)
     pipeline = "loom-pack{operand=0 level=3 op=conv2d},loom-pack{operand=1 level=1 op=conv2d}"
     rng = np.random.default_rng(6)
-    x, w = rng.integers(-4, 5, x_shape).astype(np.float32), rng.integers(-4, 5, w_shape).astype(np.float32)
+    x, w = small_ints(rng, x_shape, np.float32), small_ints(rng, w_shape, np.float32)
     out = compiler.compile(src, pipeline=pipeline)(x, w)
     np.testing.assert_array_equal(out, compiler.reference(src, x, w).astype(np.float32))
 

@@ -12,9 +12,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import compiler
-from compiler.runner import error_bound
-from dialects.loom import conv2d_output_hw
-from mlirgen import conv2d, matmul
+from kernels import assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints
 
 dim = st.sampled_from([1, 2, 3, 5, 7, 8, 11, 16, 17])
 
@@ -29,14 +27,9 @@ def kernels(draw):
     if kind == "batched":
         b, m, k, n = draw(st.integers(1, 3)), draw(dim), draw(dim), draw(dim)
         return matmul((b, m, k), (b, k, n), (b, m, n), np.float32), [(b, m, k), (b, k, n)], k, 4, "matmul"
-    n, c, f = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
-    r, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    st_, pad, dil = (draw(st.integers(1, 2)), draw(st.integers(1, 2))), (draw(st.integers(0, 2)), draw(st.integers(0, 2))), (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
-    h = draw(st.integers(max(1, dil[0] * (r - 1) + 1 - 2 * pad[0]), 9))
-    w = draw(st.integers(max(1, dil[1] * (s - 1) + 1 - 2 * pad[1]), 9))
-    ho, wo = conv2d_output_hw(h, w, r, s, st_, pad, dil)
-    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), st_, pad, dil, np.float32)
-    return src, [(n, c, h, w), (f, c, r, s)], c * r * s, 7, "conv2d"
+    case = draw(conv2d_cases(max_c=3, max_f=4, max_rs=3, max_stride=2, max_padding=2, max_dilation=2, max_hw=9))
+    src, shapes, k = conv2d_kernel(case, np.float32)
+    return src, shapes, k, 7, "conv2d"
 
 
 @st.composite
@@ -74,7 +67,7 @@ def test_random_schedules_match_numpy(data, exact):
     note(f"pipeline: {pipeline}\n{src}")
     rng = np.random.default_rng(0)
     if exact:
-        arrays = [rng.integers(-3, 4, size=s).astype(np.float32) for s in shapes]
+        arrays = [small_ints(rng, s, np.float32, limit=3) for s in shapes]
     else:
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     out = compiler.compile(src, pipeline=pipeline)(*arrays)
@@ -82,5 +75,4 @@ def test_random_schedules_match_numpy(data, exact):
     if exact:
         np.testing.assert_array_equal(out, ref.astype(np.float32))
     else:
-        bound = error_bound(k, np.dtype(np.float32), float(np.max(np.abs(ref))))
-        assert float(np.max(np.abs(out - ref))) <= bound
+        assert_within_bound(out, ref, k, np.float32)

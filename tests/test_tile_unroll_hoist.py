@@ -19,9 +19,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import compiler
-from compiler.runner import error_bound
-from dialects.loom import conv2d_output_hw
-from mlirgen import conv2d, matmul
+from kernels import assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "default") != "default"
 few = settings() if LONG else settings(max_examples=6)
@@ -34,7 +32,7 @@ size = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 16, 64])
 def run_and_compare(src, shapes, reduction, pipeline, *, exact, dtype=np.float32, naive_bits=True):
     rng = np.random.default_rng(7)
     if exact:
-        arrays = [rng.integers(-4, 5, size=s).astype(dtype) for s in shapes]
+        arrays = [small_ints(rng, s, dtype) for s in shapes]
     else:
         arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
     out = compiler.compile(src, pipeline=pipeline)(*arrays)
@@ -42,8 +40,7 @@ def run_and_compare(src, shapes, reduction, pipeline, *, exact, dtype=np.float32
     if exact:
         np.testing.assert_array_equal(out, ref.astype(dtype))
     else:
-        bound = error_bound(reduction, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
-        assert float(np.max(np.abs(out - ref), initial=0.0)) <= bound
+        assert_within_bound(out, ref, reduction, dtype)
     if naive_bits:
         np.testing.assert_array_equal(out, compiler.compile(src)(*arrays))
 
@@ -97,26 +94,15 @@ def test_matmul_tile_hoist_unroll(case, data, exact):
     run_and_compare(src, shapes, k, pipeline, exact=exact)
 
 
-@st.composite
-def conv_case(draw):
-    n, c, f = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    r, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    strides = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
-    padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
-    dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
-    h = draw(st.integers(max(1, dilations[0] * (r - 1) + 1 - 2 * padding[0]), 8))
-    w = draw(st.integers(max(1, dilations[1] * (s - 1) + 1 - 2 * padding[1]), 8))
-    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
-    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, np.float32)
-    return src, [(n, c, h, w), (f, c, r, s)], c * r * s
+conv_cases = conv2d_cases(max_c=3, max_f=3, max_rs=3, max_stride=2, max_padding=2, max_dilation=2, max_hw=8)
 
 
 @few
-@given(case=conv_case(), data=st.data(), exact=st.booleans())
+@given(case=conv_cases, data=st.data(), exact=st.booleans())
 def test_conv2d_schedules(case, data, exact):
     """The 7-deep conv2d band (reduction under the padding guard) tiled at one or two
     levels, hoisted (the accumulator carried through the guard), unrolled."""
-    src, shapes, k = case
+    src, shapes, k = conv2d_kernel(case, np.float32)
     steps = []
     if data.draw(st.booleans()):
         outer = data.draw(st.lists(size, min_size=1, max_size=7))

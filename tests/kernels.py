@@ -1,0 +1,87 @@
+"""Test kernels: MLIR text for loom ops, random conv2d cases, inputs, and the check of a
+result against the numpy reference."""
+
+import numpy as np
+from hypothesis import strategies as st
+
+from compiler.runner import error_bound
+from dialects.loom import conv2d_output_hw
+
+DT = {np.float32: "f32", np.float64: "f64"}
+
+
+def ty(shape, dtype) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + DT[dtype] + ">"
+
+
+def matmul(a_shape, b_shape, c_shape, dtype) -> str:
+    ta, tb, tc = ty(a_shape, dtype), ty(b_shape, dtype), ty(c_shape, dtype)
+    return f"""func.func @mm(%a: {ta}, %b: {tb}) -> {tc} {{
+  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
+  func.return %c : {tc}
+}}"""
+
+
+def conv2d(x_shape, w_shape, y_shape, strides, padding, dilations, dtype) -> str:
+    tx, tw, ty_ = ty(x_shape, dtype), ty(w_shape, dtype), ty(y_shape, dtype)
+    attrs = (f"{{strides = array<i64: {strides[0]}, {strides[1]}>, padding = array<i64: {padding[0]}, "
+             f"{padding[1]}>, dilations = array<i64: {dilations[0]}, {dilations[1]}>}}")
+    return f"""func.func @conv(%x: {tx}, %w: {tw}) -> {ty_} {{
+  %y = loom.conv2d %x, %w {attrs} : ({tx}, {tw}) -> {ty_}
+  func.return %y : {ty_}
+}}"""
+
+
+def binary(op, a_shape, b_shape, out_shape, dtype, relu=False) -> str:
+    ta, tb, to = ty(a_shape, dtype), ty(b_shape, dtype), ty(out_shape, dtype)
+    tail = f"  %r = loom.relu %s : {to}\n  func.return %r : {to}" if relu else f"  func.return %s : {to}"
+    return f"""func.func @ew(%a: {ta}, %b: {tb}) -> {to} {{
+  %s = loom.{op} %a, %b : ({ta}, {tb}) -> {to}
+{tail}
+}}"""
+
+
+# --------------------------------------------------------------------------------------
+# conv2d cases: (n, c, h, w, f, r, s, strides, padding, dilations)
+
+
+def conv2d_kernel(case, dtype):
+    """The conv2d of a case: (source, input shapes, reduction length c*r*s)."""
+    n, c, h, w, f, r, s, strides, padding, dilations = case
+    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+    src = conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, dtype)
+    return src, [(n, c, h, w), (f, c, r, s)], c * r * s
+
+
+@st.composite
+def conv2d_cases(draw, *, max_c, max_f, max_rs, max_stride, max_padding, max_dilation, max_hw):
+    """Random conv2d cases: a batch of 1 or 2, c channels in 1..max_c, f filters in
+    1..max_f, an r x s window in 1..max_rs, strides, padding and dilations per spatial
+    dimension in 1..max_stride, 0..max_padding and 1..max_dilation, and an input h x w
+    of at most max_hw that the dilated window fits in (padding included)."""
+    n, c, f = draw(st.integers(1, 2)), draw(st.integers(1, max_c)), draw(st.integers(1, max_f))
+    r, s = draw(st.integers(1, max_rs)), draw(st.integers(1, max_rs))
+    strides = (draw(st.integers(1, max_stride)), draw(st.integers(1, max_stride)))
+    padding = (draw(st.integers(0, max_padding)), draw(st.integers(0, max_padding)))
+    dilations = (draw(st.integers(1, max_dilation)), draw(st.integers(1, max_dilation)))
+    h = draw(st.integers(max(1, dilations[0] * (r - 1) + 1 - 2 * padding[0]), max_hw))
+    w = draw(st.integers(max(1, dilations[1] * (s - 1) + 1 - 2 * padding[1]), max_hw))
+    return n, c, h, w, f, r, s, strides, padding, dilations
+
+
+# --------------------------------------------------------------------------------------
+# Inputs and checks
+
+
+def small_ints(rng, shape, dtype, limit=4):
+    """Integers in -limit..limit: their products and sums are exact in f32, in any order."""
+    return rng.integers(-limit, limit + 1, size=shape).astype(dtype)
+
+
+def assert_within_bound(out, ref, k, dtype, context=None):
+    """`out` is within 4*K*eps*max|ref| of the float64 reference `ref` (K = k, the
+    reduction length: `compiler.runner.error_bound`); `context` leads the message."""
+    bound = error_bound(k, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
+    err = float(np.max(np.abs(out - ref), initial=0.0))
+    message = f"max error {err} > bound {bound}"
+    assert err <= bound, f"{context}: {message}" if context else message
