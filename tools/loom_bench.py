@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "rows": bench.as_json(rows)}, indent=1))
     else:
-        print(f"{machine}\n{blas}\n")
+        print(f"machine: {machine}\n{blas}\n")
         print(bench.markdown(rows))
     return 0 if all(r.ok for r in rows) else 1
 
@@ -76,7 +76,7 @@ def bench_machine() -> str:
 
     import llvmlite.binding as llvm
 
-    return f"machine: {platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
+    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
 
 
 entry = console_entry(main)
