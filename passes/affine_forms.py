@@ -309,9 +309,17 @@ def access_in_bounds(op: affine.LoadOp | affine.StoreOp) -> bool:
     if not isinstance(mtype, MemRefType):
         return False
     m = op.map.data
-    for expr, size in zip(m.results, mtype.get_shape(), strict=True):
+    shape = mtype.get_shape()
+    # a vector access covers [index, index + width) along the last dimension
+    extra = [0] * len(shape)
+    if isinstance(op, affine.VectorLoadOp | affine.VectorStoreOp) and shape:
+        vshape = (op.result if isinstance(op, affine.VectorLoadOp) else op.value).type.get_shape()
+        if len(vshape) != 1:
+            return False
+        extra[-1] = vshape[0] - 1
+    for expr, size, more in zip(m.results, shape, extra, strict=True):
         lo, hi = expr_range(expr, m, op.indices)
-        if size < 0 or lo is None or hi is None or lo < 0 or hi >= size:
+        if size < 0 or lo is None or hi is None or lo < 0 or hi + more >= size:
             return False
     return True
 

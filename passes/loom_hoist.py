@@ -87,7 +87,8 @@ _MAY_TRAP = (
     arith.RemSIOp, arith.RemUIOp,
 )
 
-Access = affine.LoadOp | affine.StoreOp
+Access = affine.LoadOp | affine.StoreOp | affine.VectorLoadOp | affine.VectorStoreOp
+Store = affine.StoreOp | affine.VectorStoreOp
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class LoomHoistPass(ModulePass):
         groups: list[list[Access]] = []
         promoted: list[str] = []
         for root, ops in touching.items():
-            stores = [o for o in ops if isinstance(o, affine.StoreOp)]
+            stores = [o for o in ops if isinstance(o, Store)]
             invariant = [o for o in ops if isinstance(o, Access) and _invariant_address(o, loop)]
             if not stores or not invariant:
                 continue  # read-only (for code motion), or every address moves with the loop
@@ -184,7 +185,7 @@ def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
     stored: set[SSAValue] = set()
     unknown = False
     for op in loop.walk():
-        if op.regions or isinstance(op, affine.LoadOp) or _speculatable(op):
+        if op.regions or isinstance(op, affine.LoadOp | affine.VectorLoadOp) or _speculatable(op):
             continue  # the ops inside regions are walked themselves
         effects = get_effects(op)
         if effects is not None and all(e.kind != MemoryEffectKind.WRITE for e in effects):
@@ -222,8 +223,15 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
     by_address: dict[tuple, list[Access]] = {}
     for op, address in zip(accesses, addresses):
         by_address.setdefault(address, []).append(op)
+    for group in by_address.values():
+        widths = {_width(op) for op in group}
+        if len(widths) > 1 or None in widths or len({_value_type(op) for op in group}) > 1:
+            return (f"{describe_access(group[0])} is accessed both as a scalar and as a vector, "
+                    "or as vectors of different types")
     for (a, first), (b, second) in itertools.combinations(by_address.items(), 2):
-        if not any(_nonzero_constant(simplify(x - y, len(values))) for x, y in zip(a, b)):
+        wa, wb = _width(first[0]), _width(second[0])
+        diffs = [simplify(x - y, len(values)) for x, y in zip(a, b)]
+        if not _disjoint(diffs, wa, wb):
             return f"{describe_access(first[0])} and {describe_access(second[0])} may be the same element"
     runs = provably_nonempty(loop)
     for group in by_address.values():
@@ -231,6 +239,30 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
         if not (unconditional or access_in_bounds(group[0])):
             return f"{describe_access(group[0])} is not provably in bounds (the loop may not run)"
     return list(by_address.values())
+
+
+def _value_type(op: Access):
+    return op.result.type if isinstance(op, affine.LoadOp | affine.VectorLoadOp) else op.value.type
+
+
+def _width(op: Access) -> int | None:
+    """How many consecutive elements of the last dimension the access covers (None for a
+    vector of more than one dimension)."""
+    if isinstance(op, affine.LoadOp | affine.StoreOp):
+        return 1
+    shape = _value_type(op).get_shape()
+    return shape[0] if len(shape) == 1 else None
+
+
+def _disjoint(diffs, wa: int | None, wb: int | None) -> bool:
+    """Whether accesses at addresses a and b (diffs = a - b, per dimension) covering wa and
+    wb elements of the last dimension from there never touch the same element."""
+    if any(_nonzero_constant(d) for d in diffs[:-1]):
+        return True
+    if not diffs or wa is None or wb is None:
+        return False
+    last = diffs[-1]
+    return isinstance(last, AffineConstantExpr) and (last.value >= wb or -last.value >= wa)
 
 
 def _nonzero_constant(expr) -> bool:

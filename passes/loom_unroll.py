@@ -24,7 +24,10 @@ affine.for %k = 8 to 10 {
 }
 ```
 
-A factor larger than a constant trip count is clamped to it; factor 1 changes nothing.
+A factor larger than a constant trip count is clamped to it; when the factor equals the
+trip count the one-iteration loop left is dropped (MLIR's promoteIfSingleIteration): the
+copies replace it, the iv read as its lower bound (unless it is the nest's outermost
+loop, which keeps the nest's tag). Factor 1 changes nothing.
 Refused (LoomError, nothing changed): a factor < 1. Skipped with a remark: a loop with
 no iterations or a single one, and (with a non-constant extent) a loop whose lower
 bound is a max of several expressions.
@@ -81,11 +84,14 @@ class LoomUnrollPass(ModulePass):
             return
         if trips is not None and factor > trips:
             factor = trips
-        main, rest = unroll_loop(loop, factor)
+        promote = trips == factor and loop is not nest  # the nest's root keeps its tag
         if trips is None:
             counts = "trip count not constant: main and remainder split at run time"
+        elif promote:
+            counts = "a single iteration: the loop is replaced by the copies"
         else:
             counts = f"main loop {trips // factor} iteration{'s' * (trips // factor != 1)} of {factor} copies"
-            counts += f", remainder {trips % factor}" if rest is not None else ", no remainder"
+            counts += f", remainder {trips % factor}" if trips % factor else ", no remainder"
         clamp = f" (clamped to the trip count {trips})" if factor != self.factor else ""
-        remark(self.name, main, f"{where}: unrolled by {factor}, requested {self.factor}{clamp}; {counts}")
+        remark(self.name, loop, f"{where}: unrolled by {factor}, requested {self.factor}{clamp}; {counts}")
+        unroll_loop(loop, factor, promote=promote)

@@ -261,7 +261,9 @@ def _set_yield(block: Block, values: Sequence[SSAValue]) -> None:
     block.erase_op(old)
 
 
-def unroll_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.ForOp | None]:
+def unroll_loop(
+    loop: affine.ForOp, factor: int, *, promote: bool = False
+) -> tuple[affine.ForOp | None, affine.ForOp | None]:
     """Unroll `loop` by `factor` (>= 2): a main loop stepping factor*step whose body is
     `factor` copies of the original (copy k reads the iv as iv + k*step, iter_args chained
     from copy to copy), then, unless the factor divides the trip count, a remainder loop
@@ -270,7 +272,9 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.F
     (and an affine.min for a multi-result upper bound) before the loop computes
     `lb + ((ub - lb) ceildiv step floordiv factor) * factor * step`, and the remainder
     starts at max(split, lb). A non-constant extent needs a single-result
-    lower bound. Returns (main, remainder or None)."""
+    lower bound. With `promote`, a main loop left with a single iteration (a factor
+    equal to a constant trip count) is replaced by its copies (`promote_single_iteration`)
+    and None stands for it. Returns (main, remainder or None)."""
     step = step_of(loop)
     width = step * factor
     lb_map, lb_ops = loop.lowerBoundMap.data, list(loop.lowerBoundOperands)
@@ -310,12 +314,47 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.F
         copies.extend(ops)
     block.insert_ops_before(copies, _yield_of(block))
     _set_yield(block, yielded)
+    if promote and trips is not None and trips == factor:
+        promote_single_iteration(main)
+        return None, None
     if remainder is not None:
         parent.insert_op_after(remainder, main)
         for old, new in zip(main.results, remainder.results):
             old.replace_all_uses_with(new)
         remainder = rebuild_loop(remainder, lower=rem_lower, inits=list(main.results))
     return main, remainder
+
+
+def promote_single_iteration(loop: affine.ForOp) -> None:
+    """Replace `loop`, which runs exactly once (the caller knows), by its body (MLIR's
+    promoteIfSingleIteration): the iv reads the lower bound (its operand when the bound
+    is one operand, else an affine.apply before the body), the iter_args their inits,
+    and the loop's results the values its body yields."""
+    parent = loop.parent_block()
+    assert parent is not None
+    lb_map, lb_ops = loop.lowerBoundMap.data, list(loop.lowerBoundOperands)
+    assert len(lb_map.results) == 1
+    block = loop.body.block
+    iv, *iter_args = block.args
+    if iv.uses:
+        if lb_map == AffineMap.identity(1) and lb_map.num_symbols == 0:
+            value = lb_ops[0]
+        else:
+            start = affine.ApplyOp(lb_ops, AffineMapAttr(lb_map))
+            parent.insert_op_before(start, loop)
+            value = start.result
+        iv.replace_all_uses_with(value)
+    for arg, init in zip(iter_args, loop.inits):
+        arg.replace_all_uses_with(init)
+    term = _yield_of(block)
+    yielded = list(term.operands)
+    block.erase_op(term)
+    for op in list(block.ops):
+        op.detach()
+        parent.insert_op_before(op, loop)
+    for res, value in zip(loop.results, yielded):
+        res.replace_all_uses_with(value)
+    parent.erase_op(loop)
 
 
 # --------------------------------------------------------------------------------------
@@ -331,6 +370,7 @@ def unroll_jam_loop(loop: affine.ForOp, factor: int, depth: int) -> tuple[affine
     inner unroll-jam); their bounds must not use `loop`'s iv and they carry no values.
     Returns (main, remainder or None), like `unroll_loop`."""
     main, remainder = unroll_loop(loop, factor)
+    assert main is not None
     block = main.body.block
     loops = [op for op in block.ops if isinstance(op, affine.ForOp)]
     per_copy = len(loops) // factor
@@ -457,9 +497,10 @@ def hoist_before(op: Operation, loop: Operation) -> None:
 
 
 def promote_to_iter_args(
-    loop: affine.ForOp, groups: Sequence[Sequence[affine.LoadOp | affine.StoreOp]]
+    loop: affine.ForOp, groups: Sequence[Sequence[Operation]]
 ) -> affine.ForOp:
-    """Scalar replacement. Each group holds the loads and stores of one memref element
+    """Scalar replacement. Each group holds the loads and stores (affine.load/store, or
+    affine.vector_load/vector_store of one vector type) of one memref element or vector
     whose address is invariant in `loop`, all at the top level of the loop's body or
     under affine.if ops there (no other access to those elements in the loop). The
     element is loaded once before the loop, carried through it as an iter_arg (loads
@@ -468,7 +509,11 @@ def promote_to_iter_args(
     inits = []
     for group in groups:
         first = group[0]
-        load = affine.LoadOp(first.memref, list(first.indices), first.map, first.memref.type.get_element_type())
+        if isinstance(first, affine.VectorLoadOp | affine.VectorStoreOp):
+            vtype = first.result.type if isinstance(first, affine.VectorLoadOp) else first.value.type
+            load = affine.VectorLoadOp(first.memref, list(first.indices), first.map, vtype)
+        else:
+            load = affine.LoadOp(first.memref, list(first.indices), first.map, first.memref.type.get_element_type())
         load.location = first.location
         hoist_target = loop.parent_block()
         assert hoist_target is not None
@@ -486,9 +531,10 @@ def promote_to_iter_args(
     _set_yield(block, [*_yield_of(block).operands, *final])
     after: Operation = new
     for result, group in zip(new.results[kept:], groups):
-        stores = [op for op in group if isinstance(op, affine.StoreOp)]
+        stores = [op for op in group if isinstance(op, affine.StoreOp | affine.VectorStoreOp)]
         if stores:
-            store = affine.StoreOp(result, stores[-1].memref, list(stores[-1].indices), stores[-1].map)
+            kind = type(stores[-1])
+            store = kind(result, stores[-1].memref, list(stores[-1].indices), stores[-1].map)
             store.location = stores[-1].location
             block_after = new.parent_block()
             assert block_after is not None
@@ -506,7 +552,7 @@ def _thread_values(
     for op in list(block.ops):
         if op in group_of:
             i = group_of[op]
-            if isinstance(op, affine.LoadOp):
+            if isinstance(op, affine.LoadOp | affine.VectorLoadOp):
                 op.result.replace_all_uses_with(current[i])
             else:
                 current[i] = op.value

@@ -160,3 +160,21 @@ def test_invalid_options_from_compile(pipeline, message):
     src = matmul((4, 4), (4, 4), (4, 4), np.float32)
     with pytest.raises(compiler.LoomError, match=message.replace("[", r"\[").replace("]", r"\]")):
         compiler.compile(src, pipeline=pipeline)
+
+
+MICRO_KERNEL = (
+    "loom-tile{sizes=6,16 op=matmul},loom-interchange{order=0,1,4,2,3 op=matmul},"
+    "loom-unroll-jam{factors=1,1,1,6 op=matmul},loom-vectorize{op=matmul},"
+    "loom-unroll{factor=2 op=matmul},loom-hoist{op=matmul}"
+)
+
+
+@pytest.mark.parametrize("m, k, n", [(13, 29, 17), (12, 7, 32), (6, 5, 16), (5, 3, 9)])
+@pytest.mark.parametrize("exact", [False, True])
+def test_matmul_register_micro_kernel(m, k, n, exact):
+    """The 6x16 register micro-kernel pipeline (issue 4) on shapes its tiles do not
+    divide: the 16 wide j tile unrolled away (two 8 wide vectors), vector accumulators
+    of C where they are promoted. The fma contracts each product and add, so random
+    inputs are within the bound rather than bit-equal to the naive pipeline."""
+    src = matmul((m, k), (k, n), (m, n), np.float32)
+    run_and_compare(src, [(m, k), (k, n)], k, MICRO_KERNEL, exact=exact, naive_bits=False)

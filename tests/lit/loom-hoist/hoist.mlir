@@ -328,3 +328,62 @@ func.func @point_loop(%a: memref<?xf32>, %c: memref<?xf32>, %n: index) {
   } {loom.tag = "sum"}
   func.return
 }
+
+// -----
+
+// Vector accumulators: the affine.vector_load/vector_store pairs of %c at the two
+// k-invariant addresses [%i, %j] and [%i, %j + 8] (8 wide, so they do not overlap)
+// become vector iter_args of %k, loaded before and stored after the loop.
+// CHECK-LABEL: func.func @vector_acc
+// CHECK:      %[[C0:.*]] = affine.vector_load %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+// CHECK-NEXT: %[[C1:.*]] = affine.vector_load %c[%i, %j + 8] : memref<8x32xf32>, vector<8xf32>
+// CHECK-NEXT: %[[R0:.*]], %[[R1:.*]] = affine.for %k = 0 to 64 iter_args(%[[A0:.*]] = %[[C0]], %[[A1:.*]] = %[[C1]]) -> (vector<8xf32>, vector<8xf32>) {
+// CHECK-NEXT:   %x = affine.load %a[%i, %k] : memref<8x64xf32>
+// CHECK-NEXT:   %xb = vector.broadcast %x : f32 to vector<8xf32>
+// CHECK-NEXT:   %b0 = affine.vector_load %b[%k, %j] : memref<64x32xf32>, vector<8xf32>
+// CHECK-NEXT:   %s0 = vector.fma %xb, %b0, %[[A0]] : vector<8xf32>
+// CHECK-NEXT:   %b1 = affine.vector_load %b[%k, %j + 8] : memref<64x32xf32>, vector<8xf32>
+// CHECK-NEXT:   %s1 = vector.fma %xb, %b1, %[[A1]] : vector<8xf32>
+// CHECK-NEXT:   affine.yield %s0, %s1 : vector<8xf32>, vector<8xf32>
+// CHECK-NEXT: } {loom.tag = "vector_acc"}
+// CHECK-NEXT: affine.vector_store %[[R0]], %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+// CHECK-NEXT: affine.vector_store %[[R1]], %c[%i, %j + 8] : memref<8x32xf32>, vector<8xf32>
+
+// REMARK: hoist.mlir:[[# @LINE + 2]]:3: remark: [loom-hoist] kept in registers across loop %k (loaded before, stored after): %c[%i, %j], %c[%i, %j + 8]
+func.func @vector_acc(%a: memref<8x64xf32>, %b: memref<64x32xf32>, %c: memref<8x32xf32>, %i: index, %j: index) {
+  affine.for %k = 0 to 64 {
+    %x = affine.load %a[%i, %k] : memref<8x64xf32>
+    %xb = vector.broadcast %x : f32 to vector<8xf32>
+    %b0 = affine.vector_load %b[%k, %j] : memref<64x32xf32>, vector<8xf32>
+    %c0 = affine.vector_load %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+    %s0 = vector.fma %xb, %b0, %c0 : vector<8xf32>
+    affine.vector_store %s0, %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+    %b1 = affine.vector_load %b[%k, %j + 8] : memref<64x32xf32>, vector<8xf32>
+    %c1 = affine.vector_load %c[%i, %j + 8] : memref<8x32xf32>, vector<8xf32>
+    %s1 = vector.fma %xb, %b1, %c1 : vector<8xf32>
+    affine.vector_store %s1, %c[%i, %j + 8] : memref<8x32xf32>, vector<8xf32>
+  } {loom.tag = "vector_acc"}
+  func.return
+}
+
+// -----
+
+// A vector access covers [%j, %j + 8): [%i, %j + 4] overlaps [%i, %j], so neither is promoted.
+// CHECK-LABEL: func.func @vector_overlap
+// CHECK:      affine.for %k = 0 to 64 {
+// CHECK-NEXT:   %b0 = affine.vector_load %b[%k, %j]
+// CHECK-NEXT:   %c0 = affine.vector_load %c[%i, %j]
+
+// REMARK: hoist.mlir:[[# @LINE + 4]]:5: remark: [loom-hoist] %c[%i, %j] not promoted to a register in loop %k: %c[%i, %j] and %c[%i, %j + 4] may be the same element
+func.func @vector_overlap(%b: memref<64x32xf32>, %c: memref<8x32xf32>, %i: index, %j: index) {
+  affine.for %k = 0 to 64 {
+    %b0 = affine.vector_load %b[%k, %j] : memref<64x32xf32>, vector<8xf32>
+    %c0 = affine.vector_load %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+    %s0 = arith.addf %b0, %c0 : vector<8xf32>
+    affine.vector_store %s0, %c[%i, %j] : memref<8x32xf32>, vector<8xf32>
+    %c1 = affine.vector_load %c[%i, %j + 4] : memref<8x32xf32>, vector<8xf32>
+    %s1 = arith.addf %b0, %c1 : vector<8xf32>
+    affine.vector_store %s1, %c[%i, %j + 4] : memref<8x32xf32>, vector<8xf32>
+  } {loom.tag = "vector_overlap"}
+  func.return
+}

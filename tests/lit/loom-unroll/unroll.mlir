@@ -103,3 +103,30 @@ func.func @short(%m: memref<3xf32>, %z: f32) {
   } {loom.tag = "short"}
   func.return
 }
+
+// -----
+
+// A factor equal to the constant trip count of an inner loop (2, a point loop of a tile
+// of 2): the one-iteration loop left is dropped, its iv read as the lower bound %j_t, so
+// the copies sit directly in the outer loop; the carried value goes from init to result.
+// CHECK-LABEL: func.func @single
+// CHECK:      affine.for %j_t = 0 to 8 step 2 {
+// CHECK-NEXT:   %[[V0:.*]] = affine.load %a[%j_t] : memref<8xf32>
+// CHECK-NEXT:   %[[S0:.*]] = arith.addf %z, %[[V0]] : f32
+// CHECK-NEXT:   %[[V1:.*]] = affine.load %a[%j_t + 1] : memref<8xf32>
+// CHECK-NEXT:   %[[S1:.*]] = arith.addf %[[S0]], %[[V1]] : f32
+// CHECK-NEXT:   affine.store %[[S1]], %s[%j_t] : memref<8xf32>
+// CHECK-NEXT: } {loom.tag = "single"}
+
+// REMARK: unroll.mlir:[[# @LINE + 3]]:5: remark: [loom-unroll] loop %j of nest 'single': unrolled by 2, requested 4 (clamped to the trip count 2); a single iteration: the loop is replaced by the copies
+func.func @single(%a: memref<8xf32>, %s: memref<8xf32>, %z: f32) {
+  affine.for %j_t = 0 to 8 step 2 {
+    %r = affine.for %j = affine_map<(d0) -> (d0)>(%j_t) to affine_map<(d0) -> (d0 + 2)>(%j_t) iter_args(%acc = %z) -> (f32) {
+      %v = affine.load %a[%j] : memref<8xf32>
+      %n = arith.addf %acc, %v : f32
+      affine.yield %n : f32
+    }
+    affine.store %r, %s[%j_t] : memref<8xf32>
+  } {loom.tag = "single"}
+  func.return
+}
