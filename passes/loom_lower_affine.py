@@ -42,7 +42,8 @@ that other passes can import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -331,8 +332,13 @@ def expand_integer_set(
 # --------------------------------------------------------------------------------------
 
 
-def _refuse_on(op: Operation, e: AffineExpansionError) -> LoomError:
-    return LoomError(f"loom-lower-affine: {e}", op)
+@contextmanager
+def _refusing(op: Operation) -> Iterator[None]:
+    """Turn an expression this pass cannot expand into a refusal located at `op`."""
+    try:
+        yield
+    except AffineExpansionError as e:
+        raise LoomError(f"loom-lower-affine: {e}", op) from None
 
 
 def _located(new_op: _OpT, op: Operation) -> _OpT:
@@ -354,11 +360,9 @@ class LowerAffineFor(RewritePattern):
         step = op.step.value.data
         if step <= 0:
             raise LoomError(f"loom-lower-affine: affine.for step must be positive, got {step}", op)
-        try:
+        with _refusing(op):
             lb = expand_min_max(rewriter, op.lowerBoundMap.data, op.lowerBoundOperands, "max", op.location)
             ub = expand_min_max(rewriter, op.upperBoundMap.data, op.upperBoundOperands, "min", op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         step_value = _index_constant(rewriter, step, op)
         body = rewriter.move_region_contents_to_new_regions(op.body)
         _ensure_terminator(body, lambda: _located(scf.YieldOp(), op))
@@ -372,10 +376,8 @@ class LowerAffineIf(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.IfOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             cond = expand_integer_set(rewriter, op.condition.data, op.args, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         then_region = rewriter.move_region_contents_to_new_regions(op.then_region)
         else_region = rewriter.move_region_contents_to_new_regions(op.else_region)
         for region in (then_region, else_region):
@@ -414,11 +416,9 @@ class LowerAffineParallel(RewritePattern):
                 op,
             )
         n_lb = lb_map.num_dims + lb_map.num_symbols
-        try:
+        with _refusing(op):
             lbs = _grouped_bounds(rewriter, op, lb_map, op.map_operands[:n_lb], lb_groups, "max")
             ubs = _grouped_bounds(rewriter, op, ub_map, op.map_operands[n_lb:], ub_groups, "min")
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         steps = [_index_constant(rewriter, s.value.data, op) for s in op.steps]
         body = rewriter.move_region_contents_to_new_regions(op.body)
         _ensure_terminator(body, lambda: _located(scf.ReduceOp(), op))
@@ -470,20 +470,16 @@ def _ensure_terminator(region: Region, make: Callable[[], Operation]) -> None:
 class LowerAffineApply(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.ApplyOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             (value,) = expand_affine_map(rewriter, op.map.data, op.mapOperands, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, [], [value])
 
 
 class LowerAffineMin(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.MinOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             value = expand_min_max(rewriter, op.map.data, op.arguments, "min", op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, [], [value])
 
 
@@ -497,50 +493,40 @@ class LowerAffineMax(RewritePattern):
         affine_map = op.properties.get("map")
         if not isinstance(affine_map, AffineMapAttr) or len(op.results) != 1:
             raise LoomError("loom-lower-affine: affine.max needs a 'map' property and one result", op)
-        try:
+        with _refusing(op):
             value = expand_min_max(rewriter, affine_map.data, op.operands, "max", op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, [], [value])
 
 
 class LowerAffineLoad(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.LoadOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             indices = expand_affine_map(rewriter, op.map.data, op.indices, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, _located(memref.LoadOp.get(op.memref, indices), op))
 
 
 class LowerAffineStore(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.StoreOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             indices = expand_affine_map(rewriter, op.map.data, op.indices, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, _located(memref.StoreOp.get(op.value, op.memref, indices), op))
 
 
 class LowerAffineVectorLoad(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.VectorLoadOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             indices = expand_affine_map(rewriter, op.map.data, op.indices, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, _located(vector.LoadOp(op.memref, indices, op.result.type), op))
 
 
 class LowerAffineVectorStore(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.VectorStoreOp, rewriter: PatternRewriter) -> None:
-        try:
+        with _refusing(op):
             indices = expand_affine_map(rewriter, op.map.data, op.indices, op.location)
-        except AffineExpansionError as e:
-            raise _refuse_on(op, e) from None
         rewriter.replace(op, _located(vector.StoreOp(op.value, op.memref, indices), op))
 
 
