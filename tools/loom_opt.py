@@ -45,9 +45,11 @@ class LoomOptMain(xDSLOptMain):
             "--remarks", action="store_true",
             help="print what each schedule pass did to which loop nest, and why it skipped one (stderr)",
         )
+        from passes import LOOM_PASSES
+
         arg_parser.epilog = (
             "Loom passes: "
-            + ", ".join(sorted(__import__("passes").LOOM_PASSES))
+            + ", ".join(sorted(LOOM_PASSES))
             + ". Errors are printed as file:line:col: error: message, exit status 1."
         )
 
