@@ -1,14 +1,24 @@
-"""The staged matmul benchmark behind `loom-bench --stages`.
+"""The matmul benchmarks behind `loom-bench`.
 
-It retells the classic report on CPU matmul optimizations with Loom's passes: each stage
-is a pipeline, checked against numpy, timed beside numpy in the same process (runs
-interleaved, medians), its loop nest printable.
+- `run_stages` (`--stages`) retells the classic report on CPU matmul optimizations with
+  Loom's passes: each stage is a pipeline, checked against numpy, timed beside numpy in
+  the same process (runs interleaved, medians), its loop nest printable.
+- `run_shapes` (`--shapes`) compiles one pipeline (the cost model's `default`) for a list
+  of matmul shapes M x N x K, square and not, and times each beside numpy (and torch,
+  when it is installed); `plot_shapes` draws the result as a PNG (matplotlib, the
+  `bench` extra).
+- `run_ablation` (`--ablation`) times the default pipeline and the default pipeline
+  minus each of its steps (`loom-default{skip=STEP}`), each beside numpy.
+
+Every kernel is checked against the float64 numpy product within `error_bound`.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import groupby
 
@@ -44,11 +54,14 @@ STAGES: list[Stage] = [
 SIZES = [8, 32, 128, 256, 512, 1024]
 
 
-def matmul_source(n: int, dtype: str = "f32") -> str:
-    t = f"tensor<{n}x{n}x{dtype}>"
-    return (f"func.func @matmul(%a: {t}, %b: {t}) -> {t} {{\n"
-            f"  %c = loom.matmul %a, %b : ({t}, {t}) -> {t}\n"
-            f"  func.return %c : {t}\n}}\n")
+def matmul_source(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "f32") -> str:
+    """`@matmul`: C[M, N] = A[M, K] @ B[K, N]; `matmul_source(n)` is the square n x n x n."""
+    n = m if n is None else n
+    k = m if k is None else k
+    ta, tb, tc = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((m, k), (k, n), (m, n)))
+    return (f"func.func @matmul(%a: {ta}, %b: {tb}) -> {tc} {{\n"
+            f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
+            f"  func.return %c : {tc}\n}}\n")
 
 
 @dataclass
@@ -125,3 +138,261 @@ def markdown(rows: list[Row]) -> str:
 
 def as_json(rows: list[Row]) -> list[dict]:
     return [{**asdict(r), "ok": r.ok} for r in rows]
+
+
+# --------------------------------------------------------------------------- shapes
+
+Shape = tuple[int, int, int]  # (M, N, K): C[M, N] = A[M, K] @ B[K, N]
+
+#: `loom-bench --shapes`: square sizes, then transformer-like and awkward (odd, prime-ish,
+#: matrix-vector) shapes.
+SHAPES: list[Shape] = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
+                       (2048, 2048, 2048), (1000, 1000, 1000), (128, 768, 3072), (197, 768, 768),
+                       (127, 255, 511), (1, 4096, 4096)]
+#: `loom-bench --ablation`: one square size and one with remainders everywhere.
+ABLATION_SHAPES: list[Shape] = [(1024, 1024, 1024), (127, 255, 511)]
+
+
+def shape_label(shape: Shape) -> str:
+    """(M, N, K) -> `MxNxK`, what `loom-bench --shapes-list` reads."""
+    return "x".join(map(str, shape))
+
+
+def torch_matmul(a: np.ndarray, b: np.ndarray) -> Callable[[], object] | None:
+    """`torch.matmul` on tensors sharing a's and b's memory, on one thread; None when
+    torch is not installed."""
+    try:
+        import torch
+    except (ImportError, OSError):  # not installed, or its libraries fail to load
+        return None
+    torch.set_num_threads(1)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    return lambda: torch.matmul(ta, tb)
+
+
+_fresh = itertools.count()
+
+
+def compile_fresh(source: str, pipeline: str):
+    """compile() and its wall time, made a real compile: the driver caches kernels per
+    (source, pipeline), so the source gets a comment of its own (at the end, so that
+    error locations still point at the kernel's lines)."""
+    source = f"{source}// loom-bench: compile #{next(_fresh)}\n"
+    t0 = time.perf_counter()
+    kernel = compile(source, pipeline=pipeline)
+    return kernel, time.perf_counter() - t0
+
+
+@dataclass
+class Measurement:
+    """One kernel's check and timing beside numpy (and torch) on one shape."""
+    shape: Shape
+    pipeline: str
+    seconds: float
+    gflops: float
+    numpy_seconds: float
+    numpy_gflops: float
+    torch_seconds: float | None
+    torch_gflops: float | None
+    max_err: float
+    bound: float
+    compile_seconds: float
+
+    @property
+    def ratio(self) -> float:
+        """loom/numpy speed: above 1, Loom is faster."""
+        return self.numpy_seconds / self.seconds
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_err <= self.bound)
+
+
+class _Problem:
+    """A shape's random inputs, float64 reference and error bound."""
+
+    def __init__(self, shape: Shape, rng: np.random.Generator):
+        m, n, k = self.shape = shape
+        self.a = rng.standard_normal((m, k)).astype(np.float32)
+        self.b = rng.standard_normal((k, n)).astype(np.float32)
+        self.want = self.a.astype(np.float64) @ self.b.astype(np.float64)
+        self.bound = error_bound(k, np.dtype(np.float32), float(np.abs(self.want).max()))
+        self.flops = 2.0 * m * n * k
+        self.torch = torch_matmul(self.a, self.b)
+
+
+def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float) -> Measurement:
+    """Compile `pipeline` for the problem's shape, check it, and time it interleaved with
+    numpy (and torch): medians of `repeats_for(...)` runs each."""
+    a, b = problem.a, problem.b
+    kernel, compile_seconds = compile_fresh(matmul_source(*problem.shape), pipeline)
+    got = kernel(a, b)  # also the warm-up run
+    err = float(np.abs(got - problem.want).max())
+    np.matmul(a, b)
+    if problem.torch:
+        problem.torch()
+    t0 = time.perf_counter()
+    kernel(a, b)
+    reps = repeats_for(time.perf_counter() - t0, budget, repeat)
+    fns = [lambda: kernel(a, b), lambda: np.matmul(a, b)] + ([problem.torch] if problem.torch else [])
+    times = median_times(fns, reps)
+    seconds, numpy_seconds = times[0], times[1]
+    torch_seconds = times[2] if problem.torch else None
+    f = problem.flops / 1e9
+    return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
+                       torch_seconds, None if torch_seconds is None else f / torch_seconds,
+                       err, problem.bound, compile_seconds)
+
+
+def run_shapes(
+    shapes: Sequence[Shape] = SHAPES, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
+    seed: int = 0, on_row: Callable[[Measurement], None] | None = None,
+) -> list[Measurement]:
+    """`pipeline` at every shape, each beside numpy (and torch); `on_row(row)` as rows come."""
+    rows = []
+    rng = np.random.default_rng(seed)
+    for shape in shapes:
+        row = measure(_Problem(shape, rng), pipeline, repeat=repeat, budget=budget)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def _fmt(x: float | None, spec: str = ".2f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def markdown_shapes(rows: list[Measurement]) -> str:
+    out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy | torch GFLOP/s | compile s | check |",
+           "|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} "
+                   f"| {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
+    return "\n".join(out)
+
+
+def shapes_json(rows: list[Measurement]) -> list[dict]:
+    return [{"shape": list(r.shape), "pipeline": r.pipeline, "seconds": r.seconds, "gflops": r.gflops,
+             "numpy_seconds": r.numpy_seconds, "numpy_gflops": r.numpy_gflops, "ratio": r.ratio,
+             "torch_seconds": r.torch_seconds, "torch_gflops": r.torch_gflops, "max_err": r.max_err,
+             "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds} for r in rows]
+
+
+# --------------------------------------------------------------------------- ablation
+
+
+def default_minus(step: str | None) -> str:
+    """The default pipeline (step None), or the default pipeline without `step`."""
+    return "default" if step is None else f"loom-default{{skip={step}}}"
+
+
+@dataclass
+class AblationRow:
+    variant: str  # "default", "default - pack", ...
+    slowdown: float  # seconds / the default's seconds at this shape (above 1: the step helps)
+    m: Measurement
+
+    @property
+    def ok(self) -> bool:
+        return self.m.ok
+
+
+def run_ablation(
+    shapes: Sequence[Shape] = ABLATION_SHAPES, *, steps: Sequence[str] | None = None,
+    pipeline_for: Callable[[str | None], str] | None = None,
+    repeat: int = 10, budget: float = 2.0, seed: int = 0,
+    on_row: Callable[[AblationRow], None] | None = None,
+) -> list[AblationRow]:
+    """At each shape, `pipeline_for(None)` (the default pipeline), then
+    `pipeline_for(step)` for each step (the default without it), each timed beside numpy.
+    `steps` defaults to `passes.loom_default.STEPS`, `pipeline_for` to `default_minus`."""
+    if steps is None:
+        from passes.loom_default import STEPS as steps
+    pipeline_for = pipeline_for or default_minus
+    rows = []
+    rng = np.random.default_rng(seed)
+    for shape in shapes:
+        problem = _Problem(shape, rng)
+        base = None
+        for step in (None, *steps):
+            m = measure(problem, pipeline_for(step), repeat=repeat, budget=budget)
+            if base is None:
+                base = m
+            row = AblationRow("default" if step is None else f"default - {step}", m.seconds / base.seconds, m)
+            rows.append(row)
+            if on_row:
+                on_row(row)
+    return rows
+
+
+def markdown_ablation(rows: list[AblationRow]) -> str:
+    out = ["| shape | variant | GFLOP/s | loom/numpy | slowdown vs default | check |",
+           "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        out.append(f"| {shape_label(r.m.shape)} | {r.variant} | {r.m.gflops:.2f} | {r.m.ratio:.3f} "
+                   f"| {r.slowdown:.2f}x | {'ok' if r.ok else 'MISMATCH'} |")
+    return "\n".join(out)
+
+
+def ablation_json(rows: list[AblationRow]) -> list[dict]:
+    return [{"variant": r.variant, **d, "slowdown": r.slowdown}
+            for r, d in zip(rows, shapes_json([r.m for r in rows]))]
+
+
+# --------------------------------------------------------------------------- plot
+
+MATPLOTLIB_MISSING = "--plot needs matplotlib, which is not installed: pip install 'loomir[bench]'"
+
+
+class MissingMatplotlib(RuntimeError):
+    pass
+
+
+def require_matplotlib() -> None:
+    """Raise MissingMatplotlib (with the install hint) unless matplotlib imports."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingMatplotlib(MATPLOTLIB_MISSING) from None
+
+
+def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
+    """A PNG bar chart of GFLOP/s per shape: Loom beside numpy (and torch), the loom/numpy
+    ratio above each group. Drawn with the Agg canvas (no display, no pyplot state)."""
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
+    if any(r.torch_gflops is not None for r in rows):
+        series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
+    fig = Figure(figsize=(max(7.0, 1.0 + 0.9 * len(rows)), 4.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    width = 0.8 / len(series)
+    x = np.arange(len(rows))
+    for i, (name, values) in enumerate(series):
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name)
+    top = max([max(v) for _, v in series] + [1e-9])
+    for xi, r in zip(x, rows):
+        height = max(v[xi] for _, v in series)
+        text = f"{r.ratio:.2g}x" + ("" if r.ok else "\nMISMATCH")
+        ax.annotate(text, (xi, height + 0.01 * top), ha="center", va="bottom", fontsize=8,
+                    color="black" if r.ok else "red")
+    ax.set_xticks(x, [shape_label(r.shape) for r in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed")
+    ax.set_ylabel("GFLOP/s (one thread)")
+    ax.set_ylim(0, top * 1.15)
+    ax.legend()
+    if title:
+        ax.set_title(title, fontsize=8)
+    fig.savefig(path, dpi=120)
+
+
+def bench_machine() -> str:
+    import platform
+
+    import llvmlite.binding as llvm
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"

@@ -16,6 +16,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
     "loom-naive": "loom_naive:LoomNaivePipelinePass",
     "loom-pack": "loom_pack:LoomPackPass",
+    "loom-peel": "loom_peel:LoomPeelPass",
     "loom-tile": "loom_tile:LoomTilePass",
     "loom-unroll": "loom_unroll:LoomUnrollPass",
     "loom-hoist": "loom_hoist:LoomHoistPass",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import gcd
 
 from xdsl.dialects import affine, arith
 from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType
@@ -167,6 +168,39 @@ def map_forms(m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm | N
         return None
 
     return [form(e) for e in m.results]
+
+
+def known_multiple(form: LinearForm) -> int:
+    """The largest g known to divide every value the form takes (0: the form is 0). A loop
+    iv is a multiple of gcd(its single lower bound's multiple, its step), other values
+    of 1: after tiling by 96 and again by 6, `%i_r - %i_t` is a multiple of 6, and so is
+    every `min(%i_t + 96, 1020) - %i_r`, so the 6-row tiles are all full."""
+    g = abs(form.const)
+    for value, coeff in form.coeffs.items():
+        g = gcd(g, abs(coeff) * _value_multiple(value))
+    return g
+
+
+def _value_multiple(value: SSAValue) -> int:
+    owner = value.owner
+    if not isinstance(owner, Block) or not isinstance(loop := owner.parent_op(), affine.ForOp):
+        return 1
+    if value is not owner.args[0] or len(loop.lowerBoundMap.data.results) != 1:
+        return 1
+    (lower,) = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+    return 1 if lower is None else gcd(known_multiple(lower), step_of(loop))
+
+
+def tiles_are_full(loop: affine.ForOp, width: int) -> bool:
+    """Whether `width` divides upper - lower for each upper bound of `loop`: then tiles
+    of `width` starting at the lower bound are all full (constant-extent point loops)."""
+    if len(loop.lowerBoundMap.data.results) != 1:
+        return False
+    (lower,) = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+    uppers = map_forms(loop.upperBoundMap.data, loop.upperBoundOperands)
+    if lower is None or any(u is None for u in uppers):
+        return False
+    return all(known_multiple(u - lower) % width == 0 for u in uppers)  # type: ignore[operator]
 
 
 def _positions(forms: Sequence[LinearForm]) -> dict[SSAValue, int]:
@@ -461,6 +495,18 @@ def access_footprint(access: affine.LoadOp | affine.StoreOp, loops: Sequence[aff
 # --------------------------------------------------------------------------------------
 
 
+def _positions_used(expr: AffineExpr, num_dims: int) -> set[int]:
+    """The operand positions (dims, then symbols) an expression reads."""
+    match expr:
+        case AffineDimExpr(position=p):
+            return {p}
+        case AffineSymExpr(position=p):
+            return {num_dims + p}
+        case AffineBinaryOpExpr(lhs=lhs, rhs=rhs):
+            return _positions_used(lhs, num_dims) | _positions_used(rhs, num_dims)
+    return set()
+
+
 class StrideError(ValueError):
     """An access whose movement along a loop cannot be told (the message says why)."""
 
@@ -490,12 +536,17 @@ def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) ->
     """The stride of `access`, inside `loop`'s body, along `loop`'s iv: `%b[%k, %j]` in a
     loop over %j of a memref<64x128xf32> has coefficients (0, 1) and stride 1; along %k,
     (1, 0) and stride 128. Subscripts are read through `map_forms` (affine.apply and index
-    constants expanded). Raises StrideError for a subscript that is not linear in the iv
-    (a floordiv or mod of it) or that uses a value computed in the loop by another op."""
+    constants expanded; a floordiv or mod of values defined outside the loop is invariant).
+    Raises StrideError for a subscript that is not linear in the iv (a floordiv or mod of it) or that uses a value computed in the loop by another op."""
     iv = loop.body.block.args[0]
     coefficients = []
-    for form in map_forms(access.map.data, access.indices):
+    m = access.map.data
+    for result, form in zip(m.results, map_forms(m, access.indices)):
         if form is None:
+            used = [access.indices[p] for p in _positions_used(result, m.num_dims)]
+            if all(defined_outside(v, loop) for v in used):  # (%i - %i_t) floordiv 6 along %j
+                coefficients.append(0)
+                continue
             raise StrideError(f"{describe_access(access)} is not linear in {value_name(iv)}")
         for value in form.coeffs:
             if value is not iv and not defined_outside(value, loop):

@@ -1,9 +1,14 @@
 """loom-unroll-jam{factors=... op=...}: unroll the outer loops of a band and jam the
 copies into the innermost body (register tiling).
 
-For a perfect band of depth d, `factors` gives up to d-1 factors for its outer loops,
-outermost first (1 leaves a loop alone). Each such loop steps by factor*step and the
-innermost body holds the product of the factors copies, in lexicographic order (the
+The band is the loops around the nest's statement (its perfect band, or after
+loom-pack the compute loops beside the copy nests); only the loops of its perfect
+innermost part can be jammed. For a band of depth d, `factors` gives up to d factors,
+outermost first (1 leaves a loop alone); a factor for the innermost loop unrolls it
+(there is nothing inside to jam), before the outer loops are jammed, so that the
+copies come grouped by the outer loop: after loom-vectorize made %j two 8-wide steps,
+`factors=...,6,2` on (k, i, j) gives, per i, one broadcast of A[i, k] and its two fmas.
+Each such loop steps by factor*step and the innermost body holds the product of the factors copies, in lexicographic order (the
 copies of an outer loop vary slowest). On matmul i, j, k (or i, k, j after
 loom-interchange), `factors=4,4` updates a 4x4 block of C per innermost iteration.
 `factors=2` on a 5-row matmul:
@@ -30,6 +35,11 @@ an `affine.apply` before the loop (with an `affine.min` for a multi-result upper
 `max(split, lb)`. The mechanics are `loop_transforms.unroll_jam_loop` (unroll, then
 fuse the copies).
 
+A main loop left with a single iteration (a full unroll-jam of a tile's 6-row point
+loop, `%i = %i_t to %i_t + 6`) is replaced by its body, as loom-unroll does (except the
+nest's outermost loop, which keeps the tag), so that the copies sit directly in the loop
+around it: C's block can then be held in registers across k (loom-hoist).
+
 Applied factors can be smaller than requested, as the remark says: a factor larger than
 a constant trip count is lowered to it, and a loop whose copies cannot be jammed gets 1
 (a loop inside it has bounds that use its iv, as a tiled band's point loop does with its
@@ -54,15 +64,17 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from passes.dependences import band_dependences, unroll_jam_is_legal
-from passes.loop_transforms import unroll_jam_loop
+from passes.loop_transforms import promote_single_iteration, unroll_jam_loop
 from passes.loop_utils import (
     bound_dependences,
     check_positive,
     constant_trip_count,
     describe_band,
     iv_name,
+    nest_tag,
     perfect_band,
     select_nests,
+    statement_loops,
 )
 
 
@@ -84,20 +96,24 @@ class LoomUnrollJamPass(ModulePass):
                 continue
             band, applied, message = plan
             remark(self.name, nest, message)
-            for position in reversed(range(len(applied))):
-                if applied[position] > 1:
-                    unroll_jam_loop(band[position], applied[position], len(band) - 1 - position)
+            mains = [
+                unroll_jam_loop(band[position], applied[position], len(band) - 1 - position)[0]
+                for position in reversed(range(len(applied)))
+                if applied[position] > 1
+            ]
+            # Only once every loop is jammed: the jams walk the band's levels.
+            for main in mains:
+                if nest_tag(main) is None and main.parent is not None and constant_trip_count(main) == 1:
+                    promote_single_iteration(main)
 
     def _plan(self, nest: affine.ForOp, factors: tuple[int, ...]) -> tuple[list[affine.ForOp], list[int], str] | str:
         """(band, applied factors, remark) for a nest to transform; why not, to skip it
         with a remark; a LoomError for a nest that cannot take the factors asked."""
-        band = perfect_band(nest)
+        band = statement_loops(nest)
+        perfect_from = next(q for q in range(len(band)) if perfect_band(band[q]) == band[q:])
         where = f"band {describe_band(band)}"
-        if len(factors) > len(band) - 1:
-            message = (
-                f"{len(factors)} factors {list(factors)} for the {len(band) - 1} outer "
-                f"loop{'s' if len(band) != 2 else ''} of {where}"
-            )
+        if len(factors) > len(band):
+            message = f"{len(factors)} factors {list(factors)} for the {len(band)} loops of {where}"
             if self.op is None:
                 return f"skipped: {message}"
             raise LoomError(f"{self.name}: {message}", nest)
@@ -106,16 +122,17 @@ class LoomUnrollJamPass(ModulePass):
         for position, factor in enumerate(factors):
             loop = band[position]
             factor = _clamped(loop, factor)
-            why = _cannot_jam(band, position, bounds) if factor > 1 else None
+            why = _cannot_jam(band, position, bounds, perfect_from) if factor > 1 else None
             if why is not None:
                 notes.append(f"{iv_name(loop)} not unrolled: {why}")
                 factor = 1
             applied.append(factor)
         if all(f == 1 for f in applied):
             return "; ".join([f"{where} left as it is: factors {list(factors)} requested, none above 1 applies", *notes])
-        deps = band_dependences(band)
+        deps = band_dependences(band[perfect_from:])  # the loops outside it stay fixed
         for position, factor in enumerate(applied):
-            broken = unroll_jam_is_legal(deps, position, len(band)) if factor > 1 else None
+            inner = position - perfect_from
+            broken = unroll_jam_is_legal(deps, inner, len(band) - perfect_from) if factor > 1 else None
             if broken is not None:
                 raise LoomError(
                     f"{self.name}: unroll-jam of loop {iv_name(band[position])} by {factor} breaks the dependence "
@@ -125,10 +142,12 @@ class LoomUnrollJamPass(ModulePass):
         return band, applied, "; ".join([_describe(band, factors, applied), *notes])
 
 
-def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int, int]]) -> str | None:
+def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int, int]], perfect_from: int) -> str | None:
     """Why the copies of band loop `position` cannot be jammed, if they cannot."""
     loop = band[position]
     name = iv_name(loop)
+    if position < perfect_from:
+        return f"its body holds more than loop {iv_name(band[position + 1])} (packing copies)"
     if loop.inits:
         return "it carries values (iter_args)"
     if len(loop.lowerBoundMap.data.results) != 1:

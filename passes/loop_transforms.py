@@ -26,7 +26,7 @@ from xdsl.ir.affine import (
 from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineSet
 from xdsl.traits import IsTerminator
 
-from passes.affine_forms import LinearForm, bound_map
+from passes.affine_forms import LinearForm, bound_map, tiles_are_full
 from passes.loop_utils import (
     TAG,
     constant_trip_count,
@@ -105,7 +105,7 @@ def tile_band(band: Sequence[affine.ForOp], sizes: Sequence[int]) -> list[affine
     """Tile the first len(sizes) loops of a perfect, rectangular band by `sizes`
     (iterations per tile). In band order, tile loops `for %i_t = lb to ub step size*step`
     come outermost, then point loops `for %i = %i_t to min(%i_t + size*step, ub)` (just
-    `%i_t + size*step` when the size divides a constant extent; a multi-result `ub` joins
+    `%i_t + size*step` when the tiles are all full, `affine_forms.tiles_are_full`; a multi-result `ub` joins
     the min), then the rest of the band unchanged. Point loops keep the ivs and
     attributes of the loops they replace; the nest's tag moves to the new outermost loop.
     Returns the tile loops then the point loops."""
@@ -129,8 +129,7 @@ def tile_band(band: Sequence[affine.ForOp], sizes: Sequence[int]) -> list[affine
     for loop, size, block in reversed(list(zip(tiled, sizes, blocks))):
         tile_iv = block.args[0]
         width = step_of(loop) * size
-        trips = constant_trip_count(loop)
-        if trips is not None and trips % size == 0:
+        if tiles_are_full(loop, width):
             upper: Bound = (AffineMap(1, 0, (d0 + width,)), [tile_iv])
         else:
             upper = _with_leading(d0 + width, tile_iv, loop.upperBoundMap.data, loop.upperBoundOperands)
@@ -373,6 +372,8 @@ def unroll_jam_loop(loop: affine.ForOp, factor: int, depth: int) -> tuple[affine
     assert main is not None
     block = main.body.block
     loops = [op for op in block.ops if isinstance(op, affine.ForOp)]
+    if not loops:  # the innermost loop (or the loops inside were unrolled away): unrolled
+        return main, remainder
     per_copy = len(loops) // factor
     for i in range(per_copy):
         _fuse([loops[k * per_copy + i] for k in range(factor)], depth - 1)

@@ -83,6 +83,18 @@ def perfect_band(root: affine.ForOp) -> list[affine.ForOp]:
             return band
 
 
+def statement_loops(root: affine.ForOp) -> list[affine.ForOp]:
+    """The loops of the nest around its statement (its last `affine.store`, or
+    `affine.vector_store` after loom-vectorize), outermost
+    first: the perfect band for a nest as convert-loom-to-affine makes it, and the
+    compute loops still after loom-pack put copy nests beside them."""
+    stores = [o for o in root.walk() if isinstance(o, affine.StoreOp | affine.VectorStoreOp)]
+    if not stores:
+        return perfect_band(root)
+    loops = enclosing_loops(stores[-1])
+    return loops[loops.index(root):] if root in loops else perfect_band(root)
+
+
 def band_at(root: affine.ForOp, depth: int) -> list[affine.ForOp]:
     """The perfect band that starts `depth` loops below `root` (root's own band at 0): after
     a 3-deep band is tiled once, depth 3 is the intra-tile band. Empty when the outermost

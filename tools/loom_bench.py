@@ -1,39 +1,105 @@
 """loom-bench: Loom's matmul beside numpy, in one process, interleaved, medians.
 
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
+    loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
+                        [--budget S] [--json] [--plot out.png]
+    loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
 numpy and timed beside it.
+
+`--shapes` compiles one pipeline (`default`, the cost model's, unless `--pipeline` names
+another or gives a pass list) for each matmul shape MxNxK (C[M,N] = A[M,K] @ B[K,N], f32;
+a bare n is n x n x n) and times it beside numpy, and torch when it is installed (one
+thread each). `--plot out.png` draws GFLOP/s per shape (needs matplotlib: the `bench` extra).
+
+`--ablation` times the default pipeline and the default pipeline minus each of its steps
+(`loom-default{skip=STEP}`) at each shape, each beside numpy.
+
+Every kernel is checked against the float64 numpy product; the exit status is 1 if any
+check fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from tools import console_entry
 
+SIZES = "8,32,128,256,512,1024"
+#: the defaults of compiler.bench.SHAPES and ABLATION_SHAPES, written out: the command line
+#: is parsed before numpy (hence compiler) is imported, see tools.numpy_env
+SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
+ABLATION_SHAPES = "1024,127x255x511"
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """`MxNxK` -> (M, N, K) for C[M,N] = A[M,K] @ B[K,N]; a bare `n` is n x n x n.
+    A ValueError says what is wrong."""
+    t = text.strip()
+    parts = t.lower().split("x")
+    try:
+        if len(parts) not in (1, 3):
+            raise ValueError
+        dims = [int(x) for x in parts]
+    except ValueError:
+        raise ValueError(f"bad shape {t!r}: expected N or MxNxK with positive integers, "
+                         "e.g. 64 or 128x768x3072") from None
+    if min(dims) < 1:
+        raise ValueError(f"bad shape {t!r}: every dimension must be at least 1")
+    m, n, k = dims * 3 if len(dims) == 1 else dims
+    return m, n, k
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """A comma-separated list of shapes (see `parse_shape`)."""
+    return [parse_shape(t) for t in text.split(",")]
+
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="loom-bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--stages", action="store_true", help="the staged table (naive -> tiling -> ...)")
-    p.add_argument("--sizes", default="8,32,128,256,512,1024", help="square sizes N (default 8,...,1024)")
-    p.add_argument("--repeat", type=int, default=10, help="at most this many timed runs per stage")
-    p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per stage and size")
+    p = argparse.ArgumentParser(prog="loom-bench", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n\n".join(__doc__.split("\n\n")[2:]))
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--stages", action="store_true", help="the staged table (naive -> tiling -> ...)")
+    mode.add_argument("--shapes", action="store_true", help="one pipeline at matmul shapes MxNxK, beside numpy")
+    mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
+    p.add_argument("--sizes", help=f"--stages: square sizes N (default {SIZES})")
+    p.add_argument("--shapes-list", metavar="SHAPES",
+                   help=f"--shapes/--ablation: comma-separated N or MxNxK (default {SHAPES}; "
+                        f"for --ablation {ABLATION_SHAPES})")
+    p.add_argument("--pipeline", metavar="P", help="--shapes: named pipeline or pass list (default: default)")
+    p.add_argument("--repeat", type=int, default=10, help="at most this many timed runs per kernel")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per kernel and size")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
-    p.add_argument("--show-ir", action="store_true", help="print each stage's loop nest (at the smallest N)")
+    p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
+    p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
     args = p.parse_args(argv)
-    try:
-        args.sizes = [int(x) for x in args.sizes.split(",")]
-    except ValueError:
-        p.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-    if min(args.sizes) < 1 or args.repeat < 1 or args.budget <= 0:
-        p.error("--sizes, --repeat and --budget must be positive")
-    if not args.stages:
-        p.error("nothing to do: pass --stages")
+    if not (args.stages or args.shapes or args.ablation):
+        p.error("nothing to do: pass --stages, --shapes or --ablation")
+    if args.repeat < 1 or args.budget <= 0:
+        p.error("--repeat and --budget must be positive")
+    for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
+                               ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
+                               ("--pipeline", args.pipeline, ("shapes",)), ("--plot", args.plot, ("shapes",))):
+        if value and not any(getattr(args, m) for m in modes):
+            p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
+    if args.stages:
+        try:
+            args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]
+        except ValueError:
+            p.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+        if min(args.sizes) < 1:
+            p.error("--sizes must be positive")
+    else:
+        try:
+            args.shapes_list = parse_shapes(args.shapes_list or (SHAPES if args.shapes else ABLATION_SHAPES))
+        except ValueError as e:
+            p.error(f"--shapes-list: {e}")
+        args.pipeline = args.pipeline or "default"
     return args
 
 
@@ -45,6 +111,48 @@ def main(argv=None) -> int:
     from compiler import bench
     from compiler.diagnostics import LoomError
 
+    if args.plot:
+        try:
+            bench.require_matplotlib()  # before the benchmark, not after minutes of it
+        except bench.MissingMatplotlib as e:
+            print(f"loom-bench: error: {e}", file=sys.stderr)
+            return 1
+    try:
+        if args.stages:
+            rows = run_stages(args, bench)
+        elif args.shapes:
+            rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
+                                    budget=args.budget, on_row=None if args.json else _progress)
+        else:
+            rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
+                                      on_row=None if args.json else _progress_ablation)
+    except LoomError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except ImportError as e:  # --ablation before passes.loom_default exists
+        print(f"loom-bench: error: the default pipeline's steps are unavailable: {e}", file=sys.stderr)
+        return 1
+    machine = bench.bench_machine()
+    table, as_json = {
+        "stages": (bench.markdown, bench.as_json),
+        "shapes": (bench.markdown_shapes, bench.shapes_json),
+        "ablation": (bench.markdown_ablation, bench.ablation_json),
+    }["stages" if args.stages else "shapes" if args.shapes else "ablation"]
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "rows": as_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{blas}\n")
+        if args.shapes:
+            print(f"pipeline: {args.pipeline}\n")
+        print(table(rows))
+    if args.plot:
+        bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, one thread"
+                                                 f"\n{machine}\n{blas}")
+        print(f"plot: {args.plot}", file=sys.stderr)
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def run_stages(args, bench):
     shown: set[str] = set()
 
     def on_row(row, info):
@@ -57,26 +165,31 @@ def main(argv=None) -> int:
             affine_ir = [ir for name, ir in info["stages"].items() if "affine.for" in ir]
             print(affine_ir[-1] if affine_ir else "", file=sys.stderr)
 
-    try:
-        rows = bench.run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row)
-    except LoomError as e:
-        print(e, file=sys.stderr)
-        return 1
-    machine = bench_machine()
-    if args.json:
-        print(json.dumps({"machine": machine, "blas": blas, "rows": bench.as_json(rows)}, indent=1))
-    else:
-        print(f"machine: {machine}\n{blas}\n")
-        print(bench.markdown(rows))
-    return 0 if all(r.ok for r in rows) else 1
+    return bench.run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row)
+
+
+def _progress(row) -> None:
+    from compiler.bench import shape_label
+
+    torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
+    print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
+          f"  (numpy {row.numpy_gflops:.2f}{torch})  compile {row.compile_seconds:.2f} s"
+          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
+
+
+def _progress_ablation(row) -> None:
+    from compiler.bench import shape_label
+
+    m = row.m
+    print(f"  {shape_label(m.shape):<14} {row.variant:<24} {m.seconds:.4g} s  {m.gflops:7.2f} GFLOP/s"
+          f"  (numpy {m.numpy_gflops:.2f})  x{row.slowdown:.2f} vs default"
+          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
 
 
 def bench_machine() -> str:
-    import platform
+    from compiler.bench import bench_machine
 
-    import llvmlite.binding as llvm
-
-    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
+    return bench_machine()
 
 
 entry = console_entry(main)

@@ -1,7 +1,7 @@
 // RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2 op=stencil}' --split-input-file 2>&1 | filecheck %s
 // RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,0}' --split-input-file 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not loom-opt %s -p 'loom-unroll-jam' --split-input-file 2>&1 | filecheck %s --check-prefix=NONE
-// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,2,2 op=matmul}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,2,2,2 op=matmul}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
 
 // What loom-unroll-jam refuses, each at the nest, with the reason; nothing is changed.
 // The options are checked before any nest is looked at.
@@ -24,8 +24,8 @@ func.func @stencil(%A: memref<100x100xf32>, %one: f32) {
 
 // -----
 
-// Three factors for a band with two outer loops.
-// MANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll-jam: 3 factors [2, 2, 2] for the 2 outer loops of band (i, j, k)
+// Four factors for a band of three loops.
+// MANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll-jam: 4 factors [2, 2, 2, 2] for the 3 loops of band (i, j, k)
 func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
   affine.for %i = 0 to 4 {
     affine.for %j = 0 to 5 {

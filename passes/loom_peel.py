@@ -1,0 +1,138 @@
+"""loom-peel{sizes=... op=...}: split the last iterations of a nest's outer loops off into
+copies of the nest, so that the main nest's extents are multiples of `sizes` (index-set
+splitting; MLIR's scf-for-loop-peeling at the level of a whole nest).
+
+For a nest whose perfect band starts with loops of constant bounds, `sizes` gives up to
+one size per band loop, outermost first. Loop p with trip count T is split at the last
+multiple of sizes[p] iterations: the nest keeps iterations [0, T - T mod size) of it and a
+copy of the whole nest, placed right after it, runs the rest. Loop 0 is peeled first; loop 1 is
+then peeled in the main nest only (the copy peeled off loop 0 keeps every iteration of
+loop 1), and so on. The copies keep the nest's tag, so the passes that follow with `op=`
+schedule them as well, each with its own (small, constant) extents; loom-tile,
+loom-unroll-jam and loom-vectorize clamp their sizes to them.
+
+Why: after `loom-peel{sizes=6,16}` a 1024x1024 matmul's main nest has 1020 rows and 1024
+columns, so every 6x16 register tile of the main nest is full: loom-tile emits
+constant-extent point loops (`%i = %i_t to %i_t + 6`), which loom-unroll-jam unrolls
+away, and C's 6x16 block stays in registers across k. The 4 rows left run as a copy.
+
+```mlir
+affine.for %i = 0 to 10 {                 affine.for %i = 0 to 6 {
+  affine.for %j = 0 to 8 {       ->          affine.for %j = 0 to 8 { ... }
+    ...                                     } {loom.tag = "matmul"}
+  }                                         affine.for %i = 6 to 10 {
+} {loom.tag = "matmul"}                       affine.for %j = 0 to 8 { ... }
+                                            } {loom.tag = "matmul"}
+```
+
+A size of 1, or one that divides the trip count, leaves the loop alone; a loop with fewer
+iterations than its size is not split either (all of it is remainder). Running the
+peeled iterations after the main nest is legal when no dependence other than a
+reduction's has a direction other than `=` on the loops up to the peeled one (matmul's i
+and j; the reduction over k is reassociated, which Loom allows).
+
+Refused with a LoomError at the nest, nothing changed: a size below 1; with `op=`, more
+sizes than the nest's band has loops, a loop to split without constant bounds, or a
+dependence that the split would break. Without `op=` those nests are skipped with a
+remark. Each split is a remark (`--remarks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir.affine import AffineMap
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from passes.dependences import band_dependences
+from passes.loop_transforms import rebuild_loop
+from passes.loop_utils import (
+    check_positive,
+    constant_bounds,
+    describe_band,
+    iv_name,
+    nest_tag,
+    perfect_band,
+    select_nests,
+    step_of,
+)
+
+
+@dataclass(frozen=True)
+class LoomPeelPass(ModulePass):
+    name = "loom-peel"
+
+    sizes: tuple[int, ...] = ()
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        sizes = check_positive(self.name, "sizes", self.sizes)
+        nests = select_nests(op, self.op)
+        if self.op is not None and not nests:
+            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        plans = [(nest, self._plan(nest, sizes)) for nest in nests]  # all checked first
+        for nest, plan in plans:
+            if isinstance(plan, str):
+                remark(self.name, nest, plan)
+                continue
+            for position, split in plan:
+                nest, _ = peel(nest, position, split)
+
+    def _plan(self, nest: affine.ForOp, sizes: tuple[int, ...]) -> list[tuple[int, int]] | str:
+        """(band position, split point) per loop to split; why not, to skip the nest."""
+        tag = nest_tag(nest) or "untagged"
+        band = perfect_band(nest)
+        why = None
+        if len(sizes) > len(band):
+            why = f"{len(sizes)} sizes {list(sizes)} for the {len(band)} loops of band {describe_band(band)}"
+        splits, notes = [], []
+        for position, size in enumerate(sizes[: len(band)]):
+            loop = band[position]
+            bounds = constant_bounds(loop)
+            if size == 1:
+                continue
+            if bounds is None:
+                why = why or f"loop %{iv_name(loop)} of band {describe_band(band)} has no constant bounds"
+                continue
+            lower, upper = bounds
+            step = step_of(loop)
+            trips = max(0, -(-(upper - lower) // step))
+            main = trips - trips % size
+            if main in (0, trips):
+                notes.append(f"%{iv_name(loop)}: {trips} iterations, nothing to peel for size {size}")
+                continue
+            splits.append((position, lower + main * step))
+            notes.append(f"%{iv_name(loop)}: iterations [{lower}, {lower + main * step}) in the main nest, "
+                         f"the last {trips - main} in a copy")
+        if why is None and splits:
+            last = max(p for p, _ in splits)
+            for dep in band_dependences(band):
+                if not dep.is_reduction and any(d != "=" for d in dep.directions[: last + 1]):
+                    why = f"peeling would reorder the dependence {dep.describe()}"
+                    break
+        if why is not None:
+            if self.op is not None:
+                raise LoomError(f"{self.name}: cannot peel nest '{tag}': {why}", nest)
+            return f"nest '{tag}' skipped: {why}"
+        if not splits:
+            return f"nest '{tag}' left as it is: " + "; ".join(notes)
+        remark(self.name, nest, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes))
+        return splits
+
+
+def peel(nest: affine.ForOp, position: int, split: int) -> tuple[affine.ForOp, affine.ForOp]:
+    """Split band loop `position` of `nest` (constant bounds) at `split`: the nest keeps
+    the iterations below it, a copy placed right after it runs the others. Returns
+    (the nest, rebuilt when `position` is 0; the copy)."""
+    copy = nest.clone()
+    parent = nest.parent_block()
+    assert parent is not None
+    parent.insert_op_after(copy, nest)
+    loop = rebuild_loop(perfect_band(nest)[position], upper=(AffineMap.constant_map(split), []))
+    rebuild_loop(perfect_band(copy)[position], lower=(AffineMap.constant_map(split), []))
+    return (loop if position == 0 else nest), copy

@@ -1,0 +1,218 @@
+"""loom-bench --shapes, --ablation and --plot, in-process (tools.loom_bench.main) with tiny
+shapes and budgets. Speed is never asserted: only that rows come, check and print."""
+
+import json
+import os
+import sys
+import types
+
+import pytest
+import threadpoolctl
+
+from compiler import bench
+from tools import loom_bench
+
+FAST = ["--budget", "0.01", "--repeat", "3"]
+#: a schedule that exists whether or not the `default` pipeline does
+IKJ = "loom-interchange{order=0,2,1 op=matmul}"
+
+
+@pytest.fixture(autouse=True)
+def _restore_blas_setup(monkeypatch):
+    """main() sets numpy up for timing (tools.numpy_env): one BLAS thread, OpenBLAS
+    overrides dropped. Undo both after each test, for the rest of the suite."""
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])
+    with threadpoolctl.threadpool_limits(None):
+        yield
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize("text, shape", [
+    ("8", (8, 8, 8)), (" 64 ", (64, 64, 64)), ("128x768x3072", (128, 768, 3072)),
+    ("1X4096x4096", (1, 4096, 4096)), ("3x5x7", (3, 5, 7)),
+])
+def test_parse_shape(text, shape):
+    assert loom_bench.parse_shape(text) == shape
+
+
+@pytest.mark.parametrize("text, why", [
+    ("12x", "expected N or MxNxK"), ("x", "expected N or MxNxK"), ("1x2", "expected N or MxNxK"),
+    ("1x2x3x4", "expected N or MxNxK"), ("axbxc", "expected N or MxNxK"), ("", "expected N or MxNxK"),
+    ("2.5", "expected N or MxNxK"), ("0", "at least 1"), ("4x0x4", "at least 1"), ("-3", "at least 1"),
+])
+def test_parse_shape_rejects(text, why):
+    with pytest.raises(ValueError, match=why):
+        loom_bench.parse_shape(text)
+
+
+def test_parse_shapes_list_and_defaults():
+    assert loom_bench.parse_shapes("8,3x5x7") == [(8, 8, 8), (3, 5, 7)]
+    # the tool writes the defaults out (it parses before numpy is imported): the same lists
+    assert loom_bench.parse_shapes(loom_bench.SHAPES) == bench.SHAPES
+    assert loom_bench.parse_shapes(loom_bench.ABLATION_SHAPES) == bench.ABLATION_SHAPES
+    assert bench.shape_label((128, 768, 3072)) == "128x768x3072"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shapes", "--shapes-list", "12x"], "--shapes-list: bad shape '12x'"),
+    (["--shapes", "--shapes-list", "8,,9"], "bad shape ''"),
+    (["--ablation", "--shapes-list", "0"], "every dimension must be at least 1"),
+    (["--stages", "--pipeline", "naive"], "--pipeline applies to --shapes only"),
+    (["--ablation", "--plot", "x.png"], "--plot applies to --shapes only"),
+    (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
+    (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
+    (["--shapes", "--ablation"], "not allowed with argument"),
+    ([], "nothing to do"),
+])
+def test_argument_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        loom_bench.main(argv)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_matmul_source_shapes():
+    src = bench.matmul_source(3, 5, 7)
+    assert "func.func @matmul(%a: tensor<3x7xf32>, %b: tensor<7x5xf32>) -> tensor<3x5xf32>" in src
+    assert "loom.matmul %a, %b : (tensor<3x7xf32>, tensor<7x5xf32>) -> tensor<3x5xf32>" in src
+    assert bench.matmul_source(4) == bench.matmul_source(4, 4, 4)
+
+
+def test_compile_fresh_is_not_a_cache_hit():
+    src = bench.matmul_source(2, 3, 4)
+    k1, _ = bench.compile_fresh(src, "naive")
+    k2, _ = bench.compile_fresh(src, "naive")
+    assert k1 is not k2
+
+
+# --------------------------------------------------------------------------- --shapes
+
+
+def test_shapes_table(capsys):
+    assert loom_bench.main(["--shapes", "--shapes-list", "3x5x7,8", "--pipeline", "naive", *FAST]) == 0
+    out, err = capsys.readouterr()
+    assert "numpy BLAS:" in out and "pipeline: naive" in out
+    assert ("| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy | torch GFLOP/s | compile s | check |"
+            in out)
+    lines = [line for line in out.splitlines() if line.startswith(("| 3x5x7 |", "| 8x8x8 |"))]
+    assert len(lines) == 2 and all(line.endswith("| ok |") for line in lines)
+    assert "3x5x7" in err and "8x8x8" in err  # progress, as rows come
+
+
+def test_shapes_json_with_a_pass_list(capsys):
+    assert loom_bench.main(["--shapes", "--shapes-list", "4x6x9", "--pipeline", IKJ, "--json", *FAST]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"machine", "blas", "rows"} and data["blas"].startswith("numpy BLAS:")
+    (row,) = data["rows"]
+    assert row["shape"] == [4, 6, 9] and row["pipeline"] == IKJ and row["ok"] is True
+    assert set(row) == {"shape", "pipeline", "seconds", "gflops", "numpy_seconds", "numpy_gflops", "ratio",
+                        "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds"}
+    assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"])
+    assert row["max_err"] <= row["bound"] and row["compile_seconds"] > 0
+    if "torch" not in sys.modules:
+        assert row["torch_seconds"] is None and row["torch_gflops"] is None
+
+
+def test_shapes_mismatch_exits_1(monkeypatch, capsys):
+    """A wrong result (the bound forced below any error) makes the row MISMATCH, exit 1."""
+    monkeypatch.setattr(bench, "error_bound", lambda *args: -1.0)
+    assert loom_bench.main(["--shapes", "--shapes-list", "3", "--pipeline", "naive", *FAST]) == 1
+    out, err = capsys.readouterr()
+    assert "| 3x3x3 |" in out and out.rstrip().endswith("| MISMATCH |") and "MISMATCH" in err
+
+
+def test_torch_column(monkeypatch, tmp_path, capsys):
+    """With torch importable (a stand-in on numpy here), its column is filled and plotted."""
+    import numpy as np
+
+    threads = []
+    fake = types.SimpleNamespace(set_num_threads=threads.append, from_numpy=lambda a: a, matmul=np.matmul)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    argv = ["--shapes", "--shapes-list", "5", "--pipeline", "naive", *FAST]
+    if bench_plot := _has_matplotlib():
+        argv += ["--plot", str(tmp_path / "torch.png")]
+    assert loom_bench.main(argv) == 0
+    out, err = capsys.readouterr()
+    (line,) = [x for x in out.splitlines() if x.startswith("| 5x5x5 |")]
+    assert line.split("|")[5].strip() != "-" and "torch" in err and threads == [1]
+    assert not bench_plot or (tmp_path / "torch.png").stat().st_size > 0
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_unknown_pipeline_is_a_clean_error(capsys):
+    assert loom_bench.main(["--shapes", "--shapes-list", "3", "--pipeline", "nosuch", *FAST]) == 1
+    assert "invalid pass pipeline 'nosuch'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- --ablation
+
+PIPELINES = {None: f"{IKJ},loom-hoist", "interchange": "loom-hoist", "hoist": IKJ}
+
+
+def test_ablation_with_injected_steps():
+    got = []
+    rows = bench.run_ablation([(5, 6, 7), (8, 8, 8)], steps=("interchange", "hoist"), pipeline_for=PIPELINES.get,
+                              repeat=3, budget=0.01, on_row=got.append)
+    assert got == rows
+    assert [(r.m.shape, r.variant, r.m.pipeline) for r in rows] == [
+        (shape, variant, PIPELINES[step]) for shape in [(5, 6, 7), (8, 8, 8)]
+        for variant, step in [("default", None), ("default - interchange", "interchange"), ("default - hoist", "hoist")]
+    ]
+    assert all(r.ok for r in rows) and rows[0].slowdown == 1.0 and rows[3].slowdown == 1.0
+    table = bench.markdown_ablation(rows)
+    assert "| shape | variant | GFLOP/s | loom/numpy | slowdown vs default | check |" in table
+    assert "| 5x6x7 | default | " in table and "| 8x8x8 | default - hoist | " in table
+    assert "| 1.00x | ok |" in table
+    data = bench.ablation_json(rows)
+    assert data[1]["variant"] == "default - interchange" and data[1]["shape"] == [5, 6, 7]
+    assert data[1]["slowdown"] == pytest.approx(rows[1].m.seconds / rows[0].m.seconds)
+
+
+def test_ablation_command_line(monkeypatch, capsys):
+    """The CLI's steps come from passes.loom_default and its pipelines from
+    bench.default_minus: both stand-ins here."""
+    monkeypatch.setitem(sys.modules, "passes.loom_default", types.SimpleNamespace(STEPS=("interchange", "hoist")))
+    monkeypatch.setattr(bench, "default_minus", PIPELINES.get)
+    assert loom_bench.main(["--ablation", "--shapes-list", "6", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "| 6x6x6 | default | " in out and "| 6x6x6 | default - interchange | " in out
+    assert loom_bench.main(["--ablation", "--shapes-list", "6", "--json", *FAST]) == 0
+    assert [r["variant"] for r in json.loads(capsys.readouterr().out)["rows"]] == [
+        "default", "default - interchange", "default - hoist"]
+
+
+def test_default_minus():
+    assert bench.default_minus(None) == "default"
+    assert bench.default_minus("pack") == "loom-default{skip=pack}"
+
+
+# --------------------------------------------------------------------------- --plot
+
+
+def test_plot_writes_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "shapes.png"
+    assert loom_bench.main(["--shapes", "--shapes-list", "3x5x7,8", "--pipeline", "naive", "--plot", str(png),
+                            *FAST]) == 0
+    data = png.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 1000
+
+
+def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    png = tmp_path / "shapes.png"
+    assert loom_bench.main(["--shapes", "--shapes-list", "3", "--pipeline", "naive", "--plot", str(png)]) == 1
+    out, err = capsys.readouterr()
+    assert err.strip() == "loom-bench: error: " + bench.MATPLOTLIB_MISSING
+    assert "pip install 'loomir[bench]'" in err and "Traceback" not in err
+    assert out == "" and not png.exists()  # refused before the benchmark ran
