@@ -89,9 +89,10 @@ def repeats_for(seconds: float, budget: float, at_most: int) -> int:
 
 def run_stages(
     sizes=SIZES, stages=STAGES, *, repeat: int = 10, budget: float = 2.0, seed: int = 0,
-    on_row: Callable[[Row, dict], None] | None = None,
+    on_row: Callable[[Row, dict], None] | None = None, keep_stages: bool = False,
 ) -> list[Row]:
-    """Every stage at every size; `on_row(row, kernel_info)` is called as rows come."""
+    """Every stage at every size; `on_row(row, kernel_info)` is called as rows come (its
+    "stages": the IR after each pass, when `keep_stages`)."""
     rows = []
     rng = np.random.default_rng(seed)
     for n in sizes:
@@ -103,7 +104,7 @@ def run_stages(
         for stage in stages:
             pipeline = stage.pipeline(n)
             t0 = time.perf_counter()
-            kernel = compile(matmul_source(n), pipeline=pipeline)
+            kernel = compile(matmul_source(n), pipeline=pipeline, stages=keep_stages)
             compile_seconds = time.perf_counter() - t0
             got = kernel(a, b)
             err = float(np.abs(got - want).max())

@@ -76,6 +76,7 @@ def compile(
     pipeline: str = "naive",
     num_threads: int | None = None,
     remarks: bool = False,
+    stages: bool = False,
     filename: str = "<source>",
 ) -> Kernel:
     """Compile a loom function to machine code.
@@ -83,8 +84,11 @@ def compile(
     `source` is MLIR text or a module; `entry` names the function (optional when there is
     one); `pipeline` is a named pipeline (`naive`) or a pass-list string, completed with
     the steps it leaves out (`compiler.pipelines.complete`). With
-    `remarks=True` the kernel's `remarks` say what each schedule pass did. The result is
-    cached in memory per (source, entry, pipeline, num_threads, remarks).
+    `remarks=True` the kernel's `remarks` say what each schedule pass did. With
+    `stages=True` every pass's output is verified and kept as text in `kernel.stages`
+    (a debugging aid: it costs about a third of the compile time); by default the input
+    and the final module are verified. The result is cached in memory per (source,
+    entry, pipeline, num_threads, remarks, stages).
     """
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -92,7 +96,7 @@ def compile(
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     if not isinstance(source, str | ModuleOp):
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
-    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks)
+    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks, stages)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
@@ -103,15 +107,17 @@ def compile(
     inputs, outputs = signature(fn)
     flops = ref.flops(fn)
 
-    stages: dict[str, str] = {"input": _print(module)}
+    kept: dict[str, str] = {"input": _print(module)} if stages else {}
 
     def record(prev, mod, _next):
         verify(mod)
         if prev is not None:
-            stages[prev.name if prev.name not in stages else f"{prev.name}#{len(stages)}"] = _print(mod)
+            kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = _print(mod)
 
     with collect() as collected:
-        build(pipeline, record, literal=False).apply(make_context(), module)
+        build(pipeline, record if stages else None, literal=False).apply(make_context(), module)
+    if not stages:
+        verify(module)
 
     from compiler.jit import compile_ir
     from compiler.llvm_emit import to_llvm_ir
@@ -126,7 +132,7 @@ def compile(
         flops=flops,
         llvm_ir=llvm_ir,
         optimized_ir=jit_module.optimized_ir,
-        stages=stages,
+        stages=kept,
         pipeline=pipeline,
         num_threads=num_threads,
         remarks=[str(r) for r in collected] if remarks else [],

@@ -1,7 +1,8 @@
 """Named pipelines: a schedule is a pass pipeline, and these are the ones with names.
 
 `naive` lowers the loom dialect to the llvm dialect with no scheduling: the textbook loop
-nests of `convert-loom-to-affine`, as written.
+nests of `convert-loom-to-affine`, as written. `default` schedules them for the host with
+`loom-default` (cost model: passes/cost_model.py) in between.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ TO_LLVM = ["loom-lower-affine", "convert-scf-to-cf", "loom-convert-to-llvm"]
 
 PIPELINES: dict[str, list[str]] = {
     "naive": [*TO_AFFINE, *TO_LLVM],
+    "default": [*TO_AFFINE, "loom-default", *TO_LLVM],
 }
+#: passes that run a whole named pipeline (loom dialect -> llvm dialect) by themselves
+WHOLE_PIPELINE_PASSES = {"loom-naive": "naive"}
 
 
 def resolve(pipeline: str) -> str:
-    """A pipeline name (`naive`, or its pass flag `loom-naive`) -> its pass list; a
-    pass-list string is taken as it is (what `loom-opt -p` runs)."""
+    """A pipeline name (`naive`, `default`, or `loom-naive`, the pass that runs `naive`) ->
+    its pass list; a pass-list string is taken as it is (what `loom-opt -p` runs: there
+    `loom-default` is the schedule pass alone, and shows the scheduled loops)."""
     name = pipeline.strip()
-    name = name.removeprefix("loom-") if name.removeprefix("loom-") in PIPELINES else name
+    name = WHOLE_PIPELINE_PASSES.get(name, name)
     if name in PIPELINES:
         return ",".join(PIPELINES[name])
     return pipeline
@@ -45,7 +50,7 @@ def complete(pipeline: str) -> str:
         names = {p.name for p in parse_pipeline(spec)}
     except Exception as e:
         raise LoomError(f"invalid pass pipeline '{pipeline}': {e}") from None
-    if names & {f"loom-{n}" for n in PIPELINES}:
+    if names & set(WHOLE_PIPELINE_PASSES):
         return spec
     before = [p for p in TO_AFFINE if p not in names]
     after = [p for p in TO_LLVM if p not in names]

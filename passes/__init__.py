@@ -15,6 +15,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-lower-affine": "loom_lower_affine:LoomLowerAffinePass",
     "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
     "loom-naive": "loom_naive:LoomNaivePipelinePass",
+    "loom-default": "loom_default:LoomDefaultPass",
     "loom-pack": "loom_pack:LoomPackPass",
     "loom-peel": "loom_peel:LoomPeelPass",
     "loom-tile": "loom_tile:LoomTilePass",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import gcd
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
@@ -201,6 +201,35 @@ def tiles_are_full(loop: affine.ForOp, width: int) -> bool:
     if lower is None or any(u is None for u in uppers):
         return False
     return all(known_multiple(u - lower) % width == 0 for u in uppers)  # type: ignore[operator]
+
+
+def provably_nonnegative(form: LinearForm, steps: int = 8) -> bool:
+    """Whether the form is >= 0 wherever it is evaluated, by replacing each loop iv with a
+    positive coefficient by its lower bound (affine.for, or scf.for once lowered):
+    `%j_r - %j_t` with `%j_r = %j_t to ...` is >= 0. Conservative: False when unsure."""
+    for _ in range(steps):
+        if not form.coeffs:
+            return form.const >= 0
+        for value, coeff in form.coeffs.items():
+            if coeff > 0 and (lower := _lower_bound_form(value)) is not None:
+                form = form.substitute(value, lower)
+                break
+        else:
+            return False
+    return False
+
+
+def _lower_bound_form(value: SSAValue) -> LinearForm | None:
+    owner = value.owner
+    if not isinstance(owner, Block) or value is not owner.args[0]:
+        return None
+    loop = owner.parent_op()
+    if isinstance(loop, affine.ForOp) and len(loop.lowerBoundMap.data.results) == 1:
+        return map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)[0]
+    if isinstance(loop, scf.ForOp):  # lowered affine loops step forward
+        step = value_form(loop.step)
+        return value_form(loop.lb) if not step.coeffs and step.const > 0 else None
+    return None
 
 
 def _positions(forms: Sequence[LinearForm]) -> dict[SSAValue, int]:

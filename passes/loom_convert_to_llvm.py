@@ -84,7 +84,6 @@ from xdsl.ir import Attribute, Block, OpResult, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -317,6 +316,52 @@ class _Lowering(RewritePattern):
 
     def lower(self, op, r: _Rewrite) -> None:  # noqa: ANN001 - each subclass narrows op
         raise NotImplementedError
+
+
+def _share_constants(module: ModuleOp) -> None:
+    """One arith.constant per value and type in each function, at its entry: loom-lower-affine's
+    expansions made one per map, and every op costs the lowering to LLVM time (LLVM would merge
+    them anyway)."""
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
+            continue
+        entry = fn.body.blocks[0]
+        first: dict[tuple[Attribute, Attribute], arith.ConstantOp] = {}
+        last: arith.ConstantOp | None = None
+        for const in [o for o in fn.walk() if isinstance(o, arith.ConstantOp)]:
+            key = (const.value, const.result.type)
+            if key in first:
+                const.result.replace_all_uses_with(first[key].result)
+                const.detach()
+                const.erase()
+                continue
+            first[key] = const
+            const.detach()
+            if last is not None:
+                entry.insert_op_after(const, last)
+            elif entry.first_op is not None:
+                entry.insert_op_before(const, entry.first_op)
+            else:
+                entry.add_op(const)
+            last = const
+
+
+class _Dispatch(RewritePattern):
+    """The lowerings as one pattern that looks each op's type up in a table: one dict
+    lookup per op instead of trying every pattern in turn (a faithful conversion, no DCE)."""
+
+    def __init__(self, patterns: Sequence[_Lowering]):
+        self.table: dict[type[Operation], _Lowering] = {}
+        for p in patterns:
+            for source in p.sources:
+                self.table.setdefault(source, p)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        pattern = self.table.get(type(op))
+        if pattern is None:
+            pattern = next((p for t, p in self.table.items() if isinstance(op, t)), None)
+        if pattern is not None:
+            pattern.lower(op, _Rewrite(op, rewriter))
 
 
 @dataclass
@@ -1063,8 +1108,9 @@ class LoomConvertToLLVMPass(ModulePass):
         if scf_op is not None:
             raise LoomError(f"{PASS}: run convert-scf-to-cf first ('{scf_op.name}' is still here)", scf_op)
         externals = _Externals()
+        _share_constants(op)
         PatternRewriteWalker(FuncLowering(), apply_recursively=False).rewrite_module(op)
-        patterns: list[RewritePattern] = [
+        patterns: list[_Lowering] = [
             ReturnLowering(),
             CallLowering(),
             ConstantLowering(),
@@ -1091,8 +1137,7 @@ class LoomConvertToLLVMPass(ModulePass):
             ReductionLowering(),
             LaneLowering(),
         ]
-        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)  # a faithful conversion
-        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(_Dispatch(patterns), apply_recursively=False).rewrite_module(op)
         _refuse_leftovers(op)
         _reconcile_casts(op)
         for const in [o for o in op.walk(reverse=True) if isinstance(o, llvm.ConstantOp)]:

@@ -81,6 +81,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import IsTerminator
 
 from compiler.diagnostics import LoomError
+from passes.affine_forms import map_forms, provably_nonnegative
 
 
 _OpT = TypeVar("_OpT", bound=Operation)
@@ -145,6 +146,12 @@ def _negated(expr: AffineExpr) -> AffineExpr | None:
     return None
 
 
+def _nonnegative(expr: AffineExpr, dims: Sequence[SSAValue], symbols: Sequence[SSAValue]) -> bool:
+    operands = [*dims, *symbols]
+    (form,) = map_forms(AffineMap(len(dims), len(symbols), (expr,)), operands)
+    return form is not None and provably_nonnegative(form)
+
+
 class _Expander:
     """Emits arith ops for affine expressions at a builder's insertion point, reusing
     the index constants it has already made."""
@@ -202,6 +209,10 @@ class _Expander:
                 a = self.expr(lhs, dims, symbols)
                 if divisor == 1:
                     return self.constant(0) if kind == AffineBinaryOpKind.Mod else a
+                if kind != AffineBinaryOpKind.CeilDiv and _nonnegative(lhs, dims, symbols):
+                    # (%j_r - %j_t) floordiv 16 of a packed panel: no sign fix-up to emit
+                    op = arith.DivSIOp if kind == AffineBinaryOpKind.FloorDiv else arith.RemSIOp
+                    return self.emit(op(a, self.constant(divisor)))
                 match kind:
                     case AffineBinaryOpKind.FloorDiv:
                         return self.floordiv(a, divisor)
@@ -560,3 +571,4 @@ class LoomLowerAffinePass(ModulePass):
         for leftover in op.walk():
             if _op_name(leftover).startswith("affine."):
                 raise LoomError(f"loom-lower-affine: cannot lower '{_op_name(leftover)}'", leftover)
+

@@ -109,6 +109,8 @@ def test_memref_kernel_writes_in_place_zero_copy():
 
 
 def test_inspectable_stages(mm):
+    assert mm.stages == {}  # kept on request only
+    mm = compiler.compile(MM, stages=True)
     assert list(mm.stages)[:3] == ["input", "loom-bufferize", "convert-loom-to-affine"]
     assert "affine.for" in mm.stages["convert-loom-to-affine"]
     assert "llvm.func @mm" in mm.stages["loom-convert-to-llvm"]

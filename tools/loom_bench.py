@@ -165,7 +165,8 @@ def run_stages(args, bench):
             affine_ir = [ir for name, ir in info["stages"].items() if "affine.for" in ir]
             print(affine_ir[-1] if affine_ir else "", file=sys.stderr)
 
-    return bench.run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row)
+    return bench.run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row,
+                            keep_stages=args.show_ir)
 
 
 def _progress(row) -> None:

@@ -1,0 +1,101 @@
+"""What the host offers a kernel: data cache sizes (from the OS) and vectors (from the CPU
+features LLVM reports). The `default` pipeline's cost model (passes/cost_model.py) reads
+it; `LOOM_TARGET` overrides it, for tests and for planning another machine's kernels:
+`LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from pathlib import Path
+
+from compiler.diagnostics import LoomError
+
+
+@dataclass(frozen=True)
+class Target:
+    cpu: str
+    #: data cache bytes per level (L3: the whole shared cache)
+    l1: int
+    l2: int
+    l3: int
+    vector_bits: int  # 128 (SSE/NEON), 256 (AVX2), 512 (AVX-512)
+    vector_registers: int  # 16 (SSE/AVX2), 32 (AVX-512, NEON)
+    fma: bool
+
+    def lanes(self, element_bytes: int = 4) -> int:
+        return self.vector_bits // (8 * element_bytes)
+
+    def describe(self) -> str:
+        return (f"{self.cpu}: L1d {_kib(self.l1)}, L2 {_kib(self.l2)}, L3 {_kib(self.l3)}, "
+                f"{self.vector_bits}-bit vectors x {self.vector_registers} registers{', FMA' if self.fma else ''}")
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n < 1 << 20 else f"{n / (1 << 20):g} MiB"
+
+
+#: used for a level the OS does not report
+FALLBACK_CACHES = {1: 32 * 1024, 2: 512 * 1024, 3: 8 << 20}
+
+
+def _size(text: str) -> int:
+    text = text.strip().upper()
+    for suffix, scale in (("K", 1024), ("M", 1 << 20), ("G", 1 << 30)):
+        if text.endswith(suffix):
+            return int(text[:-1]) * scale
+    return int(text)
+
+
+def cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict[int, int]:
+    """Data/unified cache bytes per level, as Linux reports them for cpu0."""
+    found: dict[int, int] = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text())
+            size = _size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified"):
+            found[level] = size
+    return found
+
+
+@cache
+def host() -> Target:
+    """The machine Loom compiles for (cached; see `LOOM_TARGET` to override)."""
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    caches = {**FALLBACK_CACHES, **cache_sizes()}
+    if features.get("avx512f"):
+        bits, regs = 512, 32
+    elif features.get("avx"):
+        bits, regs = 256, 16
+    elif features.get("neon"):
+        bits, regs = 128, 32
+    else:
+        bits, regs = 128, 16
+    target = Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")))
+    return override(target, os.environ.get("LOOM_TARGET", ""))
+
+
+def override(target: Target, spec: str) -> Target:
+    """`target` with the `key=value,...` fields of `spec` replaced."""
+    if not spec.strip():
+        return target
+    names = {f.name: f.type for f in fields(Target)}
+    changes: dict[str, object] = {}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if key not in names or not value:
+            raise LoomError(f"LOOM_TARGET: expected key=value with key in {', '.join(names)}, got '{item.strip()}'")
+        try:
+            changes[key] = value.strip() if key == "cpu" else (value.strip().lower() in ("1", "true", "yes")) if key == "fma" else _size(value)
+        except ValueError:
+            raise LoomError(f"LOOM_TARGET: '{key}' needs a number, got '{value.strip()}'") from None
+    return replace(target, **changes)  # type: ignore[arg-type]

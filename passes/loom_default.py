@@ -1,0 +1,151 @@
+"""loom-default{skip=...}: the schedule Loom picks for the host, nest by nest.
+
+For each matmul nest (2-D or batched) it asks the cost model (passes/cost_model.py) for a
+register tile, cache tiles and whether to pack, for the nest's own M, N, K and the host's
+caches and vectors (compiler/target.py), then runs Loom's schedule passes on that nest
+alone, in this order (the steps `skip=` names):
+
+    peel        loom-peel{sizes=MR,NR}: the main nest gets extents that are multiples of
+                the register tile; the rest runs in copies of the nest
+    tile        loom-tile{sizes=MC,NC,KC}, loom-tile{sizes=MR,NR depth=3} and
+                loom-interchange to (j_t, k_t, i_t, j_r, i_r, k, i, j), BLIS's loop order
+    pack        loom-pack of B (KC x NC, panels of NR) at k_t and of A (MC x KC, panels
+                of MR) at i_t
+    vectorize   loom-vectorize: the NR columns become NR/w vectors
+    unroll-jam  loom-unroll-jam: i by MR, the vectors of j by NR/w: the MR x NR block
+    hoist       loom-hoist: C's block in vector registers across k (iter_args)
+
+The peeled copies get the same steps with sizes clamped to their extents (a 4-row copy
+gets a 4x16 tile). Nests of other ops (elementwise epilogues, the zero fill of C) are
+vectorized; conv2d nests are left as they are. `--remarks` prints, per matmul, the plan
+with the estimated traffic per memory level and the equivalent pass list, which
+`loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
+
+`skip=pack,hoist` drops steps (`loom-bench --ablation` measures each one); skipping
+`tile` skips `pack` too (there are no tiles to pack). Steps are checked against STEPS.
+
+When the module still holds loom ops, they are first bufferized and lowered to affine
+loops, so that `loom-opt -p loom-default` shows the scheduled loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from compiler.target import host
+from passes.cost_model import MatmulPlan, plan_matmul
+from passes.loop_utils import TAG, constant_trip_count, nest_tag, perfect_band, select_nests
+
+STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist")
+
+
+@dataclass(frozen=True)
+class LoomDefaultPass(ModulePass):
+    name = "loom-default"
+
+    skip: tuple[str, ...] = ()
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        skip = set(self.skip)
+        unknown = sorted(skip - set(STEPS))
+        if unknown:
+            raise LoomError(f"{self.name}: unknown step{'s' * (len(unknown) > 1)} {', '.join(unknown)} "
+                            f"in option 'skip' (steps: {', '.join(STEPS)})")
+        if "tile" in skip:
+            skip.add("pack")
+        if any(o.name.startswith("loom.") for o in op.walk()):
+            from compiler.pipelines import TO_AFFINE, build
+
+            build(",".join(TO_AFFINE)).apply(ctx, op)
+        target = host()
+        for index, nest in enumerate(select_nests(op, None)):
+            tag = nest_tag(nest)
+            if tag == "matmul":
+                shape = _matmul_shape(nest)
+                if shape is None:
+                    remark(self.name, nest, "matmul nest left as it is: not the textbook (b,) i, j, k nest "
+                           "with constant bounds (already scheduled?)")
+                    continue
+                batch, (m, n, k) = shape
+                plan = plan_matmul(m, n, k, target)
+                spec = matmul_schedule(plan, batch, skip, f"loom_default_{index}")
+                remark(self.name, nest, f"matmul {m}x{n}x{k} on {target.describe()}: {plan.describe()}; "
+                       f"pass list: {spec.replace(f'op=loom_default_{index}', 'op=matmul')}")
+                _run_on(ctx, op, nest, f"loom_default_{index}", spec)
+            elif tag not in ("conv2d", None) and "vectorize" not in skip:
+                _run_on(ctx, op, nest, f"loom_default_{index}", f"loom-vectorize{{op=loom_default_{index}}}")
+
+
+def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None:
+    """(batch loops, (M, N, K)) of a textbook matmul nest: band (b,) i, j, k with
+    constant bounds starting at 0 and step 1."""
+    band = perfect_band(nest)
+    if len(band) not in (3, 4):
+        return None
+    trips = [constant_trip_count(loop) for loop in band]
+    if any(t is None for t in trips) or any(loop.step.value.data != 1 for loop in band):
+        return None
+    m, n, k = trips[-3:]
+    return len(band) - 3, (m, n, k)  # type: ignore[return-value]
+
+
+def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> str:
+    """The pass list of the plan for a nest tagged `op` with `batch` batch loops."""
+    b = batch
+    ones = [1] * b
+    steps: list[str] = []
+    if "peel" not in skip:
+        steps.append(f"loom-peel{{sizes={_csv(ones + [plan.mr, plan.nr])} op={op}}}")
+    vectors = max(1, plan.nr // plan.lanes)
+    if "tile" not in skip:
+        order = list(range(b)) + [b + x for x in (1, 2, 0, 4, 3, 7, 5, 6)]
+        steps += [
+            f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
+            f"loom-tile{{sizes={plan.mr},{plan.nr} op={op} depth={b + 3}}}",
+            f"loom-interchange{{order={_csv(order)} op={op}}}",
+        ]
+        if "pack" not in skip and plan.pack:
+            steps += [
+                f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}",
+                f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}",
+            ]
+        # band after tiling: b + (j_t, k_t, i_t, j_r, i_r, k, i, j)
+        factors = [1] * (b + 6) + [plan.mr, vectors if "vectorize" not in skip else 1]
+    else:
+        # band (b,) i, j, k: no register tile to jam; the k loop is innermost
+        factors = []
+    if "vectorize" not in skip:
+        steps.append(f"loom-vectorize{{op={op}}}")
+    if "unroll-jam" not in skip and factors:
+        steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
+    if "hoist" not in skip:
+        steps.append(f"loom-hoist{{op={op}}}")
+    return ",".join(steps)
+
+
+def _csv(values: list[int]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: str) -> None:
+    """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
+    tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their
+    tag back after."""
+    from compiler.pipelines import build
+
+    original = nest.attributes[TAG]
+    nest.attributes[TAG] = StringAttr(tag)
+    try:
+        if spec:
+            build(spec).apply(ctx, module)
+    finally:
+        for o in module.walk():
+            if isinstance(o, affine.ForOp) and nest_tag(o) == tag:
+                o.attributes[TAG] = original
