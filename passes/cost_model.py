@@ -52,6 +52,12 @@ class MatmulPlan:
     pack: bool
     why_no_pack: str = ""
 
+    @property
+    def rows_tiled(self) -> bool:
+        """Whether the MR x NR register tile applies; with fewer rows than MR the matmul
+        is a (few-)row-vector times matrix product, scheduled as rows of B streamed."""
+        return self.m >= self.mr
+
     def traffic(self) -> dict[str, float]:
         """Elements moved per memory level boundary for the whole matmul (estimates)."""
         m, n, k = self.m, self.n, self.k
@@ -59,6 +65,9 @@ class MatmulPlan:
         n_blocks = -(-n // self.nc)
         k_blocks = -(-k // self.kc)
         m_blocks = -(-m // self.mc)
+        if not self.rows_tiled:  # B streamed once; C's rows read and written per 4 k
+            return {"DRAM->L3": k * n + m * k + m * n, "L2->L1": k * n + m * k + 2 * m * n * k / 4,
+                    "L1->registers": flops + 2 * flops / 4}
         return {
             # packing reads A once per NC block and B once; C is read and written per KC block
             "DRAM->L3": m * k * n_blocks + k * n + 2 * m * n * k_blocks,
@@ -69,16 +78,20 @@ class MatmulPlan:
         }
 
     def describe(self) -> str:
-        words = [
-            f"register tile {self.mr}x{self.nr} ({self.mr * self.nr // self.lanes} accumulators of "
-            f"{self.lanes} lanes)",
-            f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
-        ]
+        if not self.rows_tiled:
+            words = [f"{self.m} row{'s' * (self.m != 1)} < MR={self.mr}: rows of B streamed once (loop order "
+                     f"k, i, j), k unroll-jammed by 4, j in {self.lanes}-lane vectors"]
+        else:
+            words = [
+                f"register tile {self.mr}x{self.nr} ({self.mr * self.nr // self.lanes} accumulators of "
+                f"{self.lanes} lanes)",
+                f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
+            ]
         if self.pack:
             words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * FLOAT // 1024} KiB, L2), "
                          f"B {self.kc}x{self.nc} ({self.kc * self.nc * FLOAT // 1024} KiB, L3), "
                          f"B panel {self.kc}x{self.nr} ({self.kc * self.nr * FLOAT // 1024} KiB, L1)")
-        else:
+        elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
         traffic = ", ".join(f"{level} {elements / 1e6:.3g}M ({elements / flops:.3g}/fma)"
@@ -126,6 +139,5 @@ def plan_matmul(m: int, n: int, k: int, target: Target) -> MatmulPlan:
     if (m * k + k * n) * FLOAT <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together")
     if m < mr:
-        return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False,
-                          f"{m} row{'s' * (m != 1)} < MR={mr}: B is read once, a copy would only add traffic")
+        return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic")
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True)

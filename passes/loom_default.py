@@ -39,7 +39,7 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from compiler.target import host
+from compiler.target import Target, host
 from passes.cost_model import MatmulPlan, plan_matmul
 from passes.loop_utils import TAG, constant_trip_count, nest_tag, perfect_band, select_nests
 
@@ -67,20 +67,38 @@ class LoomDefaultPass(ModulePass):
         target = host()
         for index, nest in enumerate(select_nests(op, None)):
             tag = nest_tag(nest)
+            temporary = f"loom_default_{index}"
             if tag == "matmul":
-                shape = _matmul_shape(nest)
-                if shape is None:
-                    remark(self.name, nest, "matmul nest left as it is: not the textbook (b,) i, j, k nest "
-                           "with constant bounds (already scheduled?)")
-                    continue
-                batch, (m, n, k) = shape
-                plan = plan_matmul(m, n, k, target)
-                spec = matmul_schedule(plan, batch, skip, f"loom_default_{index}")
-                remark(self.name, nest, f"matmul {m}x{n}x{k} on {target.describe()}: {plan.describe()}; "
-                       f"pass list: {spec.replace(f'op=loom_default_{index}', 'op=matmul')}")
-                _run_on(ctx, op, nest, f"loom_default_{index}", spec)
+                self._matmul(ctx, op, nest, temporary, skip, target)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
-                _run_on(ctx, op, nest, f"loom_default_{index}", f"loom-vectorize{{op=loom_default_{index}}}")
+                _run_on(ctx, op, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+
+    def _matmul(self, ctx: Context, module: ModuleOp, nest: affine.ForOp, temporary: str, skip: set[str],
+                target: Target) -> None:
+        """Peel the nest for the register tile, then plan and schedule the main nest and
+        each peeled copy for its own extents (a 1-row copy gets the matrix-vector plan)."""
+        shape = _matmul_shape(nest)
+        if shape is None:
+            remark(self.name, nest, "matmul nest left as it is: not the textbook (b,) i, j, k nest "
+                   "with constant bounds (already scheduled?)")
+            return
+        batch, (m, n, k) = shape
+        plan = plan_matmul(m, n, k, target)
+        nests = [nest]
+        if "peel" not in skip and plan.rows_tiled:
+            sizes = _csv([1] * batch + [plan.mr, plan.nr])
+            nests = _run_on(ctx, module, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}")
+        for part, sub in enumerate(nests):
+            shape = _matmul_shape(sub)
+            assert shape is not None
+            _, (m, n, k) = shape
+            plan = plan_matmul(m, n, k, target)
+            tag = f"{temporary}_{part}"
+            spec = matmul_schedule(plan, batch, skip, tag)
+            what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
+            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
+                   f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
+            _run_on(ctx, module, sub, tag, spec)
 
 
 def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None:
@@ -97,14 +115,19 @@ def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None
 
 
 def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> str:
-    """The pass list of the plan for a nest tagged `op` with `batch` batch loops."""
+    """The pass list of the plan (peeling aside, see `LoomDefaultPass._matmul`) for a nest
+    tagged `op` with `batch` batch loops."""
     b = batch
-    ones = [1] * b
     steps: list[str] = []
-    if "peel" not in skip:
-        steps.append(f"loom-peel{{sizes={_csv(ones + [plan.mr, plan.nr])} op={op}}}")
-    vectors = max(1, plan.nr // plan.lanes)
-    if "tile" not in skip:
+    vectors = max(1, plan.nr // plan.lanes) if "vectorize" not in skip else 1
+    if not plan.rows_tiled:
+        # fewer rows than MR: (b,) k, i, j: B streamed once, row by row, each row used by
+        # every row of A from L1, the rows of C in L1; k jammed by 4 (4 fmas per load and
+        # store of C), j by the vectors of a register tile
+        if "tile" not in skip:
+            steps.append(f"loom-interchange{{order={_csv(list(range(b)) + [b + 2, b, b + 1])} op={op}}}")
+        factors = [1] * b + [4, 1, vectors]
+    elif "tile" not in skip:
         order = list(range(b)) + [b + x for x in (1, 2, 0, 4, 3, 7, 5, 6)]
         steps += [
             f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
@@ -117,10 +140,9 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
                 f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}",
             ]
         # band after tiling: b + (j_t, k_t, i_t, j_r, i_r, k, i, j)
-        factors = [1] * (b + 6) + [plan.mr, vectors if "vectorize" not in skip else 1]
+        factors = [1] * (b + 6) + [plan.mr, vectors]
     else:
-        # band (b,) i, j, k: no register tile to jam; the k loop is innermost
-        factors = []
+        factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
         steps.append(f"loom-vectorize{{op={op}}}")
     if "unroll-jam" not in skip and factors:
@@ -134,10 +156,10 @@ def _csv(values: list[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: str) -> None:
+def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: str) -> list[affine.ForOp]:
     """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
-    tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their
-    tag back after."""
+    tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their tag
+    back after. Returns those nests."""
     from compiler.pipelines import build
 
     original = nest.attributes[TAG]
@@ -146,6 +168,7 @@ def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: 
         if spec:
             build(spec).apply(ctx, module)
     finally:
-        for o in module.walk():
-            if isinstance(o, affine.ForOp) and nest_tag(o) == tag:
-                o.attributes[TAG] = original
+        made = select_nests(module, tag)
+        for root in made:
+            root.attributes[TAG] = original
+    return made
