@@ -4,7 +4,7 @@ schedule moves between memory levels, so that `--remarks` can say why.
 
 The schedule is BLIS's (Goto's) loop nest, as loom's passes build it:
 
-    for j_t in N step NC            B block KC x NC lives in L3
+    for j_t in N step NC            B block KC x NC (L3)
       for k_t in K step KC          pack B[k_t:+KC, j_t:+NC] as NC/NR panels KC x NR
         for i_t in M step MC        pack A[i_t:+MC, k_t:+KC] as MC/MR panels KC x MR (L2)
           for j_r in NC step NR     one B panel KC x NR stays in L1
@@ -19,10 +19,13 @@ n^3 fmas. AVX2 (16 registers): 6x16; AVX-512 (32): 14x32.
 
 Cache tiles, from the sizes: KC so that one B panel (KC x NR floats) fills L1 (it is
 reused by all MC/MR A panels while they stream from L2); MC so that the packed A block
-(MC x KC) takes 3/8 of L2, a multiple of MR; NC so that the packed B block (KC x NC) takes
-half of L3, a multiple of NR. Each clamped to the (peeled) extent. Measured on the
-znver3 host (32 KiB L1d, 512 KiB L2): KC=512, MC=96 beat KC=256/384/768 and MC=72/144 at
-1024^3 (`loom-bench --ablation` shows what each step is worth).
+(MC x KC) takes 3/8 of L2, a multiple of MR; NC so that the packed B block (KC x NC) is
+twice L2 (it lives in L3, but a block that large keeps its panels close: at 2048^3 NC=512
+ran 0.93-0.97x numpy where NC=2048 ran 0.86-0.89x), a multiple of NR. Each clamped to the
+(peeled) extent. Measured on the znver3 host (32 KiB L1d, 512 KiB L2), with
+`loom-run --pipeline <pass list> --numpy`: KC=512, MC=96 beat KC=256/384/768 and
+MC=48/72/144/192 at 1024^3 and 2048^3 (`loom-bench --ablation` shows what each step of
+the schedule is worth).
 
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
@@ -135,7 +138,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target) -> MatmulPlan:
     w = target.lanes(FLOAT)
     kc = min(k, max(8, target.l1 // (nr * FLOAT) // 8 * 8))
     mc = _fit(m, 3 * target.l2 // 8 // (kc * FLOAT), mr)
-    nc = _fit(n, target.l3 // 2 // (kc * FLOAT), nr)
+    nc = _fit(n, 2 * target.l2 // (kc * FLOAT), nr)
     if (m * k + k * n) * FLOAT <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together")
     if m < mr:
