@@ -32,8 +32,8 @@ reduction's has a direction other than `=` on the loops up to the peeled one (ma
 and j; the reduction over k is reassociated, which Loom allows).
 
 Refused with a LoomError at the nest, nothing changed: a size below 1; with `op=`, more
-sizes than the nest's band has loops, a loop to split without constant bounds, or a
-dependence that the split would break. Without `op=` those nests are skipped with a
+sizes than the nest's band has loops, a loop to split without constant bounds, a loop
+up to it that carries values (iter_args), or a dependence that the split would break. Without `op=` those nests are skipped with a
 remark. Each split is a remark (`--remarks`).
 """
 
@@ -80,11 +80,14 @@ class LoomPeelPass(ModulePass):
             if isinstance(plan, str):
                 remark(self.name, nest, plan)
                 continue
-            for position, split in plan:
+            splits, message = plan
+            remark(self.name, nest, message)
+            for position, split in splits:
                 nest, _ = peel(nest, position, split)
 
-    def _plan(self, nest: affine.ForOp, sizes: tuple[int, ...]) -> list[tuple[int, int]] | str:
-        """(band position, split point) per loop to split; why not, to skip the nest."""
+    def _plan(self, nest: affine.ForOp, sizes: tuple[int, ...]) -> tuple[list[tuple[int, int]], str] | str:
+        """((band position, split point) per loop to split, remark); why not, to skip the
+        nest."""
         tag = nest_tag(nest) or "untagged"
         band = perfect_band(nest)
         why = None
@@ -111,6 +114,9 @@ class LoomPeelPass(ModulePass):
                          f"the last {trips - main} in a copy")
         if why is None and splits:
             last = max(p for p, _ in splits)
+            carrying = next((loop for loop in band[: last + 1] if loop.inits), None)
+            if carrying is not None:
+                why = f"loop %{iv_name(carrying)} carries values (iter_args): the copy would restart them"
             for dep in band_dependences(band):
                 if not dep.is_reduction and any(d != "=" for d in dep.directions[: last + 1]):
                     why = f"peeling would reorder the dependence {dep.describe()}"
@@ -121,8 +127,7 @@ class LoomPeelPass(ModulePass):
             return f"nest '{tag}' skipped: {why}"
         if not splits:
             return f"nest '{tag}' left as it is: " + "; ".join(notes)
-        remark(self.name, nest, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes))
-        return splits
+        return splits, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes)
 
 
 def peel(nest: affine.ForOp, position: int, split: int) -> tuple[affine.ForOp, affine.ForOp]:
