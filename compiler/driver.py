@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import os
+
 import threading
 
 import numpy as np
@@ -96,7 +98,8 @@ def compile(
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     if not isinstance(source, str | ModuleOp):
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
-    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks, stages)
+    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks, stages,
+           os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
     with _cache_lock:
         if key in _cache:
             return _cache[key]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from compiler.diagnostics import LoomError
 
@@ -48,7 +49,7 @@ def complete(pipeline: str) -> str:
         return spec
     try:
         names = {p.name for p in parse_pipeline(spec)}
-    except Exception as e:
+    except (Exception, ArgSpecParseError) as e:  # xDSL's parse error is a BaseException
         raise LoomError(f"invalid pass pipeline '{pipeline}': {e}") from None
     if names & set(WHOLE_PIPELINE_PASSES):
         return spec
@@ -69,5 +70,5 @@ def build(spec: str, callback: Callback | None = None, *, literal: bool = True) 
         return PassPipeline.parse_spec(get_all_passes(), resolve(spec) if literal else complete(spec), callback)
     except LoomError:
         raise
-    except Exception as e:
+    except (Exception, ArgSpecParseError) as e:  # xDSL's parse error is a BaseException
         raise LoomError(f"invalid pass pipeline '{spec}': {e}") from None

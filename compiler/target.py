@@ -64,9 +64,14 @@ def cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict
     return found
 
 
-@cache
 def host() -> Target:
-    """The machine Loom compiles for (cached; see `LOOM_TARGET` to override)."""
+    """The machine Loom compiles for (see `LOOM_TARGET` to override); cached per value of
+    `LOOM_TARGET`."""
+    return _host(os.environ.get("LOOM_TARGET", ""))
+
+
+@cache
+def _host(spec: str) -> Target:
     import llvmlite.binding as llvm
 
     features = llvm.get_host_cpu_features()
@@ -80,22 +85,38 @@ def host() -> Target:
     else:
         bits, regs = 128, 16
     target = Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")))
-    return override(target, os.environ.get("LOOM_TARGET", ""))
+    return override(target, spec)
+
+
+BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 def override(target: Target, spec: str) -> Target:
-    """`target` with the `key=value,...` fields of `spec` replaced."""
+    """`target` with the `key=value,...` fields of `spec` replaced. Sizes are positive
+    (K/M/G suffixes allowed), `vector_bits` a multiple of 128, `vector_registers` at
+    least 4, `fma` one of 1/0/true/false/yes/no."""
     if not spec.strip():
         return target
-    names = {f.name: f.type for f in fields(Target)}
+    names = [f.name for f in fields(Target)]
     changes: dict[str, object] = {}
     for item in spec.split(","):
         key, _, value = item.partition("=")
-        key = key.strip()
+        key, value = key.strip(), value.strip()
         if key not in names or not value:
             raise LoomError(f"LOOM_TARGET: expected key=value with key in {', '.join(names)}, got '{item.strip()}'")
-        try:
-            changes[key] = value.strip() if key == "cpu" else (value.strip().lower() in ("1", "true", "yes")) if key == "fma" else _size(value)
-        except ValueError:
-            raise LoomError(f"LOOM_TARGET: '{key}' needs a number, got '{value.strip()}'") from None
+        if key == "cpu":
+            changes[key] = value
+        elif key == "fma":
+            if value.lower() not in BOOLEANS:
+                raise LoomError(f"LOOM_TARGET: 'fma' is one of {', '.join(BOOLEANS)}, got '{value}'")
+            changes[key] = BOOLEANS[value.lower()]
+        else:
+            try:
+                number = _size(value)
+            except ValueError:
+                raise LoomError(f"LOOM_TARGET: '{key}' needs a number, got '{value}'") from None
+            if number <= 0 or (key == "vector_bits" and number % 128) or (key == "vector_registers" and number < 4):
+                why = {"vector_bits": "a positive multiple of 128", "vector_registers": "at least 4"}.get(key, "positive")
+                raise LoomError(f"LOOM_TARGET: '{key}' must be {why}, got {value}")
+            changes[key] = number
     return replace(target, **changes)  # type: ignore[arg-type]

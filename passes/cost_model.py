@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from compiler.target import Target
 
-FLOAT = 4  # bytes of f32
+FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class MatmulPlan:
     lanes: int
     pack: bool
     why_no_pack: str = ""
+    element_bytes: int = FLOAT
 
     @property
     def rows_tiled(self) -> bool:
@@ -91,26 +92,26 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
         if self.pack:
-            words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * FLOAT // 1024} KiB, L2), "
-                         f"B {self.kc}x{self.nc} ({self.kc * self.nc * FLOAT // 1024} KiB, L3), "
-                         f"B panel {self.kc}x{self.nr} ({self.kc * self.nr * FLOAT // 1024} KiB, L1)")
+            words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * self.element_bytes // 1024} KiB, L2), "
+                         f"B {self.kc}x{self.nc} ({self.kc * self.nc * self.element_bytes // 1024} KiB, L3), "
+                         f"B panel {self.kc}x{self.nr} ({self.kc * self.nr * self.element_bytes // 1024} KiB, L1)")
         elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
         traffic = ", ".join(f"{level} {elements / 1e6:.3g}M ({elements / flops:.3g}/fma)"
                             for level, elements in self.traffic().items())
-        return "; ".join(words) + f"; estimated traffic in f32 elements: {traffic}"
+        return "; ".join(words) + f"; estimated traffic in f{8 * self.element_bytes} elements: {traffic}"
 
 
-def register_tile(target: Target) -> tuple[int, int]:
-    """(MR, NR) for f32. A tile fits when its MR*nv accumulators, nv vectors of B and one
+def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]:
+    """(MR, NR) for elements of `element_bytes` (f32 by default). A tile fits when its MR*nv accumulators, nv vectors of B and one
     broadcast of A fit the registers (MR*nv + nv + 1 <= registers), and keeps the fma
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
     on AVX2 would be broadcast-bound). Of those, the one whose k step reads the fewest
     bytes per fma, (MR + NR) / (MR*NR): the smaller that L1 footprint, the longer the KC
     a B panel in L1 allows. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27% more); AVX-512
     (32 x 16 lanes): 14x32."""
-    w, regs = target.lanes(FLOAT), target.vector_registers
+    w, regs = target.lanes(element_bytes), target.vector_registers
     best: tuple[float, int, int] | None = None
     for nv in range(1, regs):
         mr = (regs - 1 - nv) // nv
@@ -133,14 +134,15 @@ def _fit(extent: int, budget: int, multiple: int) -> int:
     return min(size, -(-extent // multiple) * multiple)
 
 
-def plan_matmul(m: int, n: int, k: int, target: Target) -> MatmulPlan:
-    mr, nr = register_tile(target)
-    w = target.lanes(FLOAT)
-    kc = min(k, max(8, target.l1 // (nr * FLOAT) // 8 * 8))
-    mc = _fit(m, 3 * target.l2 // 8 // (kc * FLOAT), mr)
-    nc = _fit(n, 2 * target.l2 // (kc * FLOAT), nr)
-    if (m * k + k * n) * FLOAT <= target.l1:
-        return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together")
+def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT) -> MatmulPlan:
+    e = element_bytes
+    mr, nr = register_tile(target, e)
+    w = target.lanes(e)
+    kc = min(k, max(8, target.l1 // (nr * e) // 8 * 8))
+    mc = _fit(m, 3 * target.l2 // 8 // (kc * e), mr)
+    nc = _fit(n, 2 * target.l2 // (kc * e), nr)
+    if (m * k + k * n) * e <= target.l1:
+        return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together", e)
     if m < mr:
-        return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic")
-    return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True)
+        return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
+    return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)

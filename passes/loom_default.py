@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
@@ -83,22 +83,33 @@ class LoomDefaultPass(ModulePass):
                    "with constant bounds (already scheduled?)")
             return
         batch, (m, n, k) = shape
-        plan = plan_matmul(m, n, k, target)
+        element = _element_bytes(nest)
+        plan = plan_matmul(m, n, k, target, element)
         nests = [nest]
-        if "peel" not in skip and plan.rows_tiled:
-            sizes = _csv([1] * batch + [plan.mr, plan.nr])
+        if "peel" not in skip:
+            # the register tile's rows and columns; with fewer rows than MR, the columns
+            # (so that no masked remainder sits beside the j loop that k is jammed around)
+            rows = plan.mr if plan.rows_tiled else 1
+            sizes = _csv([1] * batch + [rows, plan.nr])
             nests = _run_on(ctx, module, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}")
         for part, sub in enumerate(nests):
             shape = _matmul_shape(sub)
             assert shape is not None
             _, (m, n, k) = shape
-            plan = plan_matmul(m, n, k, target)
+            plan = plan_matmul(m, n, k, target, element)
             tag = f"{temporary}_{part}"
             spec = matmul_schedule(plan, batch, skip, tag)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
             remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
             _run_on(ctx, module, sub, tag, spec)
+
+
+def _element_bytes(nest: affine.ForOp) -> int:
+    """Bytes of the element type the nest stores (C's)."""
+    stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
+    element = stores[-1].value.type if stores else None
+    return element.bitwidth // 8 if isinstance(element, AnyFloat) else 4
 
 
 def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None:
@@ -144,7 +155,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
-        steps.append(f"loom-vectorize{{op={op}}}")
+        steps.append(f"loom-vectorize{{width={plan.lanes} op={op}}}")
     if "unroll-jam" not in skip and factors:
         steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
     if "hoist" not in skip:

@@ -147,7 +147,7 @@ def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int,
     loop = band[position]
     name = iv_name(loop)
     if position < perfect_from:
-        return f"its body holds more than loop {iv_name(band[position + 1])} (packing copies)"
+        return f"its body holds more than loop {iv_name(band[position + 1])} (copy nests or a vector remainder beside it)"
     if loop.inits:
         return "it carries values (iter_args)"
     if len(loop.lowerBoundMap.data.results) != 1:

@@ -11,6 +11,7 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from compiler.diagnostics import LoomError, parse_module, verify
@@ -75,7 +76,7 @@ class LoomOptMain(xDSLOptMain):
 
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
-        except Exception as e:  # unknown pass, unknown or ill-typed option
+        except (Exception, ArgSpecParseError) as e:  # unknown pass or option, malformed list
             raise LoomError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as e:  # a bug in Loom or xDSL: still one line, not a traceback
+    except (Exception, ArgSpecParseError) as e:  # a bug in Loom or xDSL: one line, not a traceback
         if os.environ.get("LOOM_DEBUG"):
             raise
         print(f"error: internal compiler error: {type(e).__name__}: {e}", file=sys.stderr)
