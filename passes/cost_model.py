@@ -137,6 +137,7 @@ def _fit(extent: int, budget: int, multiple: int) -> int:
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e)
+    nr = min(nr, n)  # a narrow matmul (a peeled copy's last columns): its own width, one panel
     w = target.lanes(e)
     kc = min(k, max(8, target.l1 // (nr * e) // 8 * 8))
     mc = _fit(m, 3 * target.l2 // 8 // (kc * e), mr)

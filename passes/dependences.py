@@ -315,6 +315,17 @@ def _accesses(band: Sequence[affine.ForOp]) -> list[_Access]:
                 tuple(subs) if analysable else None, max(width, 1),  # type: ignore[arg-type]
             ))
             continue
+        if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+            # its indices as they are, its full width (the mask only leaves lanes out)
+            n = len(op.indices)
+            subs = [resolver.expr(AffineExpr.dimension(i), n, op.indices) for i in range(n)]
+            vtype = (op.result if isinstance(op, vector.MaskedLoadOp) else op.value_to_store).type
+            found.append(_Access(
+                op, op.base, isinstance(op, vector.MaskedStoreOp),
+                tuple(subs) if all(x is not None for x in subs) else None,  # type: ignore[arg-type]
+                vtype.get_shape()[0],
+            ))
+            continue
         effects = get_effects(op)
         if effects is not None and not any(
             e.kind in (MemoryEffectKind.READ, MemoryEffectKind.WRITE) for e in effects

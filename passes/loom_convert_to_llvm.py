@@ -730,9 +730,7 @@ class SelectLowering(_Lowering):
     sources = (arith.SelectOp,)
 
     def lower(self, op: arith.SelectOp, r: _Rewrite) -> None:
-        cond, lhs, rhs = r.values(op.operands)
-        if isinstance(cond.type, VectorType):
-            raise r.refuse("a vector condition is not supported yet")
+        cond, lhs, rhs = r.values(op.operands)  # a vector<Nxi1> condition selects lane by lane
         r.replace(r.result(llvm.SelectOp(cond, lhs, rhs)))
 
 

@@ -130,14 +130,14 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
     tagged `op` with `batch` batch loops."""
     b = batch
     steps: list[str] = []
-    vectors = max(1, plan.nr // plan.lanes) if "vectorize" not in skip else 1
+    vectors = _j_factors(plan, skip)
     if not plan.rows_tiled:
         # fewer rows than MR: (b,) k, i, j: B streamed once, row by row, each row used by
         # every row of A from L1, the rows of C in L1; k jammed by 4 (4 fmas per load and
         # store of C), j by the vectors of a register tile
         if "tile" not in skip:
             steps.append(f"loom-interchange{{order={_csv(list(range(b)) + [b + 2, b, b + 1])} op={op}}}")
-        factors = [1] * b + [4, 1, vectors]
+        factors = [1] * b + [4, 1, *vectors]
     elif "tile" not in skip:
         order = list(range(b)) + [b + x for x in (1, 2, 0, 4, 3, 7, 5, 6)]
         steps += [
@@ -151,7 +151,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
                 f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}",
             ]
         # band after tiling: b + (j_t, k_t, i_t, j_r, i_r, k, i, j)
-        factors = [1] * (b + 6) + [plan.mr, vectors]
+        factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
@@ -161,6 +161,18 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
     if "hoist" not in skip:
         steps.append(f"loom-hoist{{op={op}}}")
     return ",".join(steps)
+
+
+def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:
+    """The unroll-jam factor for the j loop inside the register tile, as loom-vectorize
+    leaves it: NR/w full vectors (a loop of that many iterations, unrolled); a single
+    full vector (and a masked rest) has no loop left, nothing to give a factor to; fewer
+    columns than a vector stay a scalar loop."""
+    columns = min(plan.n, plan.nr)
+    if "vectorize" in skip or columns < plan.lanes:
+        return [1]
+    full = columns // plan.lanes
+    return [full] if full > 1 else []
 
 
 def _csv(values: list[int]) -> str:

@@ -48,10 +48,10 @@ import itertools
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, vector
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.traits import (
     IsTerminator,
@@ -87,8 +87,10 @@ _MAY_TRAP = (
     arith.RemSIOp, arith.RemUIOp,
 )
 
-Access = affine.LoadOp | affine.StoreOp | affine.VectorLoadOp | affine.VectorStoreOp
-Store = affine.StoreOp | affine.VectorStoreOp
+Masked = vector.MaskedLoadOp | vector.MaskedStoreOp
+AffineAccess = affine.LoadOp | affine.StoreOp | affine.VectorLoadOp | affine.VectorStoreOp
+Access = AffineAccess | Masked
+Store = affine.StoreOp | affine.VectorStoreOp | vector.MaskedStoreOp
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class LoomHoistPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for nest in select_nests(op, self.op):
             for access in nest.walk():
-                if isinstance(access, Access | affine.ApplyOp | affine.MinOp):
+                if isinstance(access, AffineAccess | affine.ApplyOp | affine.MinOp):
                     drop_unused_operands(access)
             for loop in reversed(loops_of_nest(nest)):  # inner loops first
                 self._hoist_invariants(loop)
@@ -158,10 +160,10 @@ class LoomHoistPass(ModulePass):
             found = "an op with unknown memory effects is in the loop" if unknown else _groups(loop, ops)
             if isinstance(found, str):
                 remark(self.name, invariant[0],
-                       f"{describe_access(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}")
+                       f"{_describe(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}")
                 continue
             groups.extend(found)
-            promoted.extend(describe_access(g[0]) for g in found)
+            promoted.extend(_describe(g[0]) for g in found)
         if groups:
             remark(self.name, loop, f"kept in registers across loop %{iv_name(loop)} "
                    f"(loaded before, stored after): {', '.join(promoted)}")
@@ -169,7 +171,7 @@ class LoomHoistPass(ModulePass):
 
 
 def _speculatable(op: Operation) -> bool:
-    if isinstance(op, affine.ApplyOp | affine.MinOp):
+    if isinstance(op, affine.ApplyOp | affine.MinOp | vector.CreateMaskOp | vector.BroadcastOp):
         return True
     return (
         op.name.startswith("arith.")
@@ -185,7 +187,7 @@ def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
     stored: set[SSAValue] = set()
     unknown = False
     for op in loop.walk():
-        if op.regions or isinstance(op, affine.LoadOp | affine.VectorLoadOp) or _speculatable(op):
+        if op.regions or isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp) or _speculatable(op):
             continue  # the ops inside regions are walked themselves
         effects = get_effects(op)
         if effects is not None and all(e.kind != MemoryEffectKind.WRITE for e in effects):
@@ -197,7 +199,25 @@ def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
 
 
 def _invariant_address(op: Access, loop: affine.ForOp) -> bool:
-    return all(defined_outside(v, loop) for v in op.indices)
+    operands = [*op.indices, op.mask] if isinstance(op, Masked) else op.indices
+    return all(defined_outside(v, loop) for v in operands)
+
+
+def _memref(op: Access) -> SSAValue:
+    return op.base if isinstance(op, Masked) else op.memref
+
+
+def _address(op: Access) -> tuple[AffineMap, list[SSAValue]]:
+    """The access's map and operands (a masked access reads its indices as they are)."""
+    if isinstance(op, Masked):
+        return AffineMap.identity(len(op.indices)), list(op.indices)
+    return op.map.data, list(op.indices)
+
+
+def _describe(op: Access) -> str:
+    if isinstance(op, Masked):
+        return f"{value_name(op.base)}[{', '.join(value_name(v) for v in op.indices)}] (masked)"
+    return describe_access(op)
 
 
 def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | str:
@@ -215,34 +235,70 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
             parent = parent.parent_op()
         moving = [v for v in op.indices if not defined_outside(v, loop)]
         if moving:
-            return f"{describe_access(op)} is also accessed, at an address that changes in the loop ({value_name(moving[0])})"
+            return f"{_describe(op)} is also accessed, at an address that changes in the loop ({value_name(moving[0])})"
+        if isinstance(op, Masked) and not defined_outside(op.mask, loop):
+            return f"the mask of {_describe(op)} is computed in the loop"
     accesses: list[Access] = ops  # type: ignore[assignment]
-    if len({op.memref for op in accesses}) > 1:
+    if len({_memref(op) for op in accesses}) > 1:
         return "it is accessed through several views"
-    values, addresses = unify_operands(*((op.map.data, op.indices) for op in accesses), through_apply=True)
+    values, addresses = unify_operands(*(_address(op) for op in accesses), through_apply=True)
     by_address: dict[tuple, list[Access]] = {}
     for op, address in zip(accesses, addresses):
         by_address.setdefault(address, []).append(op)
     for group in by_address.values():
         widths = {_width(op) for op in group}
         if len(widths) > 1 or None in widths or len({_value_type(op) for op in group}) > 1:
-            return (f"{describe_access(group[0])} is accessed both as a scalar and as a vector, "
+            return (f"{_describe(group[0])} is accessed both as a scalar and as a vector, "
                     "or as vectors of different types")
+        masks = {op.mask if isinstance(op, Masked) else None for op in group}
+        if len(masks) > 1:
+            return f"{_describe(group[0])} is accessed under different masks (or with and without one)"
     for (a, first), (b, second) in itertools.combinations(by_address.items(), 2):
         wa, wb = _width(first[0]), _width(second[0])
         diffs = [simplify(x - y, len(values)) for x, y in zip(a, b)]
         if not _disjoint(diffs, wa, wb):
-            return f"{describe_access(first[0])} and {describe_access(second[0])} may be the same element"
+            return f"{_describe(first[0])} and {_describe(second[0])} may be the same element"
+    for group in by_address.values():
+        for op in group:
+            if isinstance(op, vector.MaskedLoadOp) and (leak := _lanes_leak(op, group)) is not None:
+                return f"the lanes {_describe(op)} leaves out reach '{leak}'"
     runs = provably_nonempty(loop)
     for group in by_address.values():
         unconditional = runs and any(op.parent_op() is loop for op in group)
-        if not (unconditional or access_in_bounds(group[0])):
-            return f"{describe_access(group[0])} is not provably in bounds (the loop may not run)"
+        if not (unconditional or (not isinstance(group[0], Masked) and access_in_bounds(group[0]))):
+            return f"{_describe(group[0])} is not provably in bounds (the loop may not run)"
     return list(by_address.values())
 
 
+#: ops that combine vectors lane by lane (lane i of the result from lane i of the operands)
+_LANEWISE = (vector.FMAOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.MaximumfOp,
+             arith.MinimumfOp, arith.NegfOp)
+
+
+def _lanes_leak(load: vector.MaskedLoadOp, group: list[Access]) -> str | None:
+    """Where the lanes a masked load leaves out (pass_thru's) may be seen, if anywhere but
+    the group's masked stores (which skip them): carrying the element in a register keeps
+    other values in those lanes, so only lane-wise arithmetic may lie in between."""
+    stores = [op for op in group if isinstance(op, vector.MaskedStoreOp)]
+    work, seen = [load.result], set()
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.operation
+            if user in stores and use.index == len(user.operands) - 1:
+                continue  # stored under the mask: the lanes outside it are not written
+            if not isinstance(user, _LANEWISE):
+                return user.name
+            if user not in seen:
+                seen.add(user)
+                work.extend(user.results)
+    return None
+
+
 def _value_type(op: Access):
-    return op.result.type if isinstance(op, affine.LoadOp | affine.VectorLoadOp) else op.value.type
+    if isinstance(op, vector.MaskedStoreOp):
+        return op.value_to_store.type
+    return op.result.type if isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp) else op.value.type
 
 
 def _width(op: Access) -> int | None:

@@ -106,7 +106,7 @@ from passes.affine_forms import (
     map_forms,
 )
 from passes.dependences import band_dependences
-from passes.loop_transforms import StripMine, drop_unused_operands, strip_mine
+from passes.loop_transforms import StripMine, drop_unused_operands, promote_single_iteration, strip_mine
 from passes.loop_utils import (
     constant_trip_count,
     defined_outside,
@@ -492,7 +492,13 @@ class _Vectorizer:
         main.attributes.update(loop.attributes)
         move_tag(loop, main)
         parent.erase_op(loop)
-        return self.summary(split)
+        text = self.summary(split)
+        if split.chunks == 1 and nest_tag(main) is None:
+            # one full vector: its ops in place of the loop (as loom-unroll would), so
+            # that the loop around it is innermost and can be jammed
+            promote_single_iteration(main)
+            text += "; the main loop's single iteration inlined"
+        return text
 
     def summary(self, split: StripMine) -> str:
         w = self.plan.width

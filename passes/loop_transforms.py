@@ -13,8 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, arith
-from xdsl.dialects.builtin import AffineMapAttr, AffineSetAttr, IndexType, IntegerAttr
+from xdsl.dialects import affine, arith, vector
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    VectorType,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
@@ -30,6 +37,7 @@ from passes.affine_forms import LinearForm, bound_map, tiles_are_full
 from passes.loop_utils import (
     TAG,
     constant_trip_count,
+    defined_outside,
     enclosing_loops,
     iv_name,
     move_tag,
@@ -506,11 +514,17 @@ def promote_to_iter_args(
     under affine.if ops there (no other access to those elements in the loop). The
     element is loaded once before the loop, carried through it as an iter_arg (loads
     read the carried value, stores replace it; an affine.if that stores gets a result),
-    and stored once after the loop when the group has a store. Returns the new loop."""
+    and stored once after the loop when the group has a store. A group of
+    vector.maskedload/maskedstore under one mask (loaded before the loop with a pass_thru,
+    stored after under the mask) is carried whole: the caller checks that the lanes
+    outside the mask never reach anything but those lanes. Returns the new loop."""
     inits = []
     for group in groups:
         first = group[0]
-        if isinstance(first, affine.VectorLoadOp | affine.VectorStoreOp):
+        if isinstance(first, vector.MaskedLoadOp | vector.MaskedStoreOp):
+            vtype = first.result.type if isinstance(first, vector.MaskedLoadOp) else first.value_to_store.type
+            load = vector.MaskedLoadOp(first.base, list(first.indices), first.mask, _pass_thru(group, vtype, loop))
+        elif isinstance(first, affine.VectorLoadOp | affine.VectorStoreOp):
             vtype = first.result.type if isinstance(first, affine.VectorLoadOp) else first.value.type
             load = affine.VectorLoadOp(first.memref, list(first.indices), first.map, vtype)
         else:
@@ -524,7 +538,8 @@ def promote_to_iter_args(
     new = rebuild_loop(loop, inits=[*loop.inits, *inits])
     carried = list(new.body.block.args[1 + kept :])
     for value, group in zip(carried, groups):
-        if (hint := group[0].memref.name_hint) is not None:
+        memref = group[0].base if isinstance(group[0], vector.MaskedLoadOp | vector.MaskedStoreOp) else group[0].memref
+        if (hint := memref.name_hint) is not None:
             value.name_hint = f"{hint}_acc"
     group_of = {op: i for i, group in enumerate(groups) for op in group}
     final = _thread_values(new.body.block, group_of, carried)
@@ -532,16 +547,32 @@ def promote_to_iter_args(
     _set_yield(block, [*_yield_of(block).operands, *final])
     after: Operation = new
     for result, group in zip(new.results[kept:], groups):
-        stores = [op for op in group if isinstance(op, affine.StoreOp | affine.VectorStoreOp)]
+        stores = [op for op in group if isinstance(op, affine.StoreOp | affine.VectorStoreOp | vector.MaskedStoreOp)]
         if stores:
-            kind = type(stores[-1])
-            store = kind(result, stores[-1].memref, list(stores[-1].indices), stores[-1].map)
-            store.location = stores[-1].location
+            last = stores[-1]
+            if isinstance(last, vector.MaskedStoreOp):
+                store = vector.MaskedStoreOp(last.base, list(last.indices), last.mask, result)
+            else:
+                store = type(last)(result, last.memref, list(last.indices), last.map)
+            store.location = last.location
             block_after = new.parent_block()
             assert block_after is not None
             block_after.insert_op_after(store, after)
             after = store
     return new
+
+
+def _pass_thru(group: Sequence[Operation], vtype: VectorType, loop: affine.ForOp) -> SSAValue:
+    """The pass_thru of the masked load before the loop: a group load's, when defined
+    outside the loop, else a zero vector placed before the loop."""
+    for op in group:
+        if isinstance(op, vector.MaskedLoadOp) and defined_outside(op.pass_thru, loop):
+            return op.pass_thru
+    zero = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vtype, [0.0] * vtype.get_shape()[0]))
+    parent = loop.parent_block()
+    assert parent is not None
+    parent.insert_op_before(zero, loop)
+    return zero.result
 
 
 def _thread_values(
@@ -553,8 +584,12 @@ def _thread_values(
     for op in list(block.ops):
         if op in group_of:
             i = group_of[op]
-            if isinstance(op, affine.LoadOp | affine.VectorLoadOp):
+            if isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp):
+                # (a masked load's lanes outside the mask only reach lanes its group's
+                # masked stores skip: loom-hoist checks; so the carried value serves)
                 op.result.replace_all_uses_with(current[i])
+            elif isinstance(op, vector.MaskedStoreOp):
+                current[i] = op.value_to_store
             else:
                 current[i] = op.value
             block.erase_op(op)

@@ -88,7 +88,7 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK-NEXT:    memref.dealloc %[[AP]] : memref<16x90x6xf32>
 // CHECK-NEXT:    memref.dealloc %[[BP]] : memref<4x90x16xf32>
-// CHECK-NEXT:    %[[BP1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x90x16xf32>
+// CHECK-NEXT:    %[[BP1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x90x6xf32>
 // CHECK-NEXT:    %[[AP1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x90x6xf32>
 // CHECK:         affine.for %{{.*}} = 64 to 70 step 6 {
 // CHECK:         } {loom.tag = "matmul"}
