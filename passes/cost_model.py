@@ -20,8 +20,10 @@ n^3 fmas. AVX2 (16 registers): 6x16; AVX-512 (32): 14x32.
 Cache tiles, from the sizes: KC so that one B panel (KC x NR floats) fills L1 (it is
 reused by all MC/MR A panels while they stream from L2); MC so that the packed A block
 (MC x KC) takes 3/8 of L2, a multiple of MR; NC so that the packed B block (KC x NC) is
-twice L2 (it lives in L3, but a block that large keeps its panels close: at 2048^3 NC=512
-ran 0.93-0.97x numpy where NC=2048 ran 0.86-0.89x), a multiple of NR. Each clamped to the
+four times L2 (it lives in L3; each NC block packs A again, so a larger NC packs A less,
+while a smaller block keeps B's panels closer: measured at 2048^3, NC=512 and 1024 ran
+0.91-0.97x numpy and NC=2048 0.84-0.95x; 128x768x3072 went from 0.69-0.79x at NC=512 to
+0.86x at NC=768), a multiple of NR. Each clamped to the
 (peeled) extent. Measured on the znver3 host (32 KiB L1d, 512 KiB L2), with
 `loom-run --pipeline <pass list> --numpy`: KC=512, MC=96 beat KC=256/384/768 and
 MC=48/72/144/192 at 1024^3 and 2048^3 (`loom-bench --ablation` shows what each step of
@@ -141,7 +143,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     w = target.lanes(e)
     kc = min(k, max(8, target.l1 // (nr * e) // 8 * 8))
     mc = _fit(m, 3 * target.l2 // 8 // (kc * e), mr)
-    nc = _fit(n, 2 * target.l2 // (kc * e), nr)
+    nc = _fit(n, 4 * target.l2 // (kc * e), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together", e)
     if m < mr:
