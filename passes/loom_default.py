@@ -82,21 +82,33 @@ class LoomDefaultPass(ModulePass):
             remark(self.name, nest, "matmul nest left as it is: not the textbook (b,) i, j, k nest "
                    "with constant bounds (already scheduled?)")
             return
-        batch, (m, n, k) = shape
+        batch = shape[0]
         element = _element_bytes(nest)
-        plan = plan_matmul(m, n, k, target, element)
+
+        def plan_of(sub: affine.ForOp) -> MatmulPlan:
+            found = _matmul_shape(sub)
+            assert found is not None
+            return plan_matmul(*found[1], target, element)
+
         nests = [nest]
         if "peel" not in skip:
-            # the register tile's rows and columns; with fewer rows than MR, the columns
-            # (so that no masked remainder sits beside the j loop that k is jammed around)
+            # the register tile's rows and columns; then, in a copy with fewer rows than MR,
+            # the columns (so that no masked remainder sits beside the j loop that k is
+            # jammed around)
+            plan = plan_of(nest)
             rows = plan.mr if plan.rows_tiled else 1
             sizes = _csv([1] * batch + [rows, plan.nr])
-            nests = _run_on(ctx, module, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}")
+            nests = []
+            for sub in _run_on(ctx, module, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}"):
+                plan = plan_of(sub)
+                if plan.rows_tiled or plan.n % plan.nr == 0:
+                    nests.append(sub)
+                    continue
+                columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
+                nests += _run_on(ctx, module, sub, temporary, columns)
         for part, sub in enumerate(nests):
-            shape = _matmul_shape(sub)
-            assert shape is not None
-            _, (m, n, k) = shape
-            plan = plan_matmul(m, n, k, target, element)
+            plan = plan_of(sub)
+            m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
             spec = matmul_schedule(plan, batch, skip, tag)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
@@ -166,12 +178,10 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
 def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:
     """The unroll-jam factor for the j loop inside the register tile, as loom-vectorize
     leaves it: NR/w full vectors (a loop of that many iterations, unrolled); a single
-    full vector (and a masked rest) has no loop left, nothing to give a factor to; fewer
-    columns than a vector stay a scalar loop."""
-    columns = min(plan.n, plan.nr)
-    if "vectorize" in skip or columns < plan.lanes:
+    vector, full or masked (and a masked rest), has no loop left to give a factor to."""
+    if "vectorize" in skip:
         return [1]
-    full = columns // plan.lanes
+    full = min(plan.n, plan.nr) // plan.lanes
     return [full] if full > 1 else []
 
 

@@ -262,7 +262,9 @@ def _analyze(loop: affine.ForOp, width: int) -> _Plan:
             step = f"stride {s.stride}" if s.stride is not None else f"coefficients {list(s.coefficients)}"
             raise _Refusal(f"{describe_access(op)} has {step} in {value_name(iv)}")
     plan = _Plan(_width(loop, width, strides), body, strides)
-    if trips is not None and trips < plan.width:
+    if trips is not None and trips < plan.width and (trips < 1 or nest_tag(loop) is not None):
+        # (a nest's own loop keeps its tag: a loop is needed; an inner one becomes one
+        # masked vector)
         raise _Refusal(f"it has {trips} iteration{'s' if trips != 1 else ''}, fewer than the width {plan.width}")
     plan.sums = _sums(loop, plan)
     _classify(loop, plan)
@@ -481,14 +483,18 @@ class _Vectorizer:
         parent = loop.parent_block()
         assert parent is not None
         accs = [self.hoist_splat(-0.0, s.start.type) for s in plan.sums]
-        main = self.main_loop(split, accs)  # there is a full vector: the analysis saw to it
-        accs = list(main.results)
+        # no full vector (fewer iterations than the width, an inner loop): one masked one
+        main = self.main_loop(split, accs) if split.upper is not None else None
+        accs = list(main.results) if main is not None else accs
         rest_ops: list[Operation] = []
         if split.rest is not None:
             rest_ops, accs = self.remainder(split, accs)
         finals = self.finish(accs)
-        for op in [*self.before, main, *rest_ops, *finals]:
+        for op in [*self.before, *([main] if main is not None else []), *rest_ops, *finals]:
             parent.insert_op_before(op, loop)
+        if main is None:
+            parent.erase_op(loop)
+            return self.summary(split)
         main.attributes.update(loop.attributes)
         move_tag(loop, main)
         parent.erase_op(loop)
@@ -504,6 +510,8 @@ class _Vectorizer:
         w = self.plan.width
         if split.chunks is None:
             text = f"by {w} (a main loop and a masked remainder: the trip count is not constant)"
+        elif split.chunks == 0:
+            text = f"by {w} (one masked vector of {split.rest_count}: fewer iterations than the width)"
         else:
             main = f"main {split.chunks} iteration{'s' if split.chunks > 1 else ''}"
             rest = f"masked remainder of {split.rest_count}" if split.rest_count else "no remainder"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import affine
+from xdsl.dialects import affine, vector
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
@@ -84,14 +84,16 @@ def perfect_band(root: affine.ForOp) -> list[affine.ForOp]:
 
 
 def statement_loops(root: affine.ForOp) -> list[affine.ForOp]:
-    """The loops of the nest around its statement (its last `affine.store`, or
-    `affine.vector_store` after loom-vectorize), outermost
+    """The loops of the nest around its statement (its deepest `affine.store`, or
+    `affine.vector_store` / `vector.maskedstore` after loom-vectorize, the last of those), outermost
     first: the perfect band for a nest as convert-loom-to-affine makes it, and the
     compute loops still after loom-pack put copy nests beside them."""
-    stores = [o for o in root.walk() if isinstance(o, affine.StoreOp | affine.VectorStoreOp)]
+    stores = [o for o in root.walk() if isinstance(o, affine.StoreOp | affine.VectorStoreOp | vector.MaskedStoreOp)]
     if not stores:
         return perfect_band(root)
-    loops = enclosing_loops(stores[-1])
+    # the deepest (the compute's, not a copy nest's or a masked remainder's), the last of those
+    depth = {op: len(enclosing_loops(op)) for op in stores}
+    loops = enclosing_loops(max(reversed(stores), key=depth.__getitem__))
     return loops[loops.index(root):] if root in loops else perfect_band(root)
 
 

@@ -101,7 +101,7 @@ BATCHED_PEEL = (
     "loom-tile{sizes=1,6,16 op=matmul},"
     "loom-interchange{order=0,1,2,3,6,4,5 op=matmul},"
     "loom-vectorize{op=matmul},"
-    "loom-unroll-jam{factors=1,1,1,1,1,6,2 op=matmul},"
+    "loom-unroll-jam{factors=1,1,1,1,1,6 op=matmul},"  # i by 6 (a j of one vector is gone: no factor)
     "loom-hoist{op=matmul}"
 )
 

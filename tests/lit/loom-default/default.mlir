@@ -95,16 +95,18 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK-NEXT:    memref.dealloc %[[AP1]]
 // CHECK-NEXT:    memref.dealloc %[[BP1]]
 // CHECK-NOT:     memref.alloc
-// CHECK:         affine.for %{{.*}} = 0 to 90
+// CHECK:         affine.for %{{.*}} = 0 to 88 step 4 {
 // CHECK-NEXT:      affine.for %{{.*}} = 96 to 100 {
 // CHECK:         } {loom.tag = "matmul"}
-// CHECK-NEXT:    func.return
-// REMARK:      default.mlir:[[# @LINE + 7]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [6, 16]: %i: iterations [0, 96) in the main nest, the last 4 in a copy; %j: iterations [0, 64) in the main nest, the last 6 in a copy
-// REMARK:      default.mlir:[[# @LINE + 6]]:3: remark: [loom-default] matmul 96x64x90 on test: {{.*}}: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=96 NC=64 KC=90; packed A 96x90 ({{.*}}, L2), B 90x64 ({{.*}}, L3), B panel 90x16 ({{.*}}, L1); estimated traffic {{.*}}; pass list: loom-tile{sizes=96,64,90 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,4,3,7,5,6 op=matmul},loom-pack{operand=1 level=1 panel=16 op=matmul},loom-pack{operand=0 level=2 panel=6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul}
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK:         func.return
+// REMARK:      default.mlir:[[# @LINE + 8]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [6, 16]: %i: iterations [0, 96) in the main nest, the last 4 in a copy; %j: iterations [0, 64) in the main nest, the last 6 in a copy
+// REMARK:      default.mlir:[[# @LINE + 7]]:3: remark: [loom-default] matmul 96x64x90 on test: {{.*}}: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=96 NC=64 KC=90; packed A 96x90 ({{.*}}, L2), B 90x64 ({{.*}}, L3), B panel 90x16 ({{.*}}, L1); estimated traffic {{.*}}; pass list: loom-tile{sizes=96,64,90 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,4,3,7,5,6 op=matmul},loom-pack{operand=1 level=1 panel=16 op=matmul},loom-pack{operand=0 level=2 panel=6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul}
 // REMARK:      remark: [loom-pack] packed operand 1 (%b) of nest 'loom_default_1_0': tile 90x64 at loop %k_t (level 1) as panels [4][90][16]
 // REMARK:      remark: [loom-pack] packed operand 0 (%a) of nest 'loom_default_1_0': tile 96x90 at loop %i_t (level 2) as panels [16][90][6]
-// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 96x6x90 (peeled copy 1 of the nest)
-// REMARK:      default.mlir:[[# @LINE + 2]]:3: remark: [loom-default] matmul 4x70x90 (peeled copy 2 of the nest) on test: {{.*}} 4 rows < MR=6
+// REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-default] matmul 96x6x90 (peeled copy 1 of the nest)
+// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 4x64x90 (peeled copy 2 of the nest) on test: {{.*}} 4 rows < MR=6
+// REMARK:      default.mlir:[[# @LINE + 2]]:3: remark: [loom-default] matmul 4x6x90 (peeled copy 3 of the nest) on test: {{.*}} 4 rows < MR=6
 func.func @mm_pack(%a: tensor<100x90xf32>, %b: tensor<90x70xf32>) -> tensor<100x70xf32> {
   %c = loom.matmul %a, %b : (tensor<100x90xf32>, tensor<90x70xf32>) -> tensor<100x70xf32>
   func.return %c : tensor<100x70xf32>
