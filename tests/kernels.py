@@ -4,6 +4,7 @@ result against the numpy reference."""
 import numpy as np
 from hypothesis import strategies as st
 
+import compiler
 from compiler.runner import error_bound
 from dialects.loom import conv2d_output_hw
 
@@ -85,3 +86,14 @@ def assert_within_bound(out, ref, k, dtype, context=None):
     err = float(np.max(np.abs(out - ref), initial=0.0))
     message = f"max error {err} > bound {bound}"
     assert err <= bound, f"{context}: {message}" if context else message
+
+
+def check_both(src, shapes, k, pipeline, seed=0):
+    """Compile with `pipeline`; compare with the reference on random normal inputs
+    (within the bound) and on small integers (exactly)."""
+    kern = compiler.compile(src, pipeline=pipeline)
+    rng = np.random.default_rng(seed)
+    normal = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    assert_within_bound(kern(*normal), compiler.reference(src, *normal), k, np.float32, pipeline)
+    ints = [small_ints(rng, s, np.float32) for s in shapes]
+    np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(np.float32), err_msg=pipeline)

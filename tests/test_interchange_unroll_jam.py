@@ -11,20 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kernels import check_both, conv2d_kernel, matmul
 
 import compiler
-from kernels import assert_within_bound, conv2d_kernel, matmul, small_ints
-
-
-def check_both(src, shapes, k, pipeline, seed=0):
-    """Compile with `pipeline`; compare with the reference on random normal inputs
-    (within the bound) and on small integers (exactly)."""
-    kern = compiler.compile(src, pipeline=pipeline)
-    rng = np.random.default_rng(seed)
-    normal = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    assert_within_bound(kern(*normal), compiler.reference(src, *normal), k, np.float32, pipeline)
-    ints = [small_ints(rng, s, np.float32) for s in shapes]
-    np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(np.float32), err_msg=pipeline)
 
 
 def order(o) -> str:

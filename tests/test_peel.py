@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
+from kernels import assert_within_bound, check_both, matmul, small_ints
 
 import compiler
-from kernels import assert_within_bound, matmul, small_ints
 
 
 def micro_kernel(mc: int, nc: int, kc: int, peel_op: bool = True) -> str:
@@ -34,17 +34,6 @@ def micro_kernel(mc: int, nc: int, kc: int, peel_op: bool = True) -> str:
         "loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},"
         "loom-hoist{op=matmul}"
     )
-
-
-def check_both(src, shapes, k, pipeline, seed=0):
-    """Compile with `pipeline`; compare with the reference on random normal inputs
-    (within the bound) and on small integers (exactly)."""
-    kern = compiler.compile(src, pipeline=pipeline)
-    rng = np.random.default_rng(seed)
-    normal = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    assert_within_bound(kern(*normal), compiler.reference(src, *normal), k, np.float32, pipeline)
-    ints = [small_ints(rng, s, np.float32) for s in shapes]
-    np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(np.float32), err_msg=pipeline)
 
 
 # 1, primes, multiples of 6 and of 16 and their neighbours, the largest
