@@ -15,8 +15,11 @@ alone, in this order (the steps `skip=` names):
     unroll-jam  loom-unroll-jam: i by MR, the vectors of j by NR/w: the MR x NR block
     hoist       loom-hoist: C's block in vector registers across k (iter_args)
 
-The peeled copies get the same steps with sizes clamped to their extents (a 4-row copy
-gets a 4x16 tile). Nests of other ops (elementwise epilogues, the zero fill of C) are
+Each peeled copy is planned for its own extents: a copy with fewer rows than MR (a
+4-row copy, or a whole matrix-vector product) gets the (k, i, j) row-streaming plan,
+its columns peeled to NR first; a copy of fewer columns than NR gets a tile as wide as
+it is (6x15: a full and a masked vector per row, kept in registers by loom-hoist).
+Nests of other ops (elementwise epilogues, the zero fill of C) are
 vectorized; conv2d nests are left as they are. `--remarks` prints, per matmul, the plan
 with the estimated traffic per memory level and the equivalent pass list, which
 `loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
