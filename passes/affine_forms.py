@@ -42,6 +42,7 @@ from passes.loop_utils import (
     iv_name,
     simplify,
     step_of,
+    used_positions,
     value_name,
 )
 
@@ -182,13 +183,9 @@ def known_multiple(form: LinearForm) -> int:
 
 
 def _value_multiple(value: SSAValue) -> int:
-    owner = value.owner
-    if not isinstance(owner, Block) or not isinstance(loop := owner.parent_op(), affine.ForOp):
-        return 1
-    if value is not owner.args[0] or len(loop.lowerBoundMap.data.results) != 1:
-        return 1
-    (lower,) = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
-    return 1 if lower is None else gcd(known_multiple(lower), step_of(loop))
+    lower = _lower_bound_form(value)  # not None: value is a loop's iv, its owner a Block
+    loop = value.owner.parent_op() if lower is not None and isinstance(value.owner, Block) else None
+    return gcd(known_multiple(lower), step_of(loop)) if isinstance(loop, affine.ForOp) else 1
 
 
 def tiles_are_full(loop: affine.ForOp, width: int) -> bool:
@@ -524,18 +521,6 @@ def access_footprint(access: affine.LoadOp | affine.StoreOp, loops: Sequence[aff
 # --------------------------------------------------------------------------------------
 
 
-def _positions_used(expr: AffineExpr, num_dims: int) -> set[int]:
-    """The operand positions (dims, then symbols) an expression reads."""
-    match expr:
-        case AffineDimExpr(position=p):
-            return {p}
-        case AffineSymExpr(position=p):
-            return {num_dims + p}
-        case AffineBinaryOpExpr(lhs=lhs, rhs=rhs):
-            return _positions_used(lhs, num_dims) | _positions_used(rhs, num_dims)
-    return set()
-
-
 class StrideError(ValueError):
     """An access whose movement along a loop cannot be told (the message says why)."""
 
@@ -566,13 +551,14 @@ def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) ->
     loop over %j of a memref<64x128xf32> has coefficients (0, 1) and stride 1; along %k,
     (1, 0) and stride 128. Subscripts are read through `map_forms` (affine.apply and index
     constants expanded; a floordiv or mod of values defined outside the loop is invariant).
-    Raises StrideError for a subscript that is not linear in the iv (a floordiv or mod of it) or that uses a value computed in the loop by another op."""
+    Raises StrideError for a subscript that is not linear in the iv (a floordiv or mod of
+    it) or that uses a value computed in the loop by another op."""
     iv = loop.body.block.args[0]
     coefficients = []
     m = access.map.data
     for result, form in zip(m.results, map_forms(m, access.indices)):
         if form is None:
-            used = [access.indices[p] for p in _positions_used(result, m.num_dims)]
+            used = [access.indices[p] for p in used_positions([result], m.num_dims)]
             if all(defined_outside(v, loop) for v in used):  # (%i - %i_t) floordiv 6 along %j
                 coefficients.append(0)
                 continue

@@ -69,6 +69,8 @@ from passes.loop_transforms import (
     promote_to_iter_args,
 )
 from passes.loop_utils import (
+    access_memref,
+    accessed_type,
     defined_outside,
     describe_access,
     iv_name,
@@ -203,10 +205,6 @@ def _invariant_address(op: Access, loop: affine.ForOp) -> bool:
     return all(defined_outside(v, loop) for v in operands)
 
 
-def _memref(op: Access) -> SSAValue:
-    return op.base if isinstance(op, Masked) else op.memref
-
-
 def _address(op: Access) -> tuple[AffineMap, list[SSAValue]]:
     """The access's map and operands (a masked access reads its indices as they are)."""
     if isinstance(op, Masked):
@@ -239,7 +237,7 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
         if isinstance(op, Masked) and not defined_outside(op.mask, loop):
             return f"the mask of {_describe(op)} is computed in the loop"
     accesses: list[Access] = ops  # type: ignore[assignment]
-    if len({_memref(op) for op in accesses}) > 1:
+    if len({access_memref(op) for op in accesses}) > 1:
         return "it is accessed through several views"
     values, addresses = unify_operands(*(_address(op) for op in accesses), through_apply=True)
     by_address: dict[tuple, list[Access]] = {}
@@ -247,7 +245,7 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
         by_address.setdefault(address, []).append(op)
     for group in by_address.values():
         widths = {_width(op) for op in group}
-        if len(widths) > 1 or None in widths or len({_value_type(op) for op in group}) > 1:
+        if len(widths) > 1 or None in widths or len({accessed_type(op) for op in group}) > 1:
             return (f"{_describe(group[0])} is accessed both as a scalar and as a vector, "
                     "or as vectors of different types")
         masks = {op.mask if isinstance(op, Masked) else None for op in group}
@@ -295,18 +293,12 @@ def _lanes_leak(load: vector.MaskedLoadOp, group: list[Access]) -> str | None:
     return None
 
 
-def _value_type(op: Access):
-    if isinstance(op, vector.MaskedStoreOp):
-        return op.value_to_store.type
-    return op.result.type if isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp) else op.value.type
-
-
 def _width(op: Access) -> int | None:
     """How many consecutive elements of the last dimension the access covers (None for a
     vector of more than one dimension)."""
     if isinstance(op, affine.LoadOp | affine.StoreOp):
         return 1
-    shape = _value_type(op).get_shape()
+    shape = accessed_type(op).get_shape()
     return shape[0] if len(shape) == 1 else None
 
 

@@ -106,7 +106,12 @@ from passes.affine_forms import (
     map_forms,
 )
 from passes.dependences import band_dependences
-from passes.loop_transforms import StripMine, drop_unused_operands, promote_single_iteration, strip_mine
+from passes.loop_transforms import (
+    StripMine,
+    drop_unused_operands,
+    promote_single_iteration,
+    strip_mine,
+)
 from passes.loop_utils import (
     constant_trip_count,
     defined_outside,
@@ -117,6 +122,7 @@ from passes.loop_utils import (
     nest_tag,
     select_nests,
     step_of,
+    used_positions,
     value_name,
 )
 
@@ -333,8 +339,7 @@ def _used_indices(access: affine.LoadOp) -> list[SSAValue]:
     """The index operands the access's map reads (not the ivs convert-loom-to-affine
     passes to every access)."""
     m = access.map.data
-    used = {e.position if isinstance(e, AffineDimExpr) else m.num_dims + e.position
-            for r in m.results for e in r.dfs() if isinstance(e, AffineDimExpr | AffineSymExpr)}
+    used = used_positions(m.results, m.num_dims)
     return [v for p, v in enumerate(access.indices) if p in used]
 
 

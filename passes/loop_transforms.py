@@ -25,10 +25,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
-    AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSymExpr,
 )
 from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineSet
 from xdsl.traits import IsTerminator
@@ -36,6 +34,8 @@ from xdsl.traits import IsTerminator
 from passes.affine_forms import LinearForm, bound_map, tiles_are_full
 from passes.loop_utils import (
     TAG,
+    access_memref,
+    accessed_type,
     constant_trip_count,
     defined_outside,
     enclosing_loops,
@@ -44,6 +44,7 @@ from passes.loop_utils import (
     simplify,
     step_of,
     unify_operands,
+    used_positions,
 )
 
 Bound = tuple[AffineMap, Sequence[SSAValue]]
@@ -478,13 +479,7 @@ def drop_unused_operands(op: affine.LoadOp | affine.StoreOp | affine.ApplyOp | a
     what the op depends on."""
     ((prop, start, count),) = _map_operand_groups(op)
     m = op.properties[prop].data
-    used = set()
-    for e in m.results:
-        for sub in e.dfs():
-            if isinstance(sub, AffineDimExpr):
-                used.add(sub.position)
-            elif isinstance(sub, AffineSymExpr):
-                used.add(m.num_dims + sub.position)
+    used = used_positions(m.results, m.num_dims)
     if len(used) == count:
         return
     keep = sorted(used)
@@ -522,11 +517,10 @@ def promote_to_iter_args(
     for group in groups:
         first = group[0]
         if isinstance(first, vector.MaskedLoadOp | vector.MaskedStoreOp):
-            vtype = first.result.type if isinstance(first, vector.MaskedLoadOp) else first.value_to_store.type
-            load = vector.MaskedLoadOp(first.base, list(first.indices), first.mask, _pass_thru(group, vtype, loop))
+            pass_thru = _pass_thru(group, accessed_type(first), loop)
+            load = vector.MaskedLoadOp(first.base, list(first.indices), first.mask, pass_thru)
         elif isinstance(first, affine.VectorLoadOp | affine.VectorStoreOp):
-            vtype = first.result.type if isinstance(first, affine.VectorLoadOp) else first.value.type
-            load = affine.VectorLoadOp(first.memref, list(first.indices), first.map, vtype)
+            load = affine.VectorLoadOp(first.memref, list(first.indices), first.map, accessed_type(first))
         else:
             load = affine.LoadOp(first.memref, list(first.indices), first.map, first.memref.type.get_element_type())
         load.location = first.location
@@ -538,8 +532,7 @@ def promote_to_iter_args(
     new = rebuild_loop(loop, inits=[*loop.inits, *inits])
     carried = list(new.body.block.args[1 + kept :])
     for value, group in zip(carried, groups):
-        memref = group[0].base if isinstance(group[0], vector.MaskedLoadOp | vector.MaskedStoreOp) else group[0].memref
-        if (hint := memref.name_hint) is not None:
+        if (hint := access_memref(group[0]).name_hint) is not None:
             value.name_hint = f"{hint}_acc"
     group_of = {op: i for i, group in enumerate(groups) for op in group}
     final = _thread_values(new.body.block, group_of, carried)

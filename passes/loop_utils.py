@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import affine, vector
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -143,6 +143,16 @@ def step_of(loop: affine.ForOp) -> int:
     return loop.step.value.data
 
 
+def used_positions(exprs: Sequence[AffineExpr], num_dims: int) -> set[int]:
+    """The operand positions (dims, then symbols) the expressions read."""
+    return {
+        e.position if isinstance(e, AffineDimExpr) else num_dims + e.position
+        for expr in exprs
+        for e in expr.dfs()
+        if isinstance(e, AffineDimExpr | AffineSymExpr)
+    }
+
+
 def simplify(expr: AffineExpr, num_dims: int, num_symbols: int = 0) -> AffineExpr:
     """The canonical (flattened) form of a pure affine expression; others as they are."""
     try:
@@ -250,6 +260,20 @@ def memref_root(value: SSAValue) -> SSAValue:
 # --------------------------------------------------------------------------------------
 # Names for remarks
 # --------------------------------------------------------------------------------------
+
+
+def access_memref(op: Operation) -> SSAValue:
+    """The memref a load or store (affine, affine vector, vector masked) accesses."""
+    return op.base if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp) else op.memref  # type: ignore[attr-defined]
+
+
+def accessed_type(op: Operation) -> Attribute:
+    """The type of the value a load reads or a store writes."""
+    if isinstance(op, vector.MaskedStoreOp):
+        return op.value_to_store.type
+    if isinstance(op, affine.StoreOp | affine.VectorStoreOp):
+        return op.value.type
+    return op.results[0].type
 
 
 def iv_name(loop: affine.ForOp) -> str:
