@@ -351,16 +351,16 @@ class _Dispatch(RewritePattern):
     lookup per op instead of trying every pattern in turn (a faithful conversion, no DCE)."""
 
     def __init__(self, patterns: Sequence[_Lowering]):
-        self.table: dict[type[Operation], _Lowering] = {}
+        self.table: dict[type[Operation], _Lowering | None] = {}
         for p in patterns:
             for source in p.sources:
                 self.table.setdefault(source, p)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        pattern = self.table.get(type(op))
-        if pattern is None:
-            pattern = next((p for t, p in self.table.items() if isinstance(op, t)), None)
-        if pattern is not None:
+        kind = type(op)
+        if kind not in self.table:  # a subclass of a source, or no lowering: looked up once
+            self.table[kind] = next((p for t, p in self.table.items() if p and isinstance(op, t)), None)
+        if (pattern := self.table[kind]) is not None:
             pattern.lower(op, _Rewrite(op, rewriter))
 
 
