@@ -28,9 +28,13 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    BoolAttr,
     DenseArrayBase,
+    IndexType,
+    IntegerAttr,
     MemRefType,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -38,7 +42,9 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
+    operand_def,
     opt_prop_def,
+    prop_def,
     var_operand_def,
     var_result_def,
 )
@@ -389,4 +395,78 @@ class ReluOp(LoomComputeOp):
         return shapes[0]
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp], [])
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """A hint that an element of a memref will be read or written soon: MLIR's
+    `memref.prefetch`, lowered to `llvm.prefetch`. It changes no value; the address may
+    lie outside the memref (a prefetch never faults), so a loop can ask for the element
+    its next iteration loads without a bounds check.
+
+    ```mlir
+    loom.prefetch %c[%i, %j], write, locality<3>, data : memref<64x64xf32>
+    ```
+
+    `locality` is LLVM's: 0 (no temporal locality) to 3 (keep in every cache level).
+    """
+
+    name = "loom.prefetch"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType())
+    is_write = prop_def(BoolAttr)
+    locality = prop_def(IntegerAttr)
+
+    # No memory-effect trait, as MLIR's memref.prefetch: unknown effects, so that it is
+    # never dead code (an op that only reads and has no results would be).
+
+    def __init__(self, mem: SSAValue, indices: Sequence[SSAValue], *, write: bool, locality: int = 3):
+        super().__init__(operands=[mem, indices], properties={
+            "is_write": BoolAttr.from_bool(write), "locality": IntegerAttr(locality, i32)})
+
+    def verify_(self) -> None:
+        assert isinstance(self.memref.type, MemRefType)
+        if len(self.indices) != self.memref.type.get_num_dims():
+            raise VerifyException(
+                f"needs {self.memref.type.get_num_dims()} indices for "
+                f"{self.memref.type}, got {len(self.indices)}")
+        if not 0 <= self.locality.value.data <= 3:
+            raise VerifyException(f"locality is 0 to 3, got {self.locality.value.data}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrefetchOp:
+        mem = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        kind = parser.parse_identifier()
+        if kind not in ("read", "write"):
+            parser.raise_error(f"expected 'read' or 'write', got '{kind}'", pos, parser.pos)
+        parser.parse_punctuation(",")
+        parser.parse_keyword("locality")
+        parser.parse_punctuation("<")
+        pos = parser.pos
+        locality = parser.parse_integer()
+        if not 0 <= locality <= 3:
+            parser.raise_error(f"locality is 0 to 3, got {locality}", pos, parser.pos)
+        parser.parse_punctuation(">")
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        if parser.parse_identifier() != "data":
+            parser.raise_error("only data prefetches ('data') are supported", pos, parser.pos)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls(parser.resolve_operand(mem, t),
+                   [parser.resolve_operand(i, IndexType()) for i in indices],
+                   write=kind == "write", locality=locality)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        kind = "write" if self.is_write.value.data else "read"
+        printer.print_string(f"], {kind}, locality<{self.locality.value.data}>, data : ")
+        printer.print_attribute(self.memref.type)
+
+
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, PrefetchOp], [])

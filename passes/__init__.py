@@ -18,6 +18,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-default": "loom_default:LoomDefaultPass",
     "loom-pack": "loom_pack:LoomPackPass",
     "loom-peel": "loom_peel:LoomPeelPass",
+    "loom-prefetch": "loom_prefetch:LoomPrefetchPass",
     "loom-tile": "loom_tile:LoomTilePass",
     "loom-unroll": "loom_unroll:LoomUnrollPass",
     "loom-hoist": "loom_hoist:LoomHoistPass",

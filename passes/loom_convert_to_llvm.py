@@ -33,7 +33,7 @@ What is lowered: func.func/return/call; arith constants, integer and float arith
 casts; math ops (llvm intrinsic ops where xDSL has them, `llvm.call_intrinsic` with a
 mangled name otherwise, libm calls for erf/cbrt/…); cf.br/cond_br; memref
 load/store/alloc/alloca/dealloc/dim and static views (subview, reinterpret_cast, cast,
-collapse/expand_shape, assume_alignment); the 1-D vector ops loom-vectorize emits:
+collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); the 1-D vector ops loom-vectorize emits:
 vector.load/store (an llvm.load/store of the vector type, element-aligned),
 maskedload/maskedstore (llvm.intr.masked.load/store), broadcast (insertelement +
 shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number vector with a
@@ -92,6 +92,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from compiler.diagnostics import LoomError
+from dialects.loom import PrefetchOp
 from dialects.llvm_ext import (
     ExtractElementOp,
     FPToSIOp,
@@ -801,8 +802,11 @@ class BranchLowering(_Lowering):
 # --------------------------------------------------------------------------------------
 
 
-def _element_pointer(r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, MemrefLayout]:
-    """`getelementptr inbounds T, ptr base, i64 (offset + Σ idx_k·stride_k)`."""
+def _element_pointer(
+    r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue], *, inbounds: bool = True,
+) -> tuple[SSAValue, MemrefLayout]:
+    """`getelementptr inbounds T, ptr base, i64 (offset + Σ idx_k·stride_k)` (without
+    `inbounds` for an address that may lie outside the memref: a prefetch's)."""
     assert isinstance(mem.type, MemRefType)
     layout = memref_layout(mem.type, r.op)
     base = r.value(mem)
@@ -824,7 +828,7 @@ def _element_pointer(r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) ->
             linear = r.result(llvm.AddOp(linear, r.const(constant), overflow=NSW))
     elif not -(2**31) <= constant < 2**31:  # GEP's constant indices are i32
         linear = r.const(constant)
-    gep = llvm.GEPOp.from_mixed_indices(base, [linear], layout.element_type, inbounds=True)
+    gep = llvm.GEPOp.from_mixed_indices(base, [linear], layout.element_type, inbounds=inbounds)
     return r.result(gep), layout
 
 
@@ -846,6 +850,18 @@ class LoadStoreLowering(_Lowering):
             ptr, layout = _element_pointer(r, op.memref, op.indices)
             store = llvm.StoreOp(r.value(op.value), ptr, alignment=_scalar_bytes(layout.element_type))
             r.rewriter.replace(op, store, [])
+
+
+class PrefetchLowering(_Lowering):
+    """loom.prefetch → llvm.prefetch.p0(ptr, rw, locality, 1 = data cache)."""
+
+    sources = (PrefetchOp,)
+
+    def lower(self, op: PrefetchOp, r: _Rewrite) -> None:
+        ptr, _ = _element_pointer(r, op.memref, op.indices, inbounds=False)
+        flags = [int(bool(op.is_write.value.data)), op.locality.value.data, 1]
+        args = [ptr, *(r.result(llvm.ConstantOp(IntegerAttr(f, i32), i32)) for f in flags)]
+        r.rewriter.replace(op, llvm.CallIntrinsicOp("llvm.prefetch.p0", args, []), [])
 
 
 HEAP_ALIGNMENT = 64
@@ -1125,6 +1141,7 @@ class LoomConvertToLLVMPass(ModulePass):
             CastLowering(),
             BranchLowering(),
             LoadStoreLowering(),
+            PrefetchLowering(),
             AllocLowering(externals),
             ViewLowering(),
             DimLowering(),

@@ -14,6 +14,9 @@ alone, in this order (the steps `skip=` names):
     vectorize   loom-vectorize: the NR columns become NR/w vectors
     unroll-jam  loom-unroll-jam: i by MR, the vectors of j by NR/w: the MR x NR block
     hoist       loom-hoist: C's block in vector registers across k (iter_args)
+    prefetch    loom-prefetch: the next register tile's block of C is prefetched while
+                this one runs (its rows are a matrix row apart: no hardware stream
+                brings them; +3% at 2048^3)
 
 Each peeled copy is planned for its own extents: a copy with fewer rows than MR (a
 4-row copy, or a whole matrix-vector product) gets the (k, i, j) row-streaming plan,
@@ -46,7 +49,7 @@ from compiler.target import Target, host
 from passes.cost_model import MatmulPlan, plan_matmul
 from passes.loop_utils import TAG, constant_trip_count, nest_tag, perfect_band, select_nests
 
-STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist")
+STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch")
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> st
         steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
     if "hoist" not in skip:
         steps.append(f"loom-hoist{{op={op}}}")
+    if "prefetch" not in skip and plan.rows_tiled:
+        steps.append(f"loom-prefetch{{op={op}}}")
     return ",".join(steps)
 
 

@@ -211,7 +211,7 @@ def test_conv2d_left_unscheduled_but_correct():
 
 #: the pass whose remarks show that a step ran
 STEP_PASS = {"peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
-             "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist"}
+             "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist", "prefetch": "loom-prefetch"}
 
 
 @pytest.mark.parametrize("skip", [*STEPS, "tile,pack", ",".join(STEPS)])
@@ -246,7 +246,7 @@ def test_skip_unknown_step_is_an_error():
     assert all(step in message for step in STEPS), message
     p = run("loom-opt", ROOT / "examples" / "matmul.mlir", "-p", "loom-default{skip=bogus}")
     assert p.returncode == 1 and p.stdout == ""
-    assert "error: loom-default: unknown step bogus in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist)" in p.stderr
+    assert "error: loom-default: unknown step bogus in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist, prefetch)" in p.stderr
     p = run("loom-run", ROOT / "examples" / "matmul.mlir", "--pipeline", "loom-default{skip=hoist,bogus}", "--repeat", "1")
     assert p.returncode == 1 and "unknown step bogus" in p.stdout + p.stderr
 

@@ -102,3 +102,35 @@ func.func @attr(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x
   %y = loom.conv2d %x, %w {stride = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %y : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @prefetch_rank(%c: memref<8x16xf32>, %i: index) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.prefetch' op needs 2 indices for memref<8x16xf32>, got 1
+  loom.prefetch %c[%i], read, locality<3>, data : memref<8x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @prefetch_locality(%c: memref<8xf32>, %i: index) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:40: error: locality is 0 to 3, got 4
+  loom.prefetch %c[%i], read, locality<4>, data : memref<8xf32>
+  func.return
+}
+
+// -----
+
+func.func @prefetch_kind(%c: memref<8xf32>, %i: index) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:25: error: expected 'read' or 'write', got 'load'
+  loom.prefetch %c[%i], load, locality<3>, data : memref<8xf32>
+  func.return
+}
+
+// -----
+
+func.func @prefetch_cache(%c: memref<8xf32>, %i: index) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:44: error: only data prefetches ('data') are supported
+  loom.prefetch %c[%i], read, locality<3>, instr : memref<8xf32>
+  func.return
+}

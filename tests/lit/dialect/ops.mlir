@@ -41,3 +41,14 @@ func.func @bufferized(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf
   loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
   func.return
 }
+
+// CHECK-LABEL: func.func @prefetch
+// CHECK: loom.prefetch %c[%i, %j], write, locality<3>, data : memref<8x16xf32>
+// CHECK: loom.prefetch %c[%j, %i], read, locality<0>, data : memref<8x16xf32>
+// CHECK: loom.prefetch %v[], read, locality<2>, data : memref<f32>
+func.func @prefetch(%c: memref<8x16xf32>, %v: memref<f32>, %i: index, %j: index) {
+  loom.prefetch %c[%i, %j], write, locality<3>, data : memref<8x16xf32>
+  loom.prefetch %c[%j, %i], read, locality<0>, data : memref<8x16xf32>
+  loom.prefetch %v[], read, locality<2>, data : memref<f32>
+  func.return
+}

@@ -125,3 +125,27 @@ func.func @dim(%A: memref<7x5xf32>) -> index {
 // CHECK-LABEL: llvm.func @dim(
 // CHECK:         %[[D:.*]] = llvm.mlir.constant(5) : i64
 // CHECK-NEXT:    llvm.return %[[D]] : i64
+
+// -----
+
+// loom.prefetch: llvm.prefetch.p0(ptr, rw, locality, 1 = data). The address may lie past
+// the memref (the next tile's, at the last one): the getelementptr is not inbounds.
+func.func @prefetch(%A: memref<7x5xf32>, %i: index, %j: index) {
+  loom.prefetch %A[%i, %j], write, locality<3>, data : memref<7x5xf32>
+  loom.prefetch %A[%j, %i], read, locality<1>, data : memref<7x5xf32>
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @prefetch(
+// CHECK:         %[[L0:.*]] = llvm.add %{{.*}}, %j overflow<nsw> : i64
+// CHECK-NEXT:    %[[P0:.*]] = llvm.getelementptr %A[%[[L0]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[W:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    %[[L3:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT:    %[[D:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.prefetch.p0"(%[[P0]], %[[W]], %[[L3]], %[[D]]) : (!llvm.ptr, i32, i32, i32) -> ()
+// CHECK:         %[[P1:.*]] = llvm.getelementptr %A[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[R:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %[[L1:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    %{{.*}} = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.prefetch.p0"(%[[P1]], %[[R]], %[[L1]], %{{.*}}) : (!llvm.ptr, i32, i32, i32) -> ()
+// CHECK-NEXT:    llvm.return
