@@ -19,15 +19,18 @@ n^3 fmas. AVX2 (16 registers): 6x16; AVX-512 (32): 14x32.
 
 Cache tiles, from the sizes: KC so that one B panel (KC x NR floats) fills L1 (it is
 reused by all MC/MR A panels while they stream from L2); MC so that the packed A block
-(MC x KC) takes 3/8 of L2, a multiple of MR; NC so that the packed B block (KC x NC) is
-four times L2 (it lives in L3; each NC block packs A again, so a larger NC packs A less,
-while a smaller block keeps B's panels closer: measured at 2048^3, NC=512 and 1024 ran
-0.91-0.97x numpy and NC=2048 0.84-0.95x; 128x768x3072 went from 0.69-0.79x at NC=512 to
-0.86x at NC=768), a multiple of NR. Each clamped to the
-(peeled) extent. Measured on the znver3 host (32 KiB L1d, 512 KiB L2), with
-`loom-run --pipeline <pass list> --numpy`: KC=512, MC=96 beat KC=256/384/768 and
-MC=48/72/144/192 at 1024^3 and 2048^3 (`loom-bench --ablation` shows what each step of
-the schedule is worth).
+(MC x KC) takes 3/4 of L2, a multiple of MR (the rest holds the B panel in use, the next
+one and C's lines; each MC block streams the whole B block from L3 again, so fewer,
+larger blocks move less); NC so that the packed B block (KC x NC) is four times L2 (it
+lives in L3; each NC block packs A again, so a larger NC packs A less, while a smaller
+block keeps B's panels closer: measured at 2048^3, NC=512 and 1024 ran 0.91-0.97x numpy
+and NC=2048 0.84-0.95x; 128x768x3072 went from 0.69-0.79x at NC=512 to 0.86x at
+NC=768), a multiple of NR. Each clamped to the (peeled) extent. Measured on the znver3
+host (32 KiB L1d, 512 KiB L2): KC=512 beat KC=256/384/768/1024; MC, interleaved with
+numpy in one process, 2-4 runs each (2048^3 and 1024^3, with loom-prefetch): MC=96
+0.96-0.98x, 126 0.97x, 144 0.97-1.01x, 192 0.99-1.00x; at 197x768x768 192 ran 0.985x
+against 96's 0.949x, at 127x255x511 1.016x against 0.986x (`loom-bench --ablation`
+shows what each step of the schedule is worth).
 
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
@@ -142,7 +145,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     nr = min(nr, n)  # a narrow matmul (a peeled copy's last columns): its own width, one panel
     w = target.lanes(e)
     kc = min(k, max(8, target.l1 // (nr * e) // 8 * 8))
-    mc = _fit(m, 3 * target.l2 // 8 // (kc * e), mr)
+    mc = _fit(m, 3 * target.l2 // 4 // (kc * e), mr)
     nc = _fit(n, 4 * target.l2 // (kc * e), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together", e)

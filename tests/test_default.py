@@ -355,7 +355,7 @@ def test_register_tile(target, tile):
 
 def test_plan_1024_on_znver3_like_host():
     plan = plan_matmul(1024, 1024, 1024, AVX2_TARGET)
-    assert (plan.mr, plan.nr, plan.mc, plan.nc, plan.kc, plan.pack) == (6, 16, 96, 1024, 512, True)
+    assert (plan.mr, plan.nr, plan.mc, plan.nc, plan.kc, plan.pack) == (6, 16, 192, 1024, 512, True)
     assert plan.lanes == 8 and plan.rows_tiled
 
 
