@@ -2,14 +2,24 @@
 a matmul C[M,N] += A[M,K] B[K,N] on a target (compiler/target.py), and the traffic that
 schedule moves between memory levels, so that `--remarks` can say why.
 
-The schedule is BLIS's (Goto's) loop nest, as loom's passes build it:
+The schedule is BLIS's (Goto's) loop nest, as loom's passes build it, with the two
+register-tile loops in the order that keeps A's sliver in L1:
 
     for j_t in N step NC            B block KC x NC (L3)
       for k_t in K step KC          pack B[k_t:+KC, j_t:+NC] as NC/NR panels KC x NR
         for i_t in M step MC        pack A[i_t:+MC, k_t:+KC] as MC/MR panels KC x MR (L2)
-          for j_r in NC step NR     one B panel KC x NR stays in L1
-            for i_r in MC step MR   C[i_r:+MR, j_r:+NR] in MR*NR/w vector registers
+          for i_r in MC step MR     one A sliver KC x MR stays in L1
+            for j_r in NC step NR   C[i_r:+MR, j_r:+NR] in MR*NR/w vector registers;
+                                    the B panels stream through L1, in the order packed
               for k in KC           MR broadcasts of A, NR/w vector loads of B, MR*NR/w fmas
+
+BLIS's order (j_r outside i_r) keeps a B panel in L1 instead; at KC=512 that panel is
+all of L1 (6x16 on 32 KiB), so it could not stay beside the A slivers streaming past it:
+both were read from L2 for every tile. With the A sliver resident (12 KiB) only the B
+panels move, and they move in one sequential walk over the packed block, which the
+hardware prefetchers follow. Measured interleaved with numpy, 8 runs each, against the
+previous schedule (BLIS's order, KC=512, MC=192): 2048^3 0.99 -> 1.03x numpy (faster in
+7 of 8 runs), 1024^3 0.95 -> 0.99x (in 8 of 8).
 
 Register tile: NR = nv*w (w lanes per vector); MR*nv accumulators, nv vectors of B and one
 broadcast of A live at once (loom-unroll-jam groups the copies by row, so one broadcast is
@@ -17,20 +27,17 @@ live at a time): MR*nv + nv + 1 <= registers (see `register_tile` for the choice
 those). L1 -> register traffic is n^3/NR (A, broadcasts) + n^3/MR (B, in elements) for
 n^3 fmas. AVX2 (16 registers): 6x16; AVX-512 (32): 14x32.
 
-Cache tiles, from the sizes: KC so that one B panel (KC x NR floats) fills L1 (it is
-reused by all MC/MR A panels while they stream from L2); MC so that the packed A block
-(MC x KC) takes 3/4 of L2, a multiple of MR (the rest holds the B panel in use, the next
-one and C's lines; each MC block streams the whole B block from L3 again, so fewer,
-larger blocks move less); NC so that the packed B block (KC x NC) is four times L2 (it
-lives in L3; each NC block packs A again, so a larger NC packs A less, while a smaller
-block keeps B's panels closer: measured at 2048^3, NC=512 and 1024 ran 0.91-0.97x numpy
-and NC=2048 0.84-0.95x; 128x768x3072 went from 0.69-0.79x at NC=512 to 0.86x at
-NC=768), a multiple of NR. Each clamped to the (peeled) extent. Measured on the znver3
-host (32 KiB L1d, 512 KiB L2): KC=512 beat KC=256/384/768/1024; MC, interleaved with
-numpy in one process, 2-4 runs each (2048^3 and 1024^3, with loom-prefetch): MC=96
-0.96-0.98x, 126 0.97x, 144 0.97-1.01x, 192 0.99-1.00x; at 197x768x768 192 ran 0.985x
-against 96's 0.949x, at 127x255x511 1.016x against 0.986x (`loom-bench --ablation`
-shows what each step of the schedule is worth).
+Cache tiles, from the sizes: KC so that the A sliver (KC x MR) takes 3/4 of L1, clamped
+to K (a single k block where K allows: 197x768x768 ran 1.00x with KC=768 against 0.94x
+with 512 and 0.97x with 384; at 2048^3 KC=512, 680, 768 and 1024 were within 1%); MC so
+that the packed A block (MC x KC) takes 3/4 of L2, a multiple of MR (packed, then read
+sliver by sliver while it is still in L2); NC so that the packed B block (KC x NC), which
+every row tile streams again, takes 1/8 of L3 (each NC block packs A again, so a larger
+NC packs A less: at KC=512, 2048^3 ran 1.02x with NC=1024, 0.98x with 2048 and 0.96x
+with 512), a multiple of NR. Each clamped to the (peeled) extent. Earlier, with BLIS's
+order, MC=192 beat MC=96 by 2-4% (fewer MC blocks, each streaming the B block once);
+in this order MC hardly matters (96, 192 and 384 within 1% at 2048^3).
+`loom-bench --ablation` shows what each step of the schedule is worth.
 
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
@@ -73,15 +80,14 @@ class MatmulPlan:
         flops = m * n * k
         n_blocks = -(-n // self.nc)
         k_blocks = -(-k // self.kc)
-        m_blocks = -(-m // self.mc)
         if not self.rows_tiled:  # B streamed once; C's rows read and written per 4 k
             return {"DRAM->L3": k * n + m * k + m * n, "L2->L1": k * n + m * k + 2 * m * n * k / 4,
                     "L1->registers": flops + 2 * flops / 4}
         return {
             # packing reads A once per NC block and B once; C is read and written per KC block
             "DRAM->L3": m * k * n_blocks + k * n + 2 * m * n * k_blocks,
-            # A panels stream from L2 once per B panel; B panels come from L3 once per MC block
-            "L2->L1": flops / self.nr + k * n * m_blocks,
+            # B's panels stream through L1 once per row tile; each A sliver is read once per NC block
+            "L2->L1": flops / self.mr + m * k * n_blocks,
             # broadcasts of A and vector loads of B (in elements)
             "L1->registers": flops / self.nr + flops / self.mr,
         }
@@ -99,7 +105,7 @@ class MatmulPlan:
         if self.pack:
             words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * self.element_bytes // 1024} KiB, L2), "
                          f"B {self.kc}x{self.nc} ({self.kc * self.nc * self.element_bytes // 1024} KiB, L3), "
-                         f"B panel {self.kc}x{self.nr} ({self.kc * self.nr * self.element_bytes // 1024} KiB, L1)")
+                         f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * self.element_bytes // 1024} KiB, L1)")
         elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
@@ -113,8 +119,8 @@ def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]
     broadcast of A fit the registers (MR*nv + nv + 1 <= registers), and keeps the fma
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
     on AVX2 would be broadcast-bound). Of those, the one whose k step reads the fewest
-    bytes per fma, (MR + NR) / (MR*NR): the smaller that L1 footprint, the longer the KC
-    a B panel in L1 allows. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27% more); AVX-512
+    bytes per fma, (MR + NR) / (MR*NR): the fewer bytes move from L1 (and from L2, the
+    B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27% more); AVX-512
     (32 x 16 lanes): 14x32."""
     w, regs = target.lanes(element_bytes), target.vector_registers
     best: tuple[float, int, int] | None = None
@@ -144,9 +150,9 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     mr, nr = register_tile(target, e)
     nr = min(nr, n)  # a narrow matmul (a peeled copy's last columns): its own width, one panel
     w = target.lanes(e)
-    kc = min(k, max(8, target.l1 // (nr * e) // 8 * 8))
+    kc = min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8))
     mc = _fit(m, 3 * target.l2 // 4 // (kc * e), mr)
-    nc = _fit(n, 4 * target.l2 // (kc * e), nr)
+    nc = _fit(n, target.l3 // 8 // (kc * e), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together", e)
     if m < mr:

@@ -47,7 +47,7 @@ def test_default_prefetches_the_next_tile_of_c():
     kern = compiler.compile(src, pipeline="default", remarks=True, stages=True)
     remarks = [r for r in kern.remarks if "[loom-prefetch]" in r]
     assert len(remarks) == 1, kern.remarks
-    assert "loop %i_t2: 12 prefetches one iteration (6 in %i_t2) ahead" in remarks[0]
+    assert "loop %j_t2: 12 prefetches one iteration (16 in %j_t2) ahead" in remarks[0]
     assert "(12 for writing, locality 3), e.g. of %c[%i_t2, %j_t2]" in remarks[0]
     assert "loom-prefetch{op=matmul}" in next(r for r in kern.remarks if "[loom-default]" in r)
     assert kern.stages["loom-default"].count("loom.prefetch %c[") == 12

@@ -14,7 +14,7 @@
 // 64x64x64: M = 64 is peeled into a 60-row main nest (a multiple of MR = 6) and a 4-row
 // copy; N = 64 is a multiple of NR = 16. A and B fit in L1 together (2 x 16 KiB), so
 // nothing is packed: no buffer is allocated. The main nest runs BLIS's loop order
-// (j_t, k_t, i_t, j_r, i_r, k) with the cache tiles clamped to the extents and the 6x16
+// (j_t, k_t, i_t, i_r, j_r, k) with the cache tiles clamped to the extents and the 6x16
 // block of C in 12 vector<8xf32> accumulators (iter_args) across k: 12 fmas per k. The
 // 4-row copy has fewer rows than MR: loop order (k, i, j), k unroll-jammed by 4 (N is a
 // multiple of the vector width: no masked remainder), j in vectors.
@@ -27,8 +27,8 @@
 // CHECK-NEXT:    affine.for %j_t = 0 to 64 step 64 {
 // CHECK-NEXT:      affine.for %k_t = 0 to 64 step 64 {
 // CHECK-NEXT:        affine.for %i_t = 0 to 60 step 60 {
-// CHECK-NEXT:          affine.for %j_t2 = {{.*}}(%j_t) to {{.*}}(%j_t) step 16 {
-// CHECK-NEXT:            affine.for %i_t2 = {{.*}}(%i_t) to {{.*}}(%i_t) step 6 {
+// CHECK-NEXT:          affine.for %i_t2 = {{.*}}(%i_t) to {{.*}}(%i_t) step 6 {
+// CHECK-NEXT:            affine.for %j_t2 = {{.*}}(%j_t) to {{.*}}(%j_t) step 16 {
 // CHECK-COUNT-12:          affine.vector_load %c[%i_t2{{.*}}, %j_t2{{.*}}] : memref<64x64xf32>, vector<8xf32>
 // CHECK-NEXT:              = affine.for %k = {{.*}}(%k_t) to {{.*}}(%k_t) iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NOT:                 affine.for
@@ -46,7 +46,7 @@
 // CHECK-NOT:     memref.alloc
 // CHECK:         func.return
 // REMARK:      default.mlir:[[# @LINE + 6]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [6, 16]: %i: iterations [0, 60) in the main nest, the last 4 in a copy
-// REMARK:      default.mlir:[[# @LINE + 5]]:3: remark: [loom-default] matmul 60x64x64 on test: L1d 32 KiB, L2 512 KiB, L3 32 MiB, 256-bit vectors x 16 registers, FMA: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=60 NC=64 KC=64; no packing: A and B fit in L1 together; estimated traffic in f32 elements: DRAM->L3 {{.*}}, L2->L1 {{.*}}, L1->registers {{.*}}; pass list: loom-tile{sizes=60,64,64 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,4,3,7,5,6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
+// REMARK:      default.mlir:[[# @LINE + 5]]:3: remark: [loom-default] matmul 60x64x64 on test: L1d 32 KiB, L2 512 KiB, L3 32 MiB, 256-bit vectors x 16 registers, FMA: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=60 NC=64 KC=64; no packing: A and B fit in L1 together; estimated traffic in f32 elements: DRAM->L3 {{.*}}, L2->L1 {{.*}}, L1->registers {{.*}}; pass list: loom-tile{sizes=60,64,64 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,3,4,7,5,6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
 // REMARK:      remark: [loom-hoist] kept in registers across loop %k
 // REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 4x64x64 (peeled copy 1 of the nest) on test: {{.*}}: 4 rows < MR=6: rows of B streamed once (loop order k, i, j), k unroll-jammed by 4, j in 8-lane vectors; {{.*}}; pass list: loom-interchange{order=2,0,1 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=4,1,2 op=matmul},loom-hoist{op=matmul}
 // REMARK:      remark: [loom-unroll-jam] unroll-jam band (k, i, j): factors [4, 1, 2] requested, [4, 1, 2] applied
@@ -75,8 +75,8 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK:             affine.for %i_t = 0 to 96 step 96 {
 // CHECK-NEXT:          affine.for %{{.*}} = 0 to 16 {
 // CHECK:                 affine.store %{{.*}}, %[[AP]][{{.*}}] : memref<16x90x6xf32>
-// CHECK:               affine.for %j_t2 = {{.*}}(%j_t) to {{.*}}(%j_t) step 16 {
-// CHECK-NEXT:            affine.for %i_t2 = {{.*}}(%i_t) to {{.*}}(%i_t) step 6 {
+// CHECK:               affine.for %i_t2 = {{.*}}(%i_t) to {{.*}}(%i_t) step 6 {
+// CHECK-NEXT:            affine.for %j_t2 = {{.*}}(%j_t) to {{.*}}(%j_t) step 16 {
 // CHECK:                   = affine.for %k = {{.*}}(%k_t) to {{.*}}(%k_t) iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NEXT:                %{{.*}} = affine.load %[[AP]][{{.*}}] : memref<16x90x6xf32>
 // CHECK-NEXT:                %{{.*}} = affine.vector_load %[[BP]][{{.*}}] : memref<4x90x16xf32>, vector<8xf32>
@@ -101,7 +101,7 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK:         func.return
 // REMARK:      default.mlir:[[# @LINE + 8]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [6, 16]: %i: iterations [0, 96) in the main nest, the last 4 in a copy; %j: iterations [0, 64) in the main nest, the last 6 in a copy
-// REMARK:      default.mlir:[[# @LINE + 7]]:3: remark: [loom-default] matmul 96x64x90 on test: {{.*}}: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=96 NC=64 KC=90; packed A 96x90 ({{.*}}, L2), B 90x64 ({{.*}}, L3), B panel 90x16 ({{.*}}, L1); estimated traffic {{.*}}; pass list: loom-tile{sizes=96,64,90 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,4,3,7,5,6 op=matmul},loom-pack{operand=1 level=1 panel=16 op=matmul},loom-pack{operand=0 level=2 panel=6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
+// REMARK:      default.mlir:[[# @LINE + 7]]:3: remark: [loom-default] matmul 96x64x90 on test: {{.*}}: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=96 NC=64 KC=90; packed A 96x90 ({{.*}}, L2), B 90x64 ({{.*}}, L3), A sliver 90x6 ({{.*}}, L1); estimated traffic {{.*}}; pass list: loom-tile{sizes=96,64,90 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,3,4,7,5,6 op=matmul},loom-pack{operand=1 level=1 panel=16 op=matmul},loom-pack{operand=0 level=2 panel=6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
 // REMARK:      remark: [loom-pack] packed operand 1 (%b) of nest 'loom_default_1_0': tile 90x64 at loop %k_t (level 1) as panels [4][90][16]
 // REMARK:      remark: [loom-pack] packed operand 0 (%a) of nest 'loom_default_1_0': tile 96x90 at loop %i_t (level 2) as panels [16][90][6]
 // REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-default] matmul 96x6x90 (peeled copy 1 of the nest)
@@ -144,8 +144,8 @@ func.func @mm_nopack(%a: tensor<100x50xf32>, %b: tensor<50x70xf32>) -> tensor<10
 // CHECK-NEXT:      affine.for %j_t = 0 to 32 step 32 {
 // CHECK-NEXT:        affine.for %k_t = 0 to 8 step 8 {
 // CHECK-NEXT:          affine.for %i_t = 0 to 12 step 12 {
-// CHECK-NEXT:            affine.for %j_t2 = {{.*}} step 16 {
-// CHECK-NEXT:              affine.for %i_t2 = {{.*}} step 6 {
+// CHECK-NEXT:            affine.for %i_t2 = {{.*}} step 6 {
+// CHECK-NEXT:              affine.for %j_t2 = {{.*}} step 16 {
 // CHECK:                     = affine.for %k = {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NEXT:                  affine.load %a[%[[B]], %i_t2, %k] : memref<2x12x8xf32>
 // CHECK-NEXT:                  affine.vector_load %b[%[[B]], %k, %j_t2] : memref<2x8x32xf32>, vector<8xf32>
@@ -156,8 +156,8 @@ func.func @mm_nopack(%a: tensor<100x50xf32>, %b: tensor<50x70xf32>) -> tensor<10
 // CHECK-NOT:     loom.tag = "matmul"
 // CHECK:         func.return
 // REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-peel] nest 'loom_default_1' left as it is
-// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 12x32x8 on test: {{.*}}register tile 6x16{{.*}}pass list: loom-tile{sizes=12,32,8 op=matmul depth=1},loom-tile{sizes=6,16 op=matmul depth=4},loom-interchange{order=0,2,3,1,5,4,8,6,7 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
-// REMARK:      remark: [loom-interchange] interchanged band (b, i_t, j_t, k_t, i_t2, j_t2, i, j, k) -> (b, j_t, k_t, i_t, j_t2, i_t2, k, i, j)
+// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 12x32x8 on test: {{.*}}register tile 6x16{{.*}}pass list: loom-tile{sizes=12,32,8 op=matmul depth=1},loom-tile{sizes=6,16 op=matmul depth=4},loom-interchange{order=0,2,3,1,4,5,8,6,7 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
+// REMARK:      remark: [loom-interchange] interchanged band (b, i_t, j_t, k_t, i_t2, j_t2, i, j, k) -> (b, j_t, k_t, i_t, i_t2, j_t2, k, i, j)
 func.func @bmm(%a: tensor<2x12x8xf32>, %b: tensor<2x8x32xf32>) -> tensor<2x12x32xf32> {
   %c = loom.matmul %a, %b : (tensor<2x12x8xf32>, tensor<2x8x32xf32>) -> tensor<2x12x32xf32>
   func.return %c : tensor<2x12x32xf32>
