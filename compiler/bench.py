@@ -198,11 +198,13 @@ class Measurement:
     max_err: float
     bound: float
     compile_seconds: float
+    #: loom/numpy of each round (`rounds` > 1): the spread a single run hides
+    ratios: tuple[float, ...] = ()
 
     @property
     def ratio(self) -> float:
-        """loom/numpy speed: above 1, Loom is faster."""
-        return self.numpy_seconds / self.seconds
+        """loom/numpy speed: above 1, Loom is faster (with rounds, their median)."""
+        return float(np.median(self.ratios)) if self.ratios else self.numpy_seconds / self.seconds
 
     @property
     def ok(self) -> bool:
@@ -222,9 +224,12 @@ class _Problem:
         self.torch = torch_matmul(self.a, self.b)
 
 
-def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float) -> Measurement:
+def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rounds: int = 1) -> Measurement:
     """Compile `pipeline` for the problem's shape, check it, and time it interleaved with
-    numpy (and torch): medians of `repeats_for(...)` runs each."""
+    numpy (and torch): medians of `repeats_for(...)` runs each. With `rounds` > 1 that
+    is done `rounds` times: the times are the medians over the rounds, and each round's
+    loom/numpy is kept (on a shared machine the ratio of one round can be a few percent
+    off)."""
     a, b = problem.a, problem.b
     kernel, compile_seconds = compile_fresh(matmul_source(*problem.shape), pipeline)
     got = kernel(a, b)  # also the warm-up run
@@ -236,24 +241,26 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float) -> 
     kernel(a, b)
     reps = repeats_for(time.perf_counter() - t0, budget, repeat)
     fns = [lambda: kernel(a, b), lambda: np.matmul(a, b)] + ([problem.torch] if problem.torch else [])
-    times = median_times(fns, reps)
-    seconds, numpy_seconds = times[0], times[1]
-    torch_seconds = times[2] if problem.torch else None
+    per_round = [median_times(fns, reps) for _ in range(rounds)]
+    seconds, numpy_seconds = (float(np.median([t[i] for t in per_round])) for i in (0, 1))
+    torch_seconds = float(np.median([t[2] for t in per_round])) if problem.torch else None
+    ratios = tuple(t[1] / t[0] for t in per_round) if rounds > 1 else ()
     f = problem.flops / 1e9
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
-                       err, problem.bound, compile_seconds)
+                       err, problem.bound, compile_seconds, ratios)
 
 
 def run_shapes(
     shapes: Sequence[Shape] = SHAPES, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
-    seed: int = 0, on_row: Callable[[Measurement], None] | None = None,
+    seed: int = 0, rounds: int = 1, on_row: Callable[[Measurement], None] | None = None,
 ) -> list[Measurement]:
-    """`pipeline` at every shape, each beside numpy (and torch); `on_row(row)` as rows come."""
+    """`pipeline` at every shape, each beside numpy (and torch), `rounds` times (see
+    `measure`); `on_row(row)` as rows come."""
     rows = []
     rng = np.random.default_rng(seed)
     for shape in shapes:
-        row = measure(_Problem(shape, rng), pipeline, repeat=repeat, budget=budget)
+        row = measure(_Problem(shape, rng), pipeline, repeat=repeat, budget=budget, rounds=rounds)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -265,11 +272,16 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 
 
 def markdown_shapes(rows: list[Measurement]) -> str:
-    out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy | torch GFLOP/s | compile s | check |",
-           "|---|---:|---:|---:|---:|---:|---|"]
+    """The table; with rounds, loom/numpy is their median and a column gives their range."""
+    rounds = max((len(r.ratios) for r in rows), default=0)
+    spread = f" loom/numpy min-max ({rounds} rounds) |" if rounds else ""
+    out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy |" + spread
+           + " torch GFLOP/s | compile s | check |",
+           "|---|---:|---:|---:|" + "---:|" * bool(rounds) + "---:|---:|---|"]
     for r in rows:
-        out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} "
-                   f"| {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
+        low_high = f" {min(r.ratios):.3f}-{max(r.ratios):.3f} |" if r.ratios else " - |" * bool(rounds)
+        out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} |{low_high}"
+                   f" {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
     return "\n".join(out)
 
 
@@ -277,7 +289,8 @@ def shapes_json(rows: list[Measurement]) -> list[dict]:
     return [{"shape": list(r.shape), "pipeline": r.pipeline, "seconds": r.seconds, "gflops": r.gflops,
              "numpy_seconds": r.numpy_seconds, "numpy_gflops": r.numpy_gflops, "ratio": r.ratio,
              "torch_seconds": r.torch_seconds, "torch_gflops": r.torch_gflops, "max_err": r.max_err,
-             "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds} for r in rows]
+             "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds, "ratios": list(r.ratios)}
+            for r in rows]
 
 
 # --------------------------------------------------------------------------- ablation

@@ -65,6 +65,8 @@ def test_parse_shapes_list_and_defaults():
     (["--ablation", "--plot", "x.png"], "--plot applies to --shapes only"),
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
+    (["--ablation", "--rounds", "3"], "--rounds applies to --shapes only"),
+    (["--shapes", "--rounds", "0"], "--repeat, --budget and --rounds must be positive"),
     (["--shapes", "--ablation"], "not allowed with argument"),
     ([], "nothing to do"),
 ])
@@ -102,6 +104,24 @@ def test_shapes_table(capsys):
     assert "3x5x7" in err and "8x8x8" in err  # progress, as rows come
 
 
+def test_shapes_rounds(capsys):
+    """--rounds 3: each round's loom/numpy is kept; the table's ratio is their median and a
+    column gives their range; the times are the medians over the rounds."""
+    assert loom_bench.main(["--shapes", "--shapes-list", "6x7x8", "--pipeline", "naive", "--rounds", "3", *FAST]) == 0
+    out, err = capsys.readouterr()
+    assert "| loom/numpy | loom/numpy min-max (3 rounds) | torch GFLOP/s |" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("| 6x7x8 |")]
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    low, high = (float(x) for x in cells[4].split("-"))
+    assert low <= float(cells[3]) <= high and cells[-1] == "ok"
+    assert "over 3 rounds" in err
+    rows = bench.run_shapes([(4, 5, 6)], pipeline="naive", repeat=3, budget=0.01, rounds=4)
+    (row,) = rows
+    ordered = sorted(row.ratios)
+    assert len(ordered) == 4 and row.ratio == pytest.approx((ordered[1] + ordered[2]) / 2)  # their median
+    assert bench.shapes_json(rows)[0]["ratios"] == list(row.ratios)
+
+
 def test_shapes_json_with_a_pass_list(capsys):
     assert loom_bench.main(["--shapes", "--shapes-list", "4x6x9", "--pipeline", IKJ, "--json", *FAST]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -109,8 +129,8 @@ def test_shapes_json_with_a_pass_list(capsys):
     (row,) = data["rows"]
     assert row["shape"] == [4, 6, 9] and row["pipeline"] == IKJ and row["ok"] is True
     assert set(row) == {"shape", "pipeline", "seconds", "gflops", "numpy_seconds", "numpy_gflops", "ratio",
-                        "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds"}
-    assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"])
+                        "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds", "ratios"}
+    assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"]) and row["ratios"] == []
     assert row["max_err"] <= row["bound"] and row["compile_seconds"] > 0
     if "torch" not in sys.modules:
         assert row["torch_seconds"] is None and row["torch_gflops"] is None

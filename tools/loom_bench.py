@@ -2,7 +2,7 @@
 
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
-                        [--budget S] [--json] [--plot out.png]
+                        [--budget S] [--rounds R] [--json] [--plot out.png]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
@@ -12,7 +12,10 @@ numpy and timed beside it.
 `--shapes` compiles one pipeline (`default`, the cost model's, unless `--pipeline` names
 another or gives a pass list) for each matmul shape MxNxK (C[M,N] = A[M,K] @ B[K,N], f32;
 a bare n is n x n x n) and times it beside numpy, and torch when it is installed (one
-thread each). `--plot out.png` draws GFLOP/s per shape (needs matplotlib: the `bench` extra).
+thread each). `--rounds R` does that R times over per shape: loom/numpy is then the median
+of the rounds' ratios, and the table gives their range (on a shared machine one round's
+ratio can be a few percent off). `--plot out.png` draws GFLOP/s per shape (needs
+matplotlib: the `bench` extra).
 
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
@@ -74,17 +77,21 @@ def parse_args(argv):
     p.add_argument("--pipeline", metavar="P", help="--shapes: named pipeline or pass list (default: default)")
     p.add_argument("--repeat", type=int, default=10, help="at most this many timed runs per kernel")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per kernel and size")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="--shapes: time each shape this many times over; loom/numpy is the median round, "
+                        "and the table adds the range")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
     p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
     args = p.parse_args(argv)
     if not (args.stages or args.shapes or args.ablation):
         p.error("nothing to do: pass --stages, --shapes or --ablation")
-    if args.repeat < 1 or args.budget <= 0:
-        p.error("--repeat and --budget must be positive")
+    if args.repeat < 1 or args.budget <= 0 or args.rounds < 1:
+        p.error("--repeat, --budget and --rounds must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
-                               ("--pipeline", args.pipeline, ("shapes",)), ("--plot", args.plot, ("shapes",))):
+                               ("--pipeline", args.pipeline, ("shapes",)), ("--plot", args.plot, ("shapes",)),
+                               ("--rounds", args.rounds != 1, ("shapes",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
     if args.stages:
@@ -122,7 +129,8 @@ def main(argv=None) -> int:
             rows = run_stages(args, bench)
         elif args.shapes:
             rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
-                                    budget=args.budget, on_row=None if args.json else _progress)
+                                    budget=args.budget, rounds=args.rounds,
+                                    on_row=None if args.json else _progress)
         else:
             rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
                                       on_row=None if args.json else _progress_ablation)
@@ -173,8 +181,9 @@ def _progress(row) -> None:
     from compiler.bench import shape_label
 
     torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
+    rounds = f", loom/numpy {min(row.ratios):.3f}-{max(row.ratios):.3f} over {len(row.ratios)} rounds" if row.ratios else ""
     print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
-          f"  (numpy {row.numpy_gflops:.2f}{torch})  compile {row.compile_seconds:.2f} s"
+          f"  (numpy {row.numpy_gflops:.2f}{torch}{rounds})  compile {row.compile_seconds:.2f} s"
           f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
 
 
