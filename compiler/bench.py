@@ -391,7 +391,7 @@ def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
     top = max([max(v) for _, v in series] + [1e-9])
     for xi, r in zip(x, rows):
         height = max(v[xi] for _, v in series)
-        text = f"{r.ratio:.2g}x" + ("" if r.ok else "\nMISMATCH")
+        text = f"{r.ratio:.2f}x" + ("" if r.ok else "\nMISMATCH")
         ax.annotate(text, (xi, height + 0.01 * top), ha="center", va="bottom", fontsize=8,
                     color="black" if r.ok else "red")
     ax.set_xticks(x, [shape_label(r.shape) for r in rows], rotation=30, ha="right", fontsize=8)
