@@ -15,8 +15,8 @@ register-tile loops in the order that keeps A's sliver in L1:
 
 BLIS's order (j_r outside i_r) keeps a B panel in L1 instead; at KC=512 that panel is
 all of L1 (6x16 on 32 KiB), so it could not stay beside the A slivers streaming past it:
-both were read from L2 for every tile. With the A sliver resident (12 KiB) only the B
-panels move, and they move in one sequential walk over the packed block, which the
+both were read from L2 for every tile. With the A sliver resident (KC x MR: 24 KiB at
+KC=1024) only the B panels move, and they move in one sequential walk over the packed block, which the
 hardware prefetchers follow. Measured interleaved with numpy, 8 runs each, against the
 previous schedule (BLIS's order, KC=512, MC=192): 2048^3 0.99 -> 1.03x numpy (faster in
 7 of 8 runs), 1024^3 0.95 -> 0.99x (in 8 of 8).
@@ -120,8 +120,8 @@ def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
     on AVX2 would be broadcast-bound). Of those, the one whose k step reads the fewest
     bytes per fma, (MR + NR) / (MR*NR): the fewer bytes move from L1 (and from L2, the
-    B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27% more); AVX-512
-    (32 x 16 lanes): 14x32."""
+    B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27%
+    more); AVX-512 (32 x 16 lanes): 14x32."""
     w, regs = target.lanes(element_bytes), target.vector_registers
     best: tuple[float, int, int] | None = None
     for nv in range(1, regs):

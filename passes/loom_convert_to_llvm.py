@@ -33,13 +33,13 @@ What is lowered: func.func/return/call; arith constants, integer and float arith
 casts; math ops (llvm intrinsic ops where xDSL has them, `llvm.call_intrinsic` with a
 mangled name otherwise, libm calls for erf/cbrt/…); cf.br/cond_br; memref
 load/store/alloc/alloca/dealloc/dim and static views (subview, reinterpret_cast, cast,
-collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); the 1-D vector ops loom-vectorize emits:
-vector.load/store (an llvm.load/store of the vector type, element-aligned),
-maskedload/maskedstore (llvm.intr.masked.load/store), broadcast (insertelement +
-shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number vector with a
-splat), reduction <add> (llvm.intr.vector.reduce.fadd, fastmath flags kept: `reassoc`
-makes it a tree sum), extract/insert of a lane and shuffle. Anything else is refused by
-name.
+collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); the 1-D vector
+ops loom-vectorize emits: vector.load/store (an llvm.load/store of the vector type,
+element-aligned), maskedload/maskedstore (llvm.intr.masked.load/store), broadcast
+(insertelement + shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number
+vector with a splat), reduction <add> (llvm.intr.vector.reduce.fadd, fastmath flags
+kept: `reassoc` makes it a tree sum), extract/insert of a lane and shuffle. Anything else
+is refused by name.
 
 Types are converted in one place (`convert_type`). Elementwise ops take vector operands
 the same way as scalars (arith.addf on vector<8xf32> → llvm.fadd on vector<8xf32>), so

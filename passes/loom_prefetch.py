@@ -20,8 +20,7 @@ affine.for %i = 0 to 96 step 6 {
 // becomes
 affine.for %i = 0 to 96 step 6 {
   %0 = affine.apply affine_map<(d0, d1) -> ((d0 + 6))>(%i, %j)
-  %1 = affine.apply affine_map<(d0, d1) -> (d1)>(%i, %j)
-  loom.prefetch %C[%0, %1], write, locality<3>, data : memref<96x64xf32>
+  loom.prefetch %C[%0, %j], write, locality<3>, data : memref<96x64xf32>
   %c0 = affine.vector_load %C[%i, %j] : memref<96x64xf32>, vector<8xf32>
   ...
 ```
@@ -114,17 +113,16 @@ class LoomPrefetchPass(ModulePass):
         loads = [o for o in ops[:last_loop] if isinstance(o, _LOADS) and self._moves_with(o, iv)]
         if not loads:
             return
-        trips = constant_trip_count(loop)
         if any(isinstance(o, PrefetchOp) for o in ops):
             remark(self.name, loop, f"loop %{iv_name(loop)} skipped: it already prefetches")
             return
-        if trips == 1:
+        if constant_trip_count(loop) == 1:
             remark(self.name, loop, f"loop %{iv_name(loop)} skipped: a single iteration, no next one to prefetch for")
             return
         stored = {_address(o) for o in ops if isinstance(o, _STORES)}
         delta = self.distance * step_of(loop)
         seen: set[tuple[SSAValue, AffineMap, tuple[SSAValue, ...]]] = set()
-        computed: dict[tuple[AffineExpr, AffineMap, tuple[SSAValue, ...]], SSAValue] = {}
+        computed: dict[tuple[AffineExpr, int, int, tuple[SSAValue, ...]], SSAValue] = {}
         first = body.first_op
         assert first is not None
         writes = 0
@@ -146,7 +144,7 @@ class LoomPrefetchPass(ModulePass):
 
     @staticmethod
     def _subscript(e: AffineExpr, m: AffineMap, indices: tuple[SSAValue, ...],
-                   computed: dict[tuple[AffineExpr, AffineMap, tuple[SSAValue, ...]], SSAValue],
+                   computed: dict[tuple[AffineExpr, int, int, tuple[SSAValue, ...]], SSAValue],
                    before: Operation) -> SSAValue:
         """The value of `e` over the load's operands: the operand itself for a bare
         dimension or symbol, else one `affine.apply` per distinct expression."""
@@ -154,7 +152,7 @@ class LoomPrefetchPass(ModulePass):
             return indices[e.position]
         if isinstance(e, AffineSymExpr):
             return indices[m.num_dims + e.position]
-        key = (e, AffineMap(m.num_dims, m.num_symbols, ()), indices)
+        key = (e, m.num_dims, m.num_symbols, indices)
         if key not in computed:
             apply = affine.ApplyOp(list(indices), AffineMapAttr(AffineMap(m.num_dims, m.num_symbols, (e,))))
             assert before.parent is not None
