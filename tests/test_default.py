@@ -206,6 +206,37 @@ def test_conv2d_left_unscheduled_but_correct():
     assert not any(re.search(r"\[loom-(tile|interchange|unroll-jam|pack|peel|default)\]", r) for r in kern.remarks), kern.remarks
 
 
+def _host_has_avx2_fma() -> bool:
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    return bool(features.get("avx2") and features.get("fma"))
+
+
+@pytest.mark.skipif(not _host_has_avx2_fma(), reason="the 6x16 ymm micro-kernel needs an AVX2+FMA host")
+def test_micro_kernel_in_registers():
+    """The assembly of the register micro-kernel (checked once, kept checked): the loop
+    with the most fmas is the k loop of the 6x16 tile; its 12 accumulators stay in ymm
+    registers (12 distinct fma destinations, fmas a multiple of 12: LLVM may unroll it),
+    6 broadcasts of A and 2 vector loads of B per 12 fmas, and nothing spilled to the
+    stack."""
+    kern = compiler.compile(mm_source(96, 64, 256, name="default_mm_asm"), pipeline="default")
+    blocks: list[list[str]] = [[]]  # from a label to the first jump after it
+    for line in kern.asm().splitlines():
+        if re.match(r"^\.?\w+:", line):
+            blocks.append([])
+        if not blocks[-1] or not blocks[-1][-1].startswith("j"):
+            blocks[-1].append(line.strip())
+    loop = max(blocks, key=lambda b: sum(x.startswith("vfmadd231ps") for x in b))
+    fmas = [x for x in loop if x.startswith("vfmadd231ps")]
+    assert fmas and len(fmas) % 12 == 0, loop
+    assert len({x.split(",")[-1].strip() for x in fmas}) == 12, fmas
+    assert all(x.split(",")[-1].strip().startswith("%ymm") for x in fmas), fmas
+    assert sum(x.startswith("vbroadcastss") for x in loop) == len(fmas) // 2, loop
+    assert sum(x.startswith(("vmovaps", "vmovups")) for x in loop) == len(fmas) // 6, loop
+    assert not any("rsp" in x for x in loop), loop  # no spills
+
+
 # --------------------------------------------------------------------------------------
 # 2. Ablations: loom-default{skip=...}
 
