@@ -183,9 +183,9 @@ def known_multiple(form: LinearForm) -> int:
 
 
 def _value_multiple(value: SSAValue) -> int:
-    lower = _lower_bound_form(value)  # not None: value is a loop's iv, its owner a Block
-    loop = value.owner.parent_op() if lower is not None and isinstance(value.owner, Block) else None
-    return gcd(known_multiple(lower), step_of(loop)) if isinstance(loop, affine.ForOp) else 1
+    lower = _lower_bound_form(value)  # None unless value is the iv of a loop
+    loop = value.owner.parent_op() if isinstance(value.owner, Block) else None
+    return gcd(known_multiple(lower), step_of(loop)) if lower is not None and isinstance(loop, affine.ForOp) else 1
 
 
 def tiles_are_full(loop: affine.ForOp, width: int) -> bool:

@@ -571,4 +571,3 @@ class LoomLowerAffinePass(ModulePass):
         for leftover in op.walk():
             if _op_name(leftover).startswith("affine."):
                 raise LoomError(f"loom-lower-affine: cannot lower '{_op_name(leftover)}'", leftover)
-

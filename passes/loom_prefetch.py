@@ -50,6 +50,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from dialects.loom import PrefetchOp
+from passes.loop_transforms import shift_map_operand
 from passes.loop_utils import (
     constant_trip_count,
     describe_access,
@@ -70,17 +71,6 @@ def _holds_loop(op: Operation) -> bool:
 
 def _address(op: Operation) -> tuple[SSAValue, AffineMap, tuple[SSAValue, ...]]:
     return op.memref, op.map.data, tuple(op.indices)
-
-
-def _shifted(m: AffineMap, indices: tuple[SSAValue, ...], iv: SSAValue, delta: int) -> AffineMap:
-    """`m` with every operand that is `iv` read as `iv + delta`."""
-    def shift(e: AffineExpr, position: int) -> AffineExpr:
-        return e + delta if indices[position] is iv else e
-
-    dims = [shift(AffineExpr.dimension(p), p) for p in range(m.num_dims)]
-    symbols = [shift(AffineExpr.symbol(p), m.num_dims + p) for p in range(m.num_symbols)]
-    return AffineMap(m.num_dims, m.num_symbols, tuple(
-        e.replace_dims_and_symbols(dims, symbols) for e in m.results))
 
 
 @dataclass(frozen=True)
@@ -128,7 +118,9 @@ class LoomPrefetchPass(ModulePass):
         writes = 0
         for load in loads:
             mem, m, indices = _address(load)
-            ahead = _shifted(m, indices, iv, delta)
+            ahead = m
+            for position in (p for p, v in enumerate(indices) if v is iv):
+                ahead = shift_map_operand(ahead, position, delta)
             if (mem, ahead, indices) in seen:
                 continue
             seen.add((mem, ahead, indices))

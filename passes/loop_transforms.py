@@ -195,21 +195,31 @@ def _shift_operand_in_map(op: Operation, index: int, offset: int) -> bool:
             continue
         attr = op.properties[prop]
         m = attr.data
-        pos = index - start
-        dims = [AffineExpr.dimension(i) for i in range(m.num_dims)]
-        syms = [AffineExpr.symbol(i) for i in range(m.num_symbols)]
-        if pos < m.num_dims:
-            dims[pos] = dims[pos] + offset
-        else:
-            syms[pos - m.num_dims] = syms[pos - m.num_dims] + offset
-        shift = _substitution(dims, syms, m.num_dims, m.num_symbols)
         if isinstance(attr, AffineSetAttr):
+            shift = _operand_shift(m.num_dims, m.num_symbols, index - start, offset)
             constraints = tuple(AffineConstraintExpr(c.kind, shift(c.lhs), shift(c.rhs)) for c in m.constraints)
             op.properties[prop] = AffineSetAttr(AffineSet(m.num_dims, m.num_symbols, constraints))
         else:
-            op.properties[prop] = AffineMapAttr(AffineMap(m.num_dims, m.num_symbols, tuple(shift(e) for e in m.results)))
+            op.properties[prop] = AffineMapAttr(shift_map_operand(m, index - start, offset))
         return True
     return False
+
+
+def shift_map_operand(m: AffineMap, position: int, offset: int) -> AffineMap:
+    """`m` reading its operand `position` (dims first, then symbols) as that operand plus
+    `offset` (simplified): the map of an access one iteration of a loop further."""
+    shift = _operand_shift(m.num_dims, m.num_symbols, position, offset)
+    return AffineMap(m.num_dims, m.num_symbols, tuple(shift(e) for e in m.results))
+
+
+def _operand_shift(num_dims: int, num_symbols: int, position: int, offset: int) -> Callable[[AffineExpr], AffineExpr]:
+    dims = [AffineExpr.dimension(i) for i in range(num_dims)]
+    syms = [AffineExpr.symbol(i) for i in range(num_symbols)]
+    if position < num_dims:
+        dims[position] = dims[position] + offset
+    else:
+        syms[position - num_dims] = syms[position - num_dims] + offset
+    return _substitution(dims, syms, num_dims, num_symbols)
 
 
 def _substitution(
