@@ -7,9 +7,9 @@
 """
 
 from compiler.diagnostics import LoomError
-from compiler.driver import compile, reference
+from compiler.driver import compile, reference, set_cache_size
 from compiler.kernel import ArgSpec, Kernel
 from compiler.pipelines import PIPELINES
 
-__all__ = ["compile", "reference", "Kernel", "ArgSpec", "LoomError", "PIPELINES"]
+__all__ = ["compile", "reference", "set_cache_size", "Kernel", "ArgSpec", "LoomError", "PIPELINES"]
 __version__ = "0.1.0"

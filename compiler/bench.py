@@ -354,6 +354,196 @@ def ablation_json(rows: list[AblationRow]) -> list[dict]:
             for r, d in zip(rows, shapes_json([r.m for r in rows]))]
 
 
+# --------------------------------------------------------------------------- compile time
+
+#: `loom-bench --compile`: the chains' lengths (elementwise ops in a row)
+CHAIN_LENGTHS = [1000]
+
+
+def chain_source(n: int, shape: tuple[int, ...] = (64, 64), dtype: str = "f32") -> str:
+    """`@chain`: n elementwise adds in a row, %x(k) = %x(k-1) + %b, the last one returned
+    (how a network's elementwise tail grows: one loop nest per op)."""
+    t = f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+    lines = [f"func.func @chain(%x0: {t}, %b: {t}) -> {t} {{"]
+    lines += [f"  %x{k} = loom.add %x{k - 1}, %b : ({t}, {t}) -> {t}" for k in range(1, n + 1)]
+    lines.append(f"  func.return %x{n} : {t}\n}}\n")
+    return "\n".join(lines)
+
+
+Timings = dict[str, tuple[float, float]]  # stage -> (CPU seconds, wall seconds)
+
+
+def compile_stages(source: str, pipeline: str, filename: str = "<source>") -> Timings:
+    """compile()'s steps one at a time, each timed (CPU and wall seconds), in order:
+    `parse+verify`; each pass of the completed pipeline (a pass that comes twice is
+    `name#2`); `verify` (the final module); `LLVM emission`; then the JIT's `LLVM parse`,
+    `LLVM O3` and `machine code` (compiler.jit.compile_ir). Nothing is cached."""
+    from compiler.context import make_context
+    from compiler.diagnostics import verify
+    from compiler.driver import load_module
+    from compiler.jit import compile_ir, timed
+    from compiler.llvm_emit import to_llvm_ir
+    from compiler.pipelines import build
+
+    timings: Timings = {}
+    with timed(timings, "parse+verify"):
+        module = load_module(source, filename)
+    clock = [time.process_time(), time.perf_counter()]
+
+    def between_passes(previous, _module, _next) -> None:
+        cpu, wall = time.process_time(), time.perf_counter()
+        if previous is not None:
+            name, n = previous.name, 1
+            while name in timings:
+                n += 1
+                name = f"{previous.name}#{n}"
+            timings[name] = (cpu - clock[0], wall - clock[1])
+        clock[:] = [time.process_time(), time.perf_counter()]
+
+    build(pipeline, between_passes, literal=False).apply(make_context(), module)
+    with timed(timings, "verify"):
+        verify(module)
+    with timed(timings, "LLVM emission"):
+        llvm_ir = to_llvm_ir(module)
+    compile_ir(llvm_ir, timings)
+    return timings
+
+
+@dataclass
+class CompileRow:
+    """One kernel's compile time by stage, and its compile() checked against numpy."""
+
+    name: str
+    pipeline: str
+    stages: Timings
+    compile_seconds: float  # wall seconds of compile() itself, for the kernel checked
+    max_err: float
+    bound: float
+
+    @property
+    def cpu(self) -> float:
+        return sum(c for c, _ in self.stages.values())
+
+    @property
+    def wall(self) -> float:
+        return sum(w for _, w in self.stages.values())
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_err <= self.bound)
+
+
+def _checked_row(name: str, source: str, pipeline: str, stages: Timings) -> CompileRow:
+    """The row of a kernel whose stages were timed: compile() it (fresh, not a cache hit)
+    and check it against the float64 reference on random inputs."""
+    from compiler.runner import run_and_check
+
+    report = run_and_check(f"{source}// loom-bench: compile #{next(_fresh)}\n", filename=name,
+                           pipeline=pipeline, repeat=3, budget=1e-3, rounds=1)
+    return CompileRow(name, pipeline, stages, report.compile_seconds, report.max_err, report.bound)
+
+
+#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul's
+#: stages cold (the first compile: lazy imports, LLVM's set-up) and warm
+_COLD_PROBE = """
+import json, sys, time
+cpu, wall = time.process_time(), time.perf_counter()
+import compiler
+imported = (time.process_time() - cpu, time.perf_counter() - wall)
+from compiler.bench import compile_stages, matmul_source
+source = matmul_source(*json.loads(sys.argv[1]))
+cold = compile_stages(source, "default")
+warm = compile_stages(source + "// warm\\n", "default")
+print(json.dumps({"import": imported, "cold": cold, "warm": warm}))
+"""
+
+
+def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
+    """In a fresh Python process: the CPU and wall seconds of `import compiler` ("import"),
+    and the stages of the default pipeline's matmul of `shape` compiled first ("cold")
+    and again ("warm")."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _COLD_PROBE, json.dumps(list(shape))],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        from compiler.diagnostics import LoomError
+
+        raise LoomError(f"loom-bench: the cold compile in a fresh process failed: {done.stderr.strip()[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: ({s: tuple(t) for s, t in v.items()} if k != "import" else tuple(v)) for k, v in result.items()}
+
+
+def run_compile(
+    examples: Sequence[tuple[str, str]] = (), *, chains: Sequence[int] = CHAIN_LENGTHS, pipeline: str = "default",
+    matmul: Shape | None = (1024, 1024, 1024), on_row: Callable[[CompileRow], None] | None = None,
+) -> tuple[list[CompileRow], tuple[float, float] | None]:
+    """Compile time by stage: each example (name, source) and each chain of `chains` ops
+    with `pipeline`, in this process after a warm-up compile; then, in a fresh process,
+    the default pipeline's matmul of shape `matmul` cold and warm. Every kernel is
+    also compiled with compile() and checked. Returns the rows and the (CPU, wall)
+    seconds of `import compiler` in the fresh process (None without `matmul`)."""
+    compile_fresh(chain_source(2), pipeline)  # lazy imports and LLVM's set-up: not the rows' cost
+    rows: list[CompileRow] = []
+
+    def add(row: CompileRow) -> None:
+        rows.append(row)
+        if on_row:
+            on_row(row)
+
+    for name, source in examples:
+        add(_checked_row(name, source, pipeline, compile_stages(source, pipeline, name)))
+    for n in chains:
+        source = chain_source(n)
+        add(_checked_row(f"chain of {n} adds", source, pipeline, compile_stages(source, pipeline)))
+    if matmul is None:
+        return rows, None
+    probe = cold_compile(matmul)
+    label = f"matmul {shape_label(matmul)}"
+    source = matmul_source(*matmul)
+    checked = _checked_row(label, source, "default", probe["warm"])
+    for when in ("cold", "warm"):
+        add(CompileRow(f"{label} ({when})", "default", probe[when], checked.compile_seconds,
+                       checked.max_err, checked.bound))
+    return rows, probe["import"]
+
+
+def _stage_names(rows: list[CompileRow]) -> list[str]:
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row.stages))
+    return list(names)
+
+
+def markdown_compile(rows: list[CompileRow], imported: tuple[float, float] | None = None) -> str:
+    """Stages down, kernels across: CPU seconds (the wall seconds of the total too: on a
+    shared machine they can differ)."""
+    out = ["| stage (CPU s) | " + " | ".join(r.name for r in rows) + " |",
+           "|---|" + "---:|" * len(rows)]
+    for stage in _stage_names(rows):
+        out.append(f"| {stage} | " + " | ".join(_fmt(r.stages[stage][0], ".3f") if stage in r.stages else "-"
+                                               for r in rows) + " |")
+    out.append("| **total CPU** | " + " | ".join(f"**{r.cpu:.3f}**" for r in rows) + " |")
+    out.append("| total wall | " + " | ".join(f"{r.wall:.3f}" for r in rows) + " |")
+    out.append("| compile() wall | " + " | ".join(f"{r.compile_seconds:.3f}" for r in rows) + " |")
+    out.append("| check | " + " | ".join("ok" if r.ok else "MISMATCH" for r in rows) + " |")
+    if imported is not None:
+        out.append(f"\nimport compiler (a fresh process): {imported[1]:.3f} s wall, {imported[0]:.3f} s CPU")
+    return "\n".join(out)
+
+
+def compile_json(rows: list[CompileRow], imported: tuple[float, float] | None = None) -> dict:
+    return {
+        "import": None if imported is None else {"cpu": imported[0], "wall": imported[1]},
+        "rows": [{"name": r.name, "pipeline": r.pipeline,
+                  "stages": {s: {"cpu": c, "wall": w} for s, (c, w) in r.stages.items()},
+                  "cpu": r.cpu, "wall": r.wall, "compile_seconds": r.compile_seconds,
+                  "max_err": r.max_err, "bound": r.bound, "ok": r.ok} for r in rows],
+    }
+
+
 # --------------------------------------------------------------------------- plot
 
 MATPLOTLIB_MISSING = "--plot needs matplotlib, which is not installed: pip install 'loomir[bench]'"

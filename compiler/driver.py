@@ -8,21 +8,86 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import affine, func, memref, vector
+from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp
+from xdsl.ir import SSAValue
 from xdsl.printer import Printer
 
 from compiler import numpy_reference as ref
 from compiler.context import make_context
-from compiler.diagnostics import LoomError, parse_module, verify
-from compiler.kernel import ArgSpec, Kernel
+from compiler.diagnostics import LoomError, op_location, parse_module, verify
+from compiler.kernel import AllocationSite, ArgSpec, Kernel
 from compiler.pipelines import build
 from compiler.remarks import collect
+from dialects.loom import LoomComputeOp, PrefetchOp
 
-_cache: dict[tuple, Kernel] = {}
-_cache_lock = threading.Lock()
+
+class KernelCache:
+    """compile()'s in-memory cache: the `size` kernels used last (least recently used
+    out first). A kernel dropped from it is freed, its machine code included, once
+    nothing else holds it (compiler/jit.py); one a caller still holds keeps working.
+    `size` is `LOOM_CACHE_SIZE` (default 64, read at the first compile);
+    `compiler.set_cache_size(n)` changes it, 0 turns caching off."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple, Kernel] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size: int | None = None
+
+    @property
+    def size(self) -> int:
+        if self._size is None:
+            text = os.environ.get("LOOM_CACHE_SIZE", "64").strip()
+            if not text.isdigit():
+                raise LoomError(f"LOOM_CACHE_SIZE must be a non-negative integer, got {text!r}")
+            self._size = int(text)
+        return self._size
+
+    def get(self, key: tuple) -> Kernel | None:
+        if self.size == 0:  # (a bad LOOM_CACHE_SIZE is an error here, before the compile)
+            return None
+        with self._lock:
+            kernel = self._entries.get(key)
+            if kernel is not None:
+                self._entries.move_to_end(key)
+            return kernel
+
+    def put(self, key: tuple, kernel: Kernel) -> None:
+        with self._lock:
+            if self.size > 0:
+                self._entries[key] = kernel
+                self._entries.move_to_end(key)
+            self._trim()
+
+    def resize(self, size: int) -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"the kernel cache size must be a non-negative integer, got {size!r}")
+        with self._lock:
+            self._size = size
+            self._trim()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _trim(self) -> None:
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+kernel_cache = KernelCache()
+
+
+def set_cache_size(size: int) -> None:
+    """Keep at most `size` compiled kernels in compile()'s cache (0: none)."""
+    kernel_cache.resize(size)
+
 
 
 def _print(op) -> str:
@@ -31,6 +96,13 @@ def _print(op) -> str:
     out = StringIO()
     Printer(stream=out).print_op(op)
     return out.getvalue()
+
+
+def host_cpu_name() -> str:
+    """The LLVM name of the CPU the JIT compiles for (compiler/jit.py: the host)."""
+    from llvmlite import binding
+
+    return binding.get_host_cpu_name()
 
 
 def load_module(source: str | ModuleOp, filename: str = "<source>") -> ModuleOp:
@@ -44,30 +116,93 @@ def load_module(source: str | ModuleOp, filename: str = "<source>") -> ModuleOp:
     return parse_module(make_context(), source, filename)
 
 
-def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    """The function to run: the one named `entry`, else the only function with a body."""
+def find_entry(module: ModuleOp, entry: str | None, *, option: str = "entry=") -> func.FuncOp:
+    """The function to run: the one named `entry`, else the only function with a body.
+    `option` is how the caller names the choice in the error (`--entry` for loom-run)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
+    where = funcs[0] if funcs else next(iter(module.ops), None)  # the error's location
     if entry is not None:
         for f in funcs:
             if f.sym_name.data == entry:
                 return f
-        names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-        raise LoomError(f"no function @{entry} in the module (functions: {names})")
+        raise LoomError(f"no function @{entry} in the module (functions: {names})", where)
     if len(funcs) != 1:
-        names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-        raise LoomError(f"the module has {len(funcs)} functions ({names}): name one with entry=")
+        raise LoomError(f"the module has {len(funcs)} functions ({names}): name one with {option}", where)
     return funcs[0]
 
 
+#: ops that only read the memref operand they are given (a view's results are followed)
+_READS = (memref.LoadOp, memref.DimOp, affine.LoadOp, vector.LoadOp, vector.MaskedLoadOp, PrefetchOp)
+_VIEWS = (memref.SubviewOp, memref.CastOp, memref.ReinterpretCastOp, memref.CollapseShapeOp,
+          memref.ExpandShapeOp, memref.AssumeAlignmentOp)
+
+
+def _may_write(value: SSAValue) -> bool:
+    """Whether anything may write through `value` (a memref) or a view of it: a loom op's
+    `outs`, a store, a copy's target, a call, any op not known to only read it."""
+    for use in value.uses:
+        op = use.operation
+        if isinstance(op, LoomComputeOp):
+            if use.index >= len(op.ins):
+                return True
+        elif isinstance(op, memref.CopyOp):
+            if use.index == 1:
+                return True
+        elif isinstance(op, _VIEWS):
+            if any(_may_write(r) for r in op.results):
+                return True
+        elif not isinstance(op, _READS):
+            return True
+    return False
+
+
+def written_arguments(fn: func.FuncOp) -> set[int]:
+    """The memref arguments `fn` may write into (conservatively: through any view, and
+    any argument passed to a call). Tensor arguments are values: never written."""
+    return {i for i, a in enumerate(fn.body.block.args) if isinstance(a.type, MemRefType) and _may_write(a)}
+
+
 def signature(fn: func.FuncOp) -> tuple[list[ArgSpec], list[ArgSpec]]:
+    """The kernel's arrays: the arguments (with the layouts of memref ones, and whether
+    the function writes them), then the tensor results. Errors are located at `fn`."""
     args = fn.body.block.args
+    written = written_arguments(fn)
     inputs = [
-        ArgSpec.from_type(f"%{a.name_hint or i}", a.type, is_output=False) for i, a in enumerate(args)
+        ArgSpec.from_type(f"%{a.name_hint or i}", a.type, is_output=False, writes=i in written, op=fn)
+        for i, a in enumerate(args)
     ]
     outputs = [
-        ArgSpec.from_type(f"result #{i}", t, is_output=True) for i, t in enumerate(fn.function_type.outputs)
+        ArgSpec.from_type(f"result #{i}", t, is_output=True, op=fn) for i, t in enumerate(fn.function_type.outputs)
     ]
     return inputs, outputs
+
+
+def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, AllocationSite]]:
+    """Whether the lowered entry function returns a status, and what each status means:
+    the allocation sites loom-convert-to-llvm tagged (`ALLOC_SITE`)."""
+    from xdsl.dialects import llvm
+
+    from passes.loom_convert_to_llvm import ALLOC_SITE, STATUS, memref_layout
+
+    fn = next((op for op in module.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == entry), None)
+    if fn is None:
+        raise LoomError(f"the pipeline left no function @{entry} in the llvm dialect")
+    sites: dict[int, AllocationSite] = {}
+    for f in module.ops:
+        if not isinstance(f, llvm.FuncOp):
+            continue
+        for call in f.walk():
+            info = call.attributes.get(ALLOC_SITE)
+            if not isinstance(call, llvm.CallOp) or not isinstance(info, DictionaryAttr):
+                continue
+            t = info.data["type"]
+            layout = memref_layout(t)
+            name = info.data["name"].data
+            sites[info.data["site"].value.data] = AllocationSite(
+                f.sym_name.data, f"%{name}" if name else "", str(t), layout.extent() * layout.element_bytes(),
+                op_location(call))
+    return fn.function_type.output == STATUS, sites
 
 
 def compile(
@@ -89,7 +224,8 @@ def compile(
     `stages=True` every pass's output is verified and kept as text in `kernel.stages`
     (a debugging aid: it costs about a third of the compile time); by default the input
     and the final module are verified. The result is cached in memory per (source,
-    entry, pipeline, num_threads, remarks, stages).
+    entry, pipeline, num_threads, remarks, stages): the last 64 kernels used
+    (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`).
     """
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -99,9 +235,9 @@ def compile(
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
     key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks, stages,
            os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
+    cached = kernel_cache.get(key)
+    if cached is not None:
+        return cached
 
     module = load_module(source, filename)
     fn = find_entry(module, entry)
@@ -125,6 +261,7 @@ def compile(
     from compiler.llvm_emit import to_llvm_ir
 
     llvm_ir = to_llvm_ir(module)
+    returns_status, sites = _failure_table(module, name)
     jit_module = compile_ir(llvm_ir)
     kernel = Kernel(
         entry=name,
@@ -138,10 +275,12 @@ def compile(
         pipeline=pipeline,
         num_threads=num_threads,
         remarks=[str(r) for r in collected] if remarks else [],
+        target=host_cpu_name(),
+        returns_status=returns_status,
+        allocation_sites=sites,
         _module=jit_module,
     )
-    with _cache_lock:
-        _cache[key] = kernel
+    kernel_cache.put(key, kernel)
     return kernel
 
 

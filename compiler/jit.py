@@ -1,20 +1,26 @@
-"""The JIT: LLVM IR text → O3 for the host CPU → machine code in one MCJIT engine.
+"""The JIT: LLVM IR text → O3 for the host CPU → machine code, one MCJIT engine per module.
 
-One process-wide llvmlite MCJIT engine, created on first use, with a target machine for
-the host (its CPU name and features, opt level 3). Each module is parsed, given the
-host's triple and data layout, optimized with LLVM's new pass manager at O3 (loop and
-SLP vectorization on), then added to the engine.
+Each module is parsed, given the host's triple and data layout, optimized with LLVM's
+new pass manager at O3 for the host CPU (its name and features; loop and SLP
+vectorization on), then compiled by an MCJIT engine of its own.
 
     optimize(ir_text) -> str          the optimized IR, for tests and --remarks
     compile_ir(ir_text) -> JITModule  .function_address(name), .optimized_ir, .asm()
 
-Every module's exported functions are renamed to a unique symbol inside the engine, so
-two modules may both define `@kernel`; `JITModule.function_address("kernel")` finds its
-own. External symbols are resolved from the running process (libc, libm) and libgcc_s:
-those the IR declares (aligned_alloc, free, erff) before code generation, and those code
-generation introduces (memset, sincosf, __powisf2) from the object file's undefined
-symbols, before MCJIT links it. A symbol found nowhere is a LoomError, never a call
-through a null pointer.
+A module's machine code lives as long as its `JITModule` (a `Kernel` holds one): when the
+JITModule is garbage, its engine, and with it the code and LLVM's copy of the module, is
+freed (at the next compile, or at `release()`, under the lock below: never from inside a
+garbage collection). A process that compiles thousands of kernels and drops them keeps
+its memory bounded; an address taken from a JITModule is valid only while that
+JITModule is alive.
+
+Every module's exported functions are renamed to a unique symbol, so two modules may
+both define `@kernel`; `JITModule.function_address("kernel")` finds its own. External
+symbols are resolved from the running process (libc, libm) and libgcc_s: those the IR
+declares (aligned_alloc, free, erff) before code generation, and those code generation
+introduces (memset, sincosf, __powisf2) from the object file's undefined symbols, before
+MCJIT links it. A symbol found nowhere is a LoomError, never a call through a null
+pointer.
 
 LLVM's global context is not thread-safe: all work on LLVM objects holds one lock.
 """
@@ -24,55 +30,68 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 import itertools
 import struct
 import threading
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
+from llvmlite.binding.newpassmanagers import NewPassManager
 
 from compiler.diagnostics import LoomError
 
 _lock = threading.RLock()
-_engine: _Engine | None = None
+_host: _Host | None = None
 _module_ids = itertools.count()
+_resolved: set[str] = set()  # external symbols made visible to the JIT's linker (process-wide)
+_retired: list[llvm.ExecutionEngine] = []  # engines of dropped JITModules, freed under _lock
 
 
-@dataclass
-class _Engine:
+@dataclass(frozen=True)
+class _Host:
+    """What every module is compiled for: the host CPU, its features, and a target
+    machine for the O3 pipeline and for assembly listings."""
+
+    target: llvm.Target
+    cpu: str
+    features: str
     target_machine: llvm.TargetMachine
-    engine: llvm.ExecutionEngine
-    resolved: set[str] = field(default_factory=set)
-    last_object: bytes = b""  # object code of the module being finalized
+
+    def new_target_machine(self) -> llvm.TargetMachine:
+        """A target machine of the engine's own (an engine owns and frees its own)."""
+        return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=3, jit=True)
 
 
-def _get_engine() -> _Engine:
-    """The process-wide engine (created on first use). Call with _lock held."""
-    global _engine
-    if _engine is None:
+def _get_host() -> _Host:
+    """The host description (made on first use). Call with _lock held."""
+    global _host
+    if _host is None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(),
-            features=llvm.get_host_cpu_features().flatten(),
-            opt=3,
-            jit=True,
-        )
-        backing = llvm.parse_assembly("")
-        backing.triple = tm.triple
-        backing.data_layout = str(tm.target_data)
-        engine = _Engine(tm, llvm.create_mcjit_compiler(backing, tm))
-        engine.engine.set_object_cache(notify_func=lambda _module, obj: _on_object(engine, obj))
-        _engine = engine
-    return _engine
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        _host = _Host(target, cpu, features,
+                      target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True))
+    return _host
 
 
-def _on_object(engine: _Engine, obj: bytes) -> None:
-    """MCJIT compiled a module (it links it next): resolve what the object needs."""
-    engine.last_object = obj
-    _resolve_symbols(engine, undefined_symbols(obj))
+def _free_retired() -> None:
+    """Free the engines of the JITModules that were dropped. Call with _lock held."""
+    while _retired:
+        _retired.pop().close()
+
+
+def release() -> None:
+    """Free now the machine code of every JITModule that is no longer referenced (the
+    next compile would)."""
+    gc.collect()  # JITModules in reference cycles
+    with _lock:
+        _free_retired()
 
 
 @functools.cache
@@ -87,10 +106,10 @@ def _symbol_libraries() -> list[ctypes.CDLL]:
     return libraries
 
 
-def _resolve_symbols(engine: _Engine, names: list[str]) -> None:
+def _resolve_symbols(names: list[str]) -> None:
     """Make the named symbols visible to the JIT's linker, where they can be found."""
     for name in names:
-        if name in engine.resolved:
+        if name in _resolved:
             continue
         if llvm.address_of_symbol(name) is None:
             for library in _symbol_libraries():
@@ -99,7 +118,7 @@ def _resolve_symbols(engine: _Engine, names: list[str]) -> None:
                     break
             else:
                 continue  # reported by the caller
-        engine.resolved.add(name)
+        _resolved.add(name)
 
 
 def undefined_symbols(obj: bytes) -> list[str]:
@@ -124,44 +143,53 @@ def undefined_symbols(obj: bytes) -> list[str]:
     return names
 
 
-def _parse(llvm_ir: str, engine: _Engine) -> llvm.ModuleRef:
+def _parse(llvm_ir: str, host: _Host) -> llvm.ModuleRef:
     try:
         mod = llvm.parse_assembly(llvm_ir)
         mod.verify()
     except RuntimeError as e:
         raise LoomError(f"invalid LLVM IR: {str(e).strip()}") from None
-    mod.triple = engine.target_machine.triple
-    mod.data_layout = str(engine.target_machine.target_data)
+    mod.triple = host.target_machine.triple
+    mod.data_layout = str(host.target_machine.target_data)
     return mod
 
 
-def _run_o3(mod: llvm.ModuleRef, engine: _Engine) -> None:
+def _run_o3(mod: llvm.ModuleRef, host: _Host) -> None:
+    """LLVM's O3 pipeline for `host.target_machine`'s CPU (anything with a
+    `target_machine`: tests run it for other CPUs)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_unrolling = True
     pto.loop_interleaving = True
-    pb = llvm.create_pass_builder(engine.target_machine, pto)
-    pb.getModulePassManager().run(mod, pb)
+    pb = llvm.create_pass_builder(host.target_machine, pto)
+    mpm = pb.getModulePassManager()
+    try:
+        mpm.run(mod, pb)
+    finally:
+        # llvmlite 0.50 never frees a ModulePassManager (ObjectRef's no-op _dispose comes
+        # first in its MRO): ~86 KB per compile. Free it here, then forget the pointer.
+        NewPassManager._dispose(mpm)
+        mpm.detach()
 
 
 def optimize(llvm_ir: str) -> str:
     """`llvm_ir` optimized at O3 for the host CPU, as text."""
     with _lock:
-        engine = _get_engine()
-        mod = _parse(llvm_ir, engine)
-        _run_o3(mod, engine)
+        _free_retired()
+        host = _get_host()
+        mod = _parse(llvm_ir, host)
+        _run_o3(mod, host)
         return str(mod)
 
 
 class JITModule:
-    """A module compiled into the process-wide engine (it stays loaded while the process
-    lives; this object keeps the llvmlite module referenced)."""
+    """A module compiled by an engine of its own: its machine code lives as long as this
+    object (see the module's docstring)."""
 
-    def __init__(self, module: llvm.ModuleRef, optimized_ir: str, symbols: dict[str, str], engine: _Engine, obj: bytes):
-        self._module = module
+    def __init__(self, engine: llvm.ExecutionEngine, optimized_ir: str, symbols: dict[str, str], obj: bytes):
+        self._engine: llvm.ExecutionEngine | None = engine
         self._symbols = symbols
-        self._engine = engine
         self._asm: str | None = None
         self.optimized_ir = optimized_ir
         self.object_code = obj  # the relocatable object MCJIT linked (ELF on Linux)
@@ -172,11 +200,14 @@ class JITModule:
         return sorted(self._symbols)
 
     def function_address(self, name: str) -> int:
-        """Address of the compiled function `name` (as written in the IR)."""
+        """Address of the compiled function `name` (as written in the IR), valid while
+        this JITModule is alive."""
         if name not in self._symbols:
             raise LoomError(f"no function '{name}' in this module (it has: {', '.join(self.functions) or 'none'})")
         with _lock:
-            address = self._engine.engine.get_function_address(self._symbols[name])
+            if self._engine is None:
+                raise LoomError("this module's machine code was freed (JITModule.close())")
+            address = self._engine.get_function_address(self._symbols[name])
         if not address:
             raise LoomError(f"function '{name}' did not link")
         return address
@@ -185,37 +216,92 @@ class JITModule:
         """Assembly of the optimized module for the host CPU."""
         with _lock:
             if self._asm is None:
+                host = _get_host()
                 fresh = llvm.parse_assembly(self.optimized_ir)  # codegen mutates its input
-                fresh.triple = self._engine.target_machine.triple
-                self._asm = self._engine.target_machine.emit_assembly(fresh)
+                fresh.triple = host.target_machine.triple
+                self._asm = host.target_machine.emit_assembly(fresh)
             return self._asm
 
+    def close(self) -> None:
+        """Free the machine code now: no address of this module may be called after."""
+        with _lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
 
-def compile_ir(llvm_ir: str) -> JITModule:
-    """Parse, optimize (O3, host CPU) and JIT-compile `llvm_ir`."""
+    def __del__(self) -> None:
+        # Not freed here: a finalizer may run in any thread, in the middle of anything.
+        engine, self._engine = getattr(self, "_engine", None), None
+        if engine is not None and _retired is not None:  # None: the interpreter is exiting
+            _retired.append(engine)
+
+
+Timings = dict[str, tuple[float, float]]  # stage -> (CPU seconds, wall seconds)
+
+
+@contextmanager
+def timed(timings: Timings | None, stage: str) -> Iterator[None]:
+    """Add the CPU and wall seconds the block takes to `timings[stage]` (when given)."""
+    if timings is None:
+        yield
+        return
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        yield
+    finally:
+        before = timings.get(stage, (0.0, 0.0))
+        timings[stage] = (before[0] + time.process_time() - cpu, before[1] + time.perf_counter() - wall)
+
+
+def _export_names(mod: llvm.ModuleRef) -> dict[str, str]:
+    """Rename the module's exported functions to symbols of their own: name -> symbol."""
+    suffix = f".loom{next(_module_ids)}"
+    symbols: dict[str, str] = {}
+    for fn in mod.functions:
+        if not fn.is_declaration and fn.linkage == llvm.Linkage.external:
+            symbols[fn.name] = fn.name + suffix
+            fn.name = symbols[fn.name]
+    return symbols
+
+
+def _link_externals(mod: llvm.ModuleRef) -> None:
+    """Resolve the functions the module declares, before code generation: nothing gets
+    linked against a missing symbol."""
+    externals = [fn.name for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")]
+    _resolve_symbols(externals)
+    missing = [name for name in externals if not llvm.address_of_symbol(name)]
+    if missing:
+        raise LoomError(f"JIT: unresolved external functions: {', '.join(missing)}")
+
+
+def compile_ir(llvm_ir: str, timings: Timings | None = None) -> JITModule:
+    """Parse, optimize (O3, host CPU) and JIT-compile `llvm_ir`. With `timings`, the CPU
+    and wall seconds of each stage go into it: `LLVM parse` (and verify), `LLVM O3`,
+    `machine code` (code generation and linking, and the optimized IR's text)."""
     with _lock:
-        engine = _get_engine()
-        mod = _parse(llvm_ir, engine)
-        _run_o3(mod, engine)
-        optimized = str(mod)
-        suffix = f".loom{next(_module_ids)}"
-        symbols: dict[str, str] = {}
-        externals: list[str] = []
-        for fn in mod.functions:
-            if fn.is_declaration:
-                if not fn.name.startswith("llvm."):
-                    externals.append(fn.name)
-            elif fn.linkage == llvm.Linkage.external:
-                symbols[fn.name] = fn.name + suffix
-                fn.name = symbols[fn.name]
-        _resolve_symbols(engine, externals)
-        missing = [name for name in externals if not llvm.address_of_symbol(name)]
-        if missing:  # before code generation: nothing gets linked against a missing symbol
-            raise LoomError(f"JIT: unresolved external functions: {', '.join(missing)}")
-        engine.last_object = b""
-        engine.engine.add_module(mod)
-        engine.engine.finalize_object()  # codegen → _on_object → link
-        unresolved = [n for n in undefined_symbols(engine.last_object) if not llvm.address_of_symbol(n)]
+        _free_retired()
+        host = _get_host()
+        with timed(timings, "LLVM parse"):
+            mod = _parse(llvm_ir, host)
+        with timed(timings, "LLVM O3"):
+            _run_o3(mod, host)
+        with timed(timings, "machine code"):
+            optimized = str(mod)
+            symbols = _export_names(mod)
+            _link_externals(mod)
+            objects: list[bytes] = []
+
+            def on_object(_module: llvm.ModuleRef, obj: bytes) -> None:
+                """MCJIT compiled the module (it links it next): resolve what the object needs."""
+                objects.append(obj)
+                _resolve_symbols(undefined_symbols(obj))
+
+            engine = llvm.create_mcjit_compiler(mod, host.new_target_machine())
+            jit_module = JITModule(engine, optimized, symbols, b"")  # from here on, frees the engine when dropped
+            engine.set_object_cache(notify_func=on_object)
+            engine.finalize_object()  # codegen → on_object → link
+        jit_module.object_code = obj = objects[-1] if objects else b""
+        unresolved = [n for n in undefined_symbols(obj) if not llvm.address_of_symbol(n)]
         if unresolved:  # linked against null: never hand out an address into it
             raise LoomError(f"JIT: the compiled code needs symbols found nowhere: {', '.join(unresolved)}")
-        return JITModule(mod, optimized, symbols, engine, engine.last_object)
+        return jit_module

@@ -3,8 +3,14 @@
 The calling convention is fixed by `loom-bufferize` and `loom-convert-to-llvm`: one
 pointer per memref argument (inputs first, then the out-parameters that replaced the
 tensor results), shapes and strides static in the code. Arrays are passed by pointer,
-never copied, so each must have exactly the dtype, shape and C-contiguous layout the
-kernel was compiled for.
+never copied, so each must have exactly the dtype, shape and layout the kernel was
+compiled for: C-contiguous for a tensor or an identity-layout memref, the memref's own
+strides for a `strided<[...], offset: o>` one (its pointer is then the array's data
+pointer minus o elements, the base the code adds the offset to).
+
+A function that may fail (it allocates temporaries) returns a status: 0, or the number
+of the allocation site that got no memory, which the kernel turns into a `MemoryError`
+naming the temporary, its type, its size and its location (`allocation_sites`).
 """
 
 from __future__ import annotations
@@ -14,12 +20,43 @@ from dataclasses import dataclass, field
 import cffi
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from compiler.diagnostics import LoomError
 
 _ffi = cffi.FFI()
 _DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The byte strides numpy gives a C-contiguous array of `shape`."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _significant(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides that address anything: those of dimensions longer than 1, none for an
+    empty array (numpy puts anything in the others, and so may a view)."""
+    if 0 in shape:
+        return ()
+    return tuple(s for n, s in zip(shape, strides) if n > 1)
+
+
+def _memref_layout(name: str, t: MemRefType, op: Operation | None) -> tuple[tuple[int, ...], int]:
+    """The element strides and offset of a memref argument, or a LoomError saying why a
+    kernel cannot take it (dynamic sizes or layout, a memory space, a non-strided map)."""
+    from passes.loom_convert_to_llvm import memref_layout
+
+    if any(n < 0 for n in t.get_shape()):
+        raise LoomError(f"argument {name} has a dynamic shape ({t}): kernels take static shapes only", op)
+    try:
+        layout = memref_layout(t)
+    except LoomError as e:
+        raise LoomError(f"argument {name}: {e.message.removeprefix('loom-convert-to-llvm: ')}", op) from None
+    return layout.strides, layout.offset
 
 
 @dataclass(frozen=True)
@@ -31,22 +68,88 @@ class ArgSpec:
     dtype: np.dtype
     is_output: bool  # a result the kernel allocates and returns
     in_place: bool = False  # a memref argument the kernel writes into
+    strides: tuple[int, ...] | None = None  # in bytes, as numpy reports them; None: C-contiguous
+    offset: int = 0  # elements from the pointer passed to element 0 (the memref layout's offset)
+    type: str = ""  # the MLIR type, for messages
+    contiguous: bool = field(init=False, compare=False)
+    """C-contiguous from the pointer passed (offset 0): any C-contiguous array fits."""
+
+    def __post_init__(self):
+        c = c_strides(self.shape, self.dtype.itemsize)
+        if self.strides is None:
+            object.__setattr__(self, "strides", c)
+        contiguous = self.offset == 0 and _significant(self.shape, self.strides) == _significant(self.shape, c)
+        object.__setattr__(self, "contiguous", contiguous)
 
     @staticmethod
-    def from_type(name: str, t: Attribute, *, is_output: bool) -> ArgSpec:
+    def from_type(name: str, t: Attribute, *, is_output: bool, writes: bool = False,
+                  op: Operation | None = None) -> ArgSpec:
+        """The spec of argument (or result) `name` of type `t`; errors are located at `op`
+        (the function)."""
+        if is_output and not isinstance(t, TensorType):
+            raise LoomError(f"{name} is {t}: a kernel's results must be tensors (a function on memrefs "
+                            "writes its results into arguments)", op)
         if not isinstance(t, TensorType | MemRefType):
-            raise LoomError(f"kernel {'results' if is_output else 'arguments'} must be tensors or memrefs, "
-                            f"got {t} for {name}")
+            raise LoomError(f"kernel arguments must be tensors or memrefs, got {t} for {name}", op)
         elt = type(t.get_element_type())
         if elt not in _DTYPES:
-            raise LoomError(f"unsupported element type {t.get_element_type()} for {name} (f32 and f64 are)")
-        return ArgSpec(name, tuple(t.get_shape()), _DTYPES[elt], is_output, isinstance(t, MemRefType))
+            raise LoomError(f"unsupported element type {t.get_element_type()} for {name} (f32 and f64 are)", op)
+        dtype = _DTYPES[elt]
+        shape = tuple(t.get_shape())
+        if isinstance(t, TensorType):
+            if any(n < 0 for n in shape):
+                raise LoomError(f"{name} has a dynamic shape ({t}): kernels take static shapes only", op)
+            return ArgSpec(name, shape, dtype, is_output, type=str(t))
+        strides, offset = _memref_layout(name, t, op)
+        byte_strides = tuple(s * dtype.itemsize for s in strides)
+        return ArgSpec(name, shape, dtype, is_output, writes, byte_strides, offset, str(t))
+
+    def fits(self, a: np.ndarray) -> bool:
+        """Whether `a`'s layout is the one the code addresses (dtype and shape checked
+        before): the same strides where they matter."""
+        strides = self.strides
+        return a.strides == strides or _significant(self.shape, a.strides) == _significant(self.shape, strides)
 
     def describe(self) -> str:
-        return f"{self.dtype.name} array of shape {self.shape}"
+        layout = "" if self.contiguous else f" with strides {self.strides} (bytes, {self.type})"
+        return f"{self.dtype.name} array of shape {self.shape}{layout}"
+
+    def short(self) -> str:
+        """`float32[4, 3]`, marked when strided or written."""
+        marks = [m for m, on in (("strided", not self.contiguous), ("written", self.in_place)) if on]
+        return f"{self.dtype.name}{list(self.shape)}" + (f" ({', '.join(marks)})" if marks else "")
 
 
-@dataclass
+@dataclass(frozen=True)
+class AllocationSite:
+    """A heap allocation of the compiled code that may fail: what the MemoryError names."""
+
+    function: str
+    name: str  # the SSA name, with its %, or "" when it has none
+    type: str
+    nbytes: int
+    location: str | None
+
+
+def size_text(nbytes: int) -> str:
+    """`40000000000` -> `37.3 GiB`."""
+    for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays share an element; one too hard to decide counts as overlapping."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=100_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
+@dataclass(repr=False)
 class Kernel:
     """A compiled entry function. Call it with the input arrays; it returns the result
     array (a tuple for several results, None for none)."""
@@ -66,15 +169,29 @@ class Kernel:
     num_threads: int | None = None
     remarks: list[str] = field(default_factory=list)
     """What the schedule passes did, when compiled with remarks=True."""
+    target: str = ""
+    """The LLVM CPU the machine code was compiled for."""
+    returns_status: bool = False
+    """The entry function returns a status (it may fail to allocate a temporary)."""
+    allocation_sites: dict[int, AllocationSite] = field(default_factory=dict)
+    """Status k -> the allocation that failed."""
     _module: object = None  # keeps the JIT'd code alive
     _cfunc: object = None
-    _writes_inputs: bool = False
+    _written: tuple[int, ...] = ()
+    _direct: bool = True
 
     def __post_init__(self):
-        self._writes_inputs = any(s.in_place for s in self.inputs)
+        self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
+        self._direct = all(s.contiguous for s in self.inputs)  # from_buffer takes every array
         n = len(self.inputs) + len(self.outputs)
+        ret = "int" if self.returns_status else "void"
         # cffi rather than ctypes: a call costs well under a microsecond of Python
-        self._cfunc = _ffi.cast(f"void (*)({', '.join(['void *'] * n) or 'void'})", self.address)
+        self._cfunc = _ffi.cast(f"{ret} (*)({', '.join(['void *'] * n) or 'void'})", self.address)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{s.name}: {s.short()}" for s in self.inputs)
+        results = ", ".join(s.short() for s in self.outputs) or "None"
+        return f"<Kernel @{self.entry}({args}) -> {results}, pipeline={self.pipeline!r}, target={self.target!r}>"
 
     def asm(self) -> str:
         """The machine code, as assembly text."""
@@ -85,20 +202,25 @@ class Kernel:
         if len(arrays) != len(self.inputs):
             self._diagnose(arrays)
         for s, a in zip(self.inputs, arrays):
-            if not (type(a) is np.ndarray and a.dtype == s.dtype and a.shape == s.shape):
+            if not (type(a) is np.ndarray and a.dtype == s.dtype and a.shape == s.shape
+                    and (a.strides == s.strides or s.fits(a))):
                 self._diagnose(arrays)
             flags = a.flags
-            if not (flags.c_contiguous and flags.aligned and (flags.writeable or not s.in_place)):
+            if not (flags.aligned and (flags.writeable or not s.in_place)):
                 self._diagnose(arrays)
-        if self._writes_inputs:
+        if self._written:
             self._check_overlap(arrays)
         return arrays
 
     def _check_overlap(self, arrays: tuple) -> None:
-        for i, spec in enumerate(self.inputs):
-            if spec.in_place and any(j != i and np.shares_memory(arrays[i], b) for j, b in enumerate(arrays)):
-                raise ValueError(f"@{self.entry} argument #{i} ({spec.name}) is written in place and must not "
-                                 "overlap another argument (the kernel assumes no aliasing)")
+        """An argument the kernel writes must not share memory with any other (the code
+        assumes no aliasing); arguments it only reads may."""
+        for i in self._written:
+            for j, other in enumerate(arrays):
+                if j != i and _overlap(arrays[i], other):
+                    raise ValueError(f"@{self.entry} argument #{i} ({self.inputs[i].name}) is written by the kernel "
+                                     f"and overlaps argument #{j} ({self.inputs[j].name}); an argument the kernel "
+                                     "writes must not share memory with another (the kernel assumes no aliasing)")
 
     def _diagnose(self, arrays: tuple) -> None:
         """Raise the error that says what is wrong with the first bad argument."""
@@ -114,19 +236,52 @@ class Kernel:
                                 f"(convert with .astype(np.{spec.dtype.name}))")
             if arr.shape != spec.shape:
                 raise ValueError(f"{where} has shape {arr.shape}, expected {spec.shape}")
-            if not arr.flags.c_contiguous:
-                raise ValueError(f"{where} is not C-contiguous (strides {arr.strides}); this kernel reads "
-                                 "its arguments in place with row-major strides: pass np.ascontiguousarray(x)")
+            if not spec.fits(arr):
+                if spec.contiguous:
+                    raise ValueError(f"{where} is not C-contiguous (strides {arr.strides}, expected {spec.strides}): "
+                                     f"the kernel reads {spec.name} in place with row-major strides; pass "
+                                     f"np.ascontiguousarray({spec.name.lstrip('%')})")
+                raise ValueError(f"{where} has strides {arr.strides}, expected {spec.strides} (bytes): the kernel "
+                                 f"reads {spec.name} in place with the layout of {spec.type}; pass an array with "
+                                 "exactly those strides (a view into a larger array)")
             if not arr.flags.aligned:
                 raise ValueError(f"{where} is not aligned to its element size")
             if spec.in_place and not arr.flags.writeable:
-                raise ValueError(f"{where} is written in place but is read-only")
+                raise ValueError(f"{where} is written by the kernel but is read-only")
         raise TypeError(f"@{self.entry}: arrays must be numpy.ndarray instances (not subclasses)")
+
+    def _pointers(self, arrays: tuple) -> list:
+        """The pointer each array is passed as: its data pointer, moved back by the
+        layout's offset (cffi's from_buffer takes C-contiguous arrays only)."""
+        out = []
+        for spec, a in zip(self.inputs, arrays):
+            if spec.contiguous:
+                out.append(_ffi.from_buffer(a))
+            else:
+                out.append(_ffi.cast("char *", a.ctypes.data) - spec.offset * a.itemsize)
+        return out
+
+    def _allocation_error(self, status: int) -> MemoryError:
+        site = self.allocation_sites.get(status)
+        if site is None:  # the table comes from the same module: not expected
+            return MemoryError(f"@{self.entry}: a temporary could not be allocated (status {status})")
+        what = f"the temporary {site.name}" if site.name else "a temporary"
+        if site.function != self.entry:
+            what += f" of @{site.function} (which @{self.entry} calls)"
+        where = f" at {site.location}" if site.location else ""
+        partial = "; the arrays it writes in place may hold partial results" if self._written else ""
+        return MemoryError(f"@{self.entry}: cannot allocate {what} ({site.type}, {size_text(site.nbytes)}){where}"
+                           f"{partial}")
 
     def __call__(self, *arrays):
         ins = self.check(arrays)
         outs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
-        self._cfunc(*[_ffi.from_buffer(a) for a in (*ins, *outs)])
+        if self._direct:
+            status = self._cfunc(*[_ffi.from_buffer(a) for a in (*ins, *outs)])
+        else:
+            status = self._cfunc(*self._pointers(ins), *[_ffi.from_buffer(a) for a in outs])
+        if status:
+            raise self._allocation_error(status)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -327,7 +327,10 @@ def to_llvm_ir(module: ModuleOp) -> str:
     reads like clang's: `define void @f(ptr noalias captures(none) %A)`)."""
     from llvmlite import binding
 
-    text = str(to_llvmlite_module(module))
+    from compiler.gcpause import paused
+
+    with paused():
+        text = str(to_llvmlite_module(module))
     try:  # a private context: LLVM's global one belongs to the JIT (compiler/jit.py)
         parsed = binding.parse_assembly(text, context=binding.create_context())
         parsed.verify()
@@ -344,3 +347,23 @@ class LoomLLVMTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         print(to_llvm_ir(module), file=output)
+
+
+@dataclass(frozen=True)
+class LoomAsmTarget(Target):
+    """`loom-opt -t asm`: the host's assembly of an llvm-dialect module, optimized at O3
+    and compiled for the host CPU as `compile()` does (`kernel.asm()`)."""
+
+    name = "asm"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from compiler.jit import compile_ir
+
+        print(compile_ir(to_llvm_ir(module)).asm(), file=output)
+
+
+@dataclass(frozen=True)
+class LoomX86AsmTarget(LoomAsmTarget):
+    """`loom-opt -t x86-asm` (offered on an x86-64 host): the same as `asm`."""
+
+    name = "x86-asm"

@@ -7,17 +7,22 @@ nests of `convert-loom-to-affine`, as written. `default` schedules them for the 
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from compiler.diagnostics import LoomError
+from compiler.diagnostics import LoomError, deep_nesting
 
-#: loom on tensors -> loom on memrefs -> affine loops (the schedule passes go here)
-TO_AFFINE = ["loom-bufferize", "convert-loom-to-affine"]
+#: loom on tensors -> loom on memrefs -> affine loops (the schedule passes go here); a
+#: function of many nests gets a function per distinct nest (compile time stays linear)
+TO_AFFINE = ["loom-bufferize", "convert-loom-to-affine", "loom-outline"]
 #: affine loops -> llvm dialect
 TO_LLVM = ["loom-lower-affine", "convert-scf-to-cf", "loom-convert-to-llvm"]
 
@@ -43,22 +48,106 @@ def resolve(pipeline: str) -> str:
 def complete(pipeline: str) -> str:
     """The pipeline `compile()` and `loom-run` run for a schedule: a named pipeline as it
     is; a pass list gets the steps it leaves out, bufferization and the lowering to affine
-    in front, the lowering to LLVM behind. So `loom-tile{sizes=32,32,32}` just works."""
+    in front, the lowering to LLVM behind. So `loom-tile{sizes=32,32,32}` just works.
+    An empty pipeline is an error here (there is nothing to complete: name `naive`)."""
+    if not pipeline.strip():
+        raise LoomError(f"empty pass pipeline: name a pipeline ({', '.join(PIPELINES)}) or list "
+                        f"passes, e.g. 'loom-tile{{sizes=32,32,32}}'")
     spec = resolve(pipeline)
-    if spec != pipeline or not spec.strip():
+    if spec != pipeline:
         return spec
-    try:
-        names = {p.name for p in parse_pipeline(spec)}
-    except (Exception, ArgSpecParseError) as e:  # xDSL's parse error is a BaseException
-        raise LoomError(f"invalid pass pipeline '{pipeline}': {e}") from None
+    names = {p.name for p in parse(pipeline)}
     if names & set(WHOLE_PIPELINE_PASSES):
         return spec
     before = [p for p in TO_AFFINE if p not in names]
     after = [p for p in TO_LLVM if p not in names]
-    return ",".join([*before, spec, *after])
+    return ",".join([*before, spec.strip(), *after])
+
+
+def parse(pipeline: str) -> list[ArgSpec]:
+    """The passes of a pass-list string, each a known pass; a LoomError (one line) names
+    what is wrong: the syntax, or an unknown name with the close ones and the known ones."""
+    from passes import get_all_passes
+
+    spec = resolve(pipeline).strip()
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as e:  # a BaseException in xDSL 0.74, several lines long
+        raise LoomError(f"invalid pass pipeline '{pipeline}': {syntax_message(e)}") from None
+    available = get_all_passes()
+    for p in specs:
+        if p.name not in available:
+            raise LoomError(f"invalid pass pipeline '{pipeline}': {unknown_name(p.name, available)}")
+    return specs
+
+
+def syntax_message(e: ArgSpecParseError) -> str:
+    """xDSL's message is a header, `pass-pipeline:1:COL`, the text, a caret and the reason."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    col = next((m.group(1) for ln in lines if (m := re.fullmatch(r"pass-pipeline:\d+:(\d+)", ln))), None)
+    reason = lines[-1] if lines else "malformed"
+    return f"{reason[:1].lower()}{reason[1:]} (at character {col})" if col else reason
+
+
+def unknown_name(name: str, available: dict[str, object]) -> str:
+    """'unknown pass X', a guess at what was meant, and what there is (the named pipelines
+    and Loom's passes; xDSL's are many, and listed by `loom-opt --help`)."""
+    from passes import LOOM_PASSES
+
+    if name in PIPELINES:
+        return (f"'{name}' is a named pipeline, not a pass: give it alone (or use "
+                f"loom-naive, the pass that runs the naive pipeline)")
+    guesses = difflib.get_close_matches(name, [*PIPELINES, *available], n=3)
+    hint = f"; did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
+    return (f"unknown pass or pipeline '{name}'{hint} (named pipelines: {', '.join(PIPELINES)}; "
+            f"Loom's passes: {', '.join(LOOM_PASSES)}; xDSL's passes: see loom-opt --help)")
+
+
+def pass_summaries() -> list[tuple[str, str]]:
+    """(flag with its options, what it does) for each of Loom's passes, from the first
+    sentence of its module's docstring (`loom-tile{sizes=... op=... depth=0}: tile ...`):
+    what `loom-opt --help` lists."""
+    import importlib
+
+    from passes import LOOM_PASSES
+
+    rows = []
+    for flag, target in LOOM_PASSES.items():
+        doc = importlib.import_module(f"passes.{target.split(':')[0]}").__doc__ or ""
+        first = " ".join(doc.strip().split("\n\n")[0].split())
+        usage, _, summary = first.partition(": ")
+        if not usage.startswith(flag) or not summary:
+            usage, summary = flag, first
+        rows.append((usage, _gist(summary)))
+    return rows
+
+
+def _gist(text: str) -> str:
+    """The first sentence (a period outside parentheses ends it), less a parenthesis that
+    closes it: `copy the tile ... (the packing of BLIS; ...).` -> `copy the tile ...`."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "." and depth == 0 and (i + 1 == len(text) or text[i + 1] == " "):
+            text = text[:i]
+            break
+    return re.sub(r"\s*\([^()]*\)$", "", text)
 
 
 Callback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
+
+
+@dataclass(frozen=True)
+class LoomPipeline(PassPipeline):
+    """A pass pipeline whose passes may recurse as deep as the IR is nested (xDSL's
+    rewriters and walkers recurse per region); too deep is a LoomError at the deepest op.
+    The cyclic garbage collector waits until the pipeline is done (compiler/gcpause.py)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from compiler.gcpause import paused
+
+        with deep_nesting(op, "running the pass pipeline"), paused():
+            super().apply(ctx, op)
 
 
 def build(spec: str, callback: Callback | None = None, *, literal: bool = True) -> PassPipeline:
@@ -66,9 +155,13 @@ def build(spec: str, callback: Callback | None = None, *, literal: bool = True) 
     completes it first (see `complete`)."""
     from passes import get_all_passes
 
+    full = resolve(spec) if literal else complete(spec)
+    specs = parse(full) if full.strip() else []
+    available = get_all_passes()
     try:
-        return PassPipeline.parse_spec(get_all_passes(), resolve(spec) if literal else complete(spec), callback)
+        passes = tuple(available[p.name]().from_pass_spec(p) for p in specs)
     except LoomError:
         raise
-    except (Exception, ArgSpecParseError) as e:  # xDSL's parse error is a BaseException
+    except (Exception, ArgSpecParseError) as e:  # a bad option: xDSL's message is one line
         raise LoomError(f"invalid pass pipeline '{spec}': {e}") from None
+    return LoomPipeline(passes, callback)

@@ -1,4 +1,12 @@
-"""Run a kernel on random inputs and check it against the numpy reference (`loom-run`)."""
+"""Run a kernel on random inputs and check it against the numpy reference (`loom-run`).
+
+What is checked: every result of a function on tensors, and for a function on memrefs
+every argument the kernel writes (the reference writes its `outs` into copies of the
+same inputs). A memref argument with a strided layout is made as a view into a larger
+buffer of NaNs, so a read outside the view shows up as a NaN in the result and a write
+outside it as a changed padding element. Timing is loom-bench's (compiler/bench.py): a
+time budget per round, several rounds, the runs of loom and numpy interleaved.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler import numpy_reference as ref
-from compiler.driver import compile, find_entry, load_module, signature
+from compiler.driver import compile, find_entry, load_module
+from compiler.kernel import ArgSpec
 
 
 def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:
@@ -17,9 +26,36 @@ def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:
     return 4.0 * reduction * float(np.finfo(dtype).eps) * ref_max
 
 
+def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
+    """`values` in an array with `spec`'s layout: itself when that is C-contiguous, else a
+    view with the spec's strides into a buffer that reaches from the pointer the kernel is
+    passed (the layout's offset before element 0), the rest of it `fill`."""
+    if spec.contiguous:
+        return np.ascontiguousarray(values, dtype=spec.dtype)
+    itemsize = spec.dtype.itemsize
+    reach = sum(max(0, (n - 1) * s) for n, s in zip(spec.shape, spec.strides)) if 0 not in spec.shape else 0
+    base = np.full(spec.offset + reach // itemsize + 1, fill, dtype=spec.dtype)
+    view = np.lib.stride_tricks.as_strided(base[spec.offset:], spec.shape, spec.strides)
+    view[...] = values
+    return view
+
+
 def random_inputs(specs, seed: int) -> list[np.ndarray]:
+    """Standard normal values for each argument, in the argument's layout."""
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
+    return [array_with_layout(s, rng.standard_normal(s.shape)) for s in specs]
+
+
+def outside_view(a: np.ndarray) -> np.ndarray:
+    """The elements of a strided view's buffer (from its first element) that it does not
+    show: the NaN padding `array_with_layout` put there."""
+    if a.base is None or a.size == 0 or a.flags.c_contiguous or min(a.strides) < 0:
+        return np.empty(0, a.dtype)
+    reach = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // a.itemsize + 1
+    span = np.lib.stride_tricks.as_strided(a, (reach,), (a.itemsize,))
+    shown = np.zeros(reach, bool)
+    np.lib.stride_tricks.as_strided(shown, a.shape, tuple(s // a.itemsize for s in a.strides))[...] = True
+    return span[~shown]
 
 
 def median_times(fns, repeat: int) -> list[float]:
@@ -47,26 +83,55 @@ class Report:
     compile_seconds: float
     numpy_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    checked: str = ""
+    """What was compared: `2 results`, `argument %c`, ..."""
+    runs: int = 0
+    """Timed runs per round."""
+    round_seconds: tuple[float, ...] = ()
+    """Loom's median time in each round."""
+    ratios: tuple[float, ...] = ()
+    """loom/numpy speed in each round (with numpy)."""
 
     @property
     def ok(self) -> bool:
-        return bool(self.max_err <= self.bound)
+        return bool(self.max_err <= self.bound) and not self.notes
 
     def format(self) -> str:
         status = "OK" if self.ok else "MISMATCH"
+        rounds = len(self.round_seconds)
         lines = [
             f"{self.filename}: @{self.entry} {self.shapes}  pipeline={self.pipeline}",
-            f"  check    {status}: max |loom - numpy(f64)| = {self.max_err:.3g} (bound {self.bound:.3g})",
+            f"  check    {status}: {self.checked}: max |loom - numpy(f64)| = {self.max_err:.3g}"
+            f" (bound {self.bound:.3g})",
+            *(f"  check    MISMATCH: {note}" for note in self.notes),
             f"  time     {self.seconds * 1e3:.3f} ms median  {self.gflops:.2f} GFLOP/s"
-            f"  (compile {self.compile_seconds:.2f} s)",
+            f"  ({rounds} round{'s' * (rounds != 1)} of {self.runs} runs"
+            + (f", round medians {min(self.round_seconds) * 1e3:.3f}-{max(self.round_seconds) * 1e3:.3f} ms"
+               if rounds > 1 else "")
+            + f"; compile {self.compile_seconds:.2f} s)",
         ]
         if self.numpy_seconds is not None:
             np_gflops = self.gflops * self.seconds / self.numpy_seconds if self.numpy_seconds else 0.0
+            spread = f", rounds {min(self.ratios):.3f}-{max(self.ratios):.3f}x" if len(self.ratios) > 1 else ""
+            ratio = float(np.median(self.ratios)) if self.ratios else self.numpy_seconds / self.seconds
             lines.append(
                 f"  numpy    {self.numpy_seconds * 1e3:.3f} ms median  {np_gflops:.2f} GFLOP/s"
-                f"  (loom/numpy speed {self.numpy_seconds / self.seconds:.3f}x)"
+                f"  (loom/numpy speed {ratio:.3f}x median{spread})"
             )
         return "\n".join(lines)
+
+
+def compare(got: list[np.ndarray], want: list[np.ndarray], reduction: int) -> tuple[float, float]:
+    """Max |got - want| over the pairs (NaN where one is NaN and the other is not: a read
+    out of bounds, say), and the largest error bound among them."""
+    errors, bound = [0.0], 0.0
+    for g, w in zip(got, want):
+        g64 = g.astype(np.float64)
+        diff = np.where(np.isnan(g64) & np.isnan(w), 0.0, np.abs(g64 - w))
+        errors.append(float(np.max(diff, initial=0.0)))
+        magnitude = float(np.max(np.abs(w), initial=0.0, where=~np.isnan(w)))
+        bound = max(bound, error_bound(reduction, g.dtype, magnitude))
+    return (np.nan if any(np.isnan(errors)) else max(errors)), bound
 
 
 def run_and_check(
@@ -75,36 +140,52 @@ def run_and_check(
     filename: str = "<source>",
     entry: str | None = None,
     pipeline: str = "naive",
-    repeat: int = 5,
+    repeat: int = 100,
+    budget: float = 0.5,
+    rounds: int = 3,
     seed: int = 0,
     num_threads: int | None = None,
     compare_numpy: bool = False,
 ) -> Report:
+    """Compile, run once on random inputs and check against the float64 reference, then
+    time: `rounds` rounds of at most `repeat` runs each, as many as fit `budget` seconds
+    (at least 3), interleaved with numpy's runs when `compare_numpy`."""
+    from compiler.bench import repeats_for  # bench imports this module
+
     module = load_module(text, filename)
-    fn = find_entry(module, entry)
-    inputs, outputs = signature(fn)
+    fn = find_entry(module, entry, option="--entry")
     t0 = time.perf_counter()
     kernel = compile(text, entry=fn.sym_name.data, pipeline=pipeline, num_threads=num_threads, filename=filename)
     compile_seconds = time.perf_counter() - t0
 
-    arrays = random_inputs(inputs, seed)
+    arrays = random_inputs(kernel.inputs, seed)
+    reference_args = [a.astype(np.float64) for a in arrays]  # the reference writes outs into these
+    t0 = time.perf_counter()
     got = kernel(*arrays)
-    want = ref.evaluate(fn, [a.copy() for a in arrays])
-    got_list = [got] if len(outputs) == 1 else list(got or ())
-    max_err, bound = 0.0, 0.0
-    k = ref.reduction_length(fn)
-    for g, w, spec in zip(got_list, want, outputs):
-        max_err = max(max_err, float(np.max(np.abs(g - w), initial=0.0)))
-        bound = max(bound, error_bound(k, spec.dtype, float(np.max(np.abs(w), initial=0.0))))
+    first_seconds = time.perf_counter() - t0
+    want = list(ref.evaluate(fn, reference_args))
+    written = [i for i, s in enumerate(kernel.inputs) if s.in_place]
+    got_list = ([got] if len(kernel.outputs) == 1 else list(got or ())) + [arrays[i] for i in written]
+    want += [reference_args[i] for i in written]
+    max_err, bound = compare(got_list, want, ref.reduction_length(fn))
+    notes = [f"the kernel wrote outside the view of argument {kernel.inputs[i].name}"
+             for i in written if not np.isnan(outside_view(arrays[i])).all()]
+    checked = ", ".join([*(f"result #{i}" for i in range(len(kernel.outputs))),
+                         *(f"argument {kernel.inputs[i].name}" for i in written)])
+    checked = checked or "nothing to compare (no results, no argument written)"
 
     fns = [lambda: kernel(*arrays)]
     if compare_numpy:  # numpy on the same work, in the inputs' own dtype
         fns.append(lambda: ref.evaluate(fn, arrays, dtype=arrays[0].dtype))
-    seconds, *rest = median_times(fns, repeat)
-    numpy_seconds = rest[0] if rest else None
-    shapes = ", ".join("x".join(map(str, s.shape)) + f" {s.dtype}" for s in inputs)
+    runs = repeats_for(first_seconds, budget, repeat)
+    per_round = [median_times(fns, runs) for _ in range(rounds)]
+    seconds = float(np.median([t[0] for t in per_round]))
+    numpy_seconds = float(np.median([t[1] for t in per_round])) if compare_numpy else None
+    shapes = ", ".join("x".join(map(str, s.shape)) + f" {s.dtype}" for s in kernel.inputs)
     return Report(
         filename=filename, entry=kernel.entry, pipeline=pipeline, shapes=f"({shapes})",
         max_err=max_err, bound=bound, seconds=seconds, gflops=kernel.flops / seconds / 1e9,
-        compile_seconds=compile_seconds, numpy_seconds=numpy_seconds,
+        compile_seconds=compile_seconds, numpy_seconds=numpy_seconds, notes=notes, checked=checked,
+        runs=runs, round_seconds=tuple(t[0] for t in per_round),
+        ratios=tuple(t[1] / t[0] for t in per_round) if compare_numpy else (),
     )

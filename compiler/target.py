@@ -1,12 +1,26 @@
 """What the host offers a kernel: data cache sizes (from the OS) and vectors (from the CPU
-features LLVM reports). The `default` pipeline's cost model (passes/cost_model.py) reads
-it; `LOOM_TARGET` overrides it, for tests and for planning another machine's kernels:
-`LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`.
+features LLVM reports), as one `Target` that every pass asks: `host()`.
+
+Every decision that depends on the vector width or the register count goes through
+`host()`: the `default` pipeline's cost model (passes/cost_model.py, via loom-default)
+and `loom-vectorize{width=0}` (the width of the nests loom-default vectorizes besides
+matmul, the zero fill of C and the epilogues, included). Nothing in passes/ reads the
+CPU's features itself.
+
+`LOOM_TARGET` overrides fields of it, for tests and for planning another machine's
+kernels: `LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`
+plans for an AVX2 machine (Zen 3) wherever Loom runs. It is a planning override only:
+the JIT (compiler/jit.py) always generates machine code for the real host CPU, which
+LLVM legalizes any vector width onto (a vector<16xf32> becomes two ymm registers on
+AVX2, a vector<8xf32> one ymm on AVX-512), so a kernel planned for another target
+still runs here, and gives the same results, only not as fast. `machine()` is that real
+host, without the override.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
@@ -65,27 +79,38 @@ def cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict
 
 
 def host() -> Target:
-    """The machine Loom compiles for (see `LOOM_TARGET` to override); cached per value of
-    `LOOM_TARGET`."""
+    """The target every pass plans for: the machine Loom runs on (`machine()`) with the
+    fields `LOOM_TARGET` names replaced; cached per value of `LOOM_TARGET`."""
     return _host(os.environ.get("LOOM_TARGET", ""))
 
 
 @cache
 def _host(spec: str) -> Target:
+    return override(machine(), spec)
+
+
+@cache
+def machine() -> Target:
+    """The real host, whatever `LOOM_TARGET` says: cache sizes from /sys, vector width and
+    registers from the CPU features LLVM reports (the CPU the JIT compiles for)."""
     import llvmlite.binding as llvm
 
     features = llvm.get_host_cpu_features()
     caches = {**FALLBACK_CACHES, **cache_sizes()}
+    bits, regs = vectors_of(features)
+    return Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")))
+
+
+def vectors_of(features: Mapping[str, bool]) -> tuple[int, int]:
+    """(vector bits, vector registers) of a CPU with these LLVM features: AVX-512 has 32
+    zmm registers, AVX 16 ymm, NEON 32 q registers, SSE 16 xmm."""
     if features.get("avx512f"):
-        bits, regs = 512, 32
-    elif features.get("avx"):
-        bits, regs = 256, 16
-    elif features.get("neon"):
-        bits, regs = 128, 32
-    else:
-        bits, regs = 128, 16
-    target = Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")))
-    return override(target, spec)
+        return 512, 32
+    if features.get("avx"):
+        return 256, 16
+    if features.get("neon"):
+        return 128, 32
+    return 128, 16
 
 
 BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}

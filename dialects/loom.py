@@ -27,17 +27,21 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BoolAttr,
     DenseArrayBase,
     IndexType,
+    IntAttr,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
     TensorType,
+    f32,
+    f64,
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -54,6 +58,34 @@ from xdsl.utils.exceptions import VerifyException
 
 ShapedT = TensorType | MemRefType
 
+#: the element types the loom ops compute in (the lowering, the JIT and the numpy
+#: reference know these two; f16/bf16/f80/f128 would fail late, in LLVM or in numpy)
+ELEMENT_TYPES = (f32, f64)
+
+
+def memref_root(value: SSAValue) -> SSAValue:
+    """The buffer a memref value views: through any op that makes a memref out of another
+    (subview, cast, reinterpret_cast, collapse_shape, expand_shape, ...), up to an argument
+    or allocation. Distinct roots are distinct buffers (function arguments are noalias).
+    Shared by the aliasing rule of the verifiers below and the schedule passes."""
+    while isinstance(owner := value.owner, Operation) and not owner.regions:
+        sources = [v for v in owner.operands if isinstance(v.type, MemRefType)]
+        if not sources:
+            break
+        value = sources[0]
+    return value
+
+
+def _static_layout(t: MemRefType) -> bool:
+    """Whether the type alone fixes which elements of its buffer a memref reaches: the
+    identity layout, or a strided one with no dynamic offset or stride."""
+    layout = t.layout
+    if isinstance(layout, NoneAttr):
+        return True
+    return isinstance(layout, StridedLayoutAttr) and all(
+        isinstance(x, IntAttr) for x in (layout.offset, *layout.strides.data)
+    )
+
 
 def _fmt_shape(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
@@ -68,7 +100,7 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | No
     for x, y in zip(pa, pb):
         if x != y and 1 not in (x, y):
             return None
-        out.append(max(x, y) if 1 in (x, y) else x)
+        out.append(y if x == 1 else x)  # a 1 stretches to the other extent, 0 included
     return tuple(out)
 
 
@@ -88,9 +120,14 @@ class LoomComputeOp(IRDLOperation):
     OPERAND_NAMES: ClassVar[tuple[str, ...]]
     """What the inputs are called in diagnostics, in order."""
 
-    ins = var_operand_def(TensorType | MemRefType)
-    outs = var_operand_def(MemRefType)
-    res = var_result_def(TensorType)
+    IN_PLACE: ClassVar[bool] = False
+    """Whether an output element depends only on the input elements at its own index, so
+    that the output may be written over an input of its shape (numpy's `out=`)."""
+
+    # Any type here: `verify_` checks them, naming the operand (IRDL's message would not).
+    ins = var_operand_def()
+    outs = var_operand_def()
+    res = var_result_def()
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -136,21 +173,26 @@ class LoomComputeOp(IRDLOperation):
                 "takes either a tensor result (value form) or one outs "
                 "memref (destination-passing form), not both and not neither"
             )
-        if len(self.outs) > 1:
-            raise VerifyException("takes one outs operand")
+        if len(self.outs) > 1 or len(self.res) > 1:
+            raise VerifyException(f"takes one {'outs operand' if self.outs else 'result'}, got "
+                                  f"{max(len(self.outs), len(self.res))}")
         kind = MemRefType if self.is_bufferized else TensorType
         kind_name = "memref" if self.is_bufferized else "tensor"
-        out_t = self.output_type
-        elt = out_t.get_element_type()
-        if not isinstance(elt, AnyFloat):
-            raise VerifyException(f"result element type must be f32 or f64, got {elt}")
+        which = "outs operand" if self.is_bufferized else "result"
+        out_t = (self.outs if self.is_bufferized else self.res)[0].type
+        if not isinstance(out_t, kind):
+            raise VerifyException(f"{which} must be a {kind_name}, got {out_t}")
         for i, v in enumerate(self.ins):
             if not isinstance(v.type, kind):
                 raise VerifyException(f"{self._describe(i)} must be a {kind_name}, got {v.type}")
+            self._check_element_type(self._describe(i), v.type.get_element_type())
+        elt = out_t.get_element_type()
+        self._check_element_type(which, elt)
+        for i, v in enumerate(self.ins):
             if v.type.get_element_type() != elt:
                 raise VerifyException(
                     f"{self._describe(i)} has element type {v.type.get_element_type()}, "
-                    f"expected {elt} (the result's)"
+                    f"expected {elt} (the {which}'s)"
                 )
         shapes = [tuple(v.type.get_shape()) for v in self.ins]
         for i, s in enumerate(shapes):
@@ -159,10 +201,41 @@ class LoomComputeOp(IRDLOperation):
         expected = self.result_shape(shapes)
         actual = tuple(out_t.get_shape())
         if expected != actual:
-            which = "outs operand" if self.is_bufferized else "result"
             raise VerifyException(
                 f"{which} has shape {_fmt_shape(actual)}, expected {_fmt_shape(expected)} "
                 f"from the operand shapes ({', '.join(_fmt_shape(s) for s in shapes)})"
+            )
+        if self.is_bufferized:
+            self._check_aliasing()
+
+    @staticmethod
+    def _check_element_type(what: str, elt: Attribute) -> None:
+        if elt not in ELEMENT_TYPES:
+            raise VerifyException(f"{what} has element type {elt}: loom ops support f32 and f64")
+
+    def _check_aliasing(self) -> None:
+        """The outs buffer must not be an input's, nor overlap one through a view: the
+        loops read the inputs while they write the output (matmul's zero fill of C would
+        wipe A first). Elementwise ops may write over an input with the output's shape and
+        layout, which each iteration reads before it writes the same element."""
+        out = self.outs[0]
+        root = memref_root(out)
+        for i, v in enumerate(self.ins):
+            if memref_root(v) is not root:
+                continue
+            same = v is out or (v.type == out.type and _static_layout(out.type))
+            if self.IN_PLACE and same:
+                continue
+            what = "is" if v is out else "views the same buffer as"
+            if not self.IN_PLACE:
+                raise VerifyException(
+                    f"outs operand {what} {self._describe(i)}: {self.name} reads its inputs "
+                    f"while it writes the output, so the output must be a separate buffer"
+                )
+            raise VerifyException(
+                f"outs operand {what} {self._describe(i)} with another shape or layout "
+                f"({v.type} vs {out.type}): in place, the input must have the output's "
+                f"shape and layout"
             )
 
     # ---- assembly ----------------------------------------------------------
@@ -293,33 +366,35 @@ class Conv2DOp(LoomComputeOp):
     name = "loom.conv2d"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input", "filter")
 
-    strides = opt_prop_def(DenseArrayBase)
-    padding = opt_prop_def(DenseArrayBase)
-    dilations = opt_prop_def(DenseArrayBase)
+    # Any attribute is accepted here and checked in `_pair`, so that a wrong one (a dense
+    # tensor, an integer) is named in the error with the form it must have.
+    strides = opt_prop_def(Attribute)
+    padding = opt_prop_def(Attribute)
+    dilations = opt_prop_def(Attribute)
 
-    def _pair(self, name: str, default: int) -> tuple[int, int]:
+    #: attribute -> (default, least value)
+    PARAMS: ClassVar[dict[str, tuple[int, int]]] = {"strides": (1, 1), "padding": (0, 0), "dilations": (1, 1)}
+
+    def _pair(self, name: str) -> tuple[int, int]:
+        default, least = self.PARAMS[name]
         attr = self.properties.get(name)
         if attr is None:
             return (default, default)
+        form = f"attribute '{name}' must be array<i64: a, b> with a, b >= {least}"
         if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
-            raise VerifyException(f"attribute '{name}' must be array<i64: a, b>, got {attr}")
+            raise VerifyException(f"{form}, got {attr}")
         vals = attr.get_values()
-        if len(vals) != 2:
-            raise VerifyException(f"attribute '{name}' must have 2 values (h, w), got {len(vals)}")
+        if len(vals) != 2 or min(vals) < least:
+            raise VerifyException(f"{form}, got {attr}")
         return (int(vals[0]), int(vals[1]))
 
     def conv_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(strides, padding, dilations), defaults filled in and validated."""
-        strides = self._pair("strides", 1)
-        padding = self._pair("padding", 0)
-        dilations = self._pair("dilations", 1)
-        if min(strides) < 1:
-            raise VerifyException(f"strides must be >= 1, got {list(strides)}")
-        if min(padding) < 0:
-            raise VerifyException(f"padding must be >= 0, got {list(padding)}")
-        if min(dilations) < 1:
-            raise VerifyException(f"dilations must be >= 1, got {list(dilations)}")
-        return strides, padding, dilations
+        return self._pair("strides"), self._pair("padding"), self._pair("dilations")
+
+    def verify_(self) -> None:
+        self.conv_params()  # a bad attribute first: the shape messages below depend on them
+        super().verify_()
 
     def result_shape(self, shapes):
         x, w = shapes
@@ -344,6 +419,7 @@ class Conv2DOp(LoomComputeOp):
 
 class ElementwiseBinaryOp(LoomComputeOp):
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
+    IN_PLACE: ClassVar[bool] = True
 
     def result_shape(self, shapes):
         a, b = shapes
@@ -390,6 +466,7 @@ class ReluOp(LoomComputeOp):
 
     name = "loom.relu"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+    IN_PLACE: ClassVar[bool] = True
 
     def result_shape(self, shapes):
         return shapes[0]

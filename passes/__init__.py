@@ -12,6 +12,7 @@ LOOM_PASSES: dict[str, str] = {
     # flag: "module:ClassName"
     "loom-bufferize": "loom_bufferize:LoomBufferizePass",
     "convert-loom-to-affine": "convert_loom_to_affine:ConvertLoomToAffinePass",
+    "loom-outline": "loom_outline:LoomOutlinePass",
     "loom-lower-affine": "loom_lower_affine:LoomLowerAffinePass",
     "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
     "loom-naive": "loom_naive:LoomNaivePipelinePass",

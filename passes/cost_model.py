@@ -109,7 +109,7 @@ class MatmulPlan:
         elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
-        traffic = ", ".join(f"{level} {elements / 1e6:.3g}M ({elements / flops:.3g}/fma)"
+        traffic = ", ".join(f"{level} {elements / 1e6:.3g}M" + (f" ({elements / flops:.3g}/fma)" if flops else "")
                             for level, elements in self.traffic().items())
         return "; ".join(words) + f"; estimated traffic in f{8 * self.element_bytes} elements: {traffic}"
 
@@ -142,19 +142,21 @@ def _fit(extent: int, budget: int, multiple: int) -> int:
     """The largest multiple of `multiple` that is at most `budget` (at least `multiple`),
     clamped to `extent` rounded up to a multiple."""
     size = max(multiple, budget // multiple * multiple)
-    return min(size, -(-extent // multiple) * multiple)
+    return max(multiple, min(size, -(-extent // multiple) * multiple))
 
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e)
-    nr = min(nr, n)  # a narrow matmul (a peeled copy's last columns): its own width, one panel
+    # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
+    # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
+    nr = max(1, min(nr, n))
     w = target.lanes(e)
-    kc = min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8))
+    kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
     mc = _fit(m, 3 * target.l2 // 4 // (kc * e), mr)
     nc = _fit(n, target.l3 // 8 // (kc * e), nr)
     if (m * k + k * n) * e <= target.l1:
-        return MatmulPlan(m, n, k, mr, nr, m, n, k, w, False, "A and B fit in L1 together", e)
+        return MatmulPlan(m, n, k, mr, nr, max(1, m), max(1, n), max(1, k), w, False, "A and B fit in L1 together", e)
     if m < mr:
         return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)

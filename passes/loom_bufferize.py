@@ -6,8 +6,8 @@ For each function that takes or returns tensors:
   buffers are read in place);
 - tensor results become trailing out-parameters, and the function returns nothing;
 - each loom op writes into a destination: the out-parameter when its value is returned,
-  else a fresh `memref.alloc` that is freed (`memref.dealloc`) before the function returns,
-  so nothing leaks across calls;
+  else a fresh `memref.alloc` that is freed (`memref.dealloc`) right after its last use,
+  so nothing leaks across calls and few temporaries are alive at a time;
 - a returned value that is not computed in the function (an argument returned as is, or
   the same value returned twice) is copied into its out-parameter with `memref.copy`.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp, TensorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -106,6 +106,7 @@ class BufferizeFunc(RewritePattern):
                 alloc = memref.AllocOp.get(
                     result.type.get_element_type(), shape=result.type.get_shape()
                 )
+                alloc.location = inner.location  # where an allocation failure points
                 rewriter.insert(alloc, InsertPoint.before(inner))
                 dest = alloc.memref
                 temporaries.append(dest)
@@ -121,11 +122,19 @@ class BufferizeFunc(RewritePattern):
             rewriter.erase(inner)
 
         # 4. Copies for returned values that were not computed into their slot, then
-        #    free the temporaries, then return the non-tensor results.
+        #    return the non-tensor results. Each temporary is freed right after its last
+        #    use: the buffers live at a time stay few (a chain of n ops holds two, not n),
+        #    and so do the live pointers LLVM has to keep in registers or spill.
         for src, out in copies:
             rewriter.insert(memref.CopyOp(buffer_of.get(src, src), out), InsertPoint.before(ret))
-        for buf in temporaries:
-            rewriter.insert(memref.DeallocOp.get(buf), InsertPoint.before(ret))
+        last_use: dict[SSAValue, Operation] = {}
+        held = set(temporaries)
+        for inner in block.ops:
+            for v in inner.operands:
+                if v in held:
+                    last_use[v] = inner
+        for buf in reversed(temporaries):  # freed in allocation order after a shared last use
+            rewriter.insert(memref.DeallocOp.get(buf), InsertPoint.after(last_use[buf]))
         new_ret = func.ReturnOp(*kept_results)
         rewriter.replace(ret, new_ret)
 

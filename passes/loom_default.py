@@ -38,18 +38,31 @@ loops, so that `loom-opt -p loom-default` shows the scheduled loops.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
 from passes.cost_model import MatmulPlan, plan_matmul
-from passes.loop_utils import TAG, constant_trip_count, nest_tag, perfect_band, select_nests
+from passes.loop_utils import (
+    TAG,
+    constant_trip_count,
+    iv_name,
+    loops_of_nest,
+    nest_tag,
+    perfect_band,
+    select_nests,
+    tagged_nests,
+    unlowered_loom_op,
+)
 
 STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch")
 
@@ -68,14 +81,20 @@ class LoomDefaultPass(ModulePass):
                             f"in option 'skip' (steps: {', '.join(STEPS)})")
         if "tile" in skip:
             skip.add("pack")
-        if any(o.name.startswith("loom.") for o in op.walk()):
+        if unlowered_loom_op(op) is not None:
             from compiler.pipelines import TO_AFFINE, build
 
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
-        for index, nest in enumerate(select_nests(op, None)):
+        for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
             temporary = f"loom_default_{index}"
+            empty = _empty_loop(nest)
+            if empty is not None:
+                loop = f"loop %{iv_name(empty)}" if empty.body.block.args[0].name_hint else "one of its loops"
+                remark(self.name, nest, f"nest '{tag or 'untagged'}' left as it is: {loop} has no iterations "
+                       "(a zero-size dimension), so the nest runs nothing")
+                continue
             if tag == "matmul":
                 self._matmul(ctx, op, nest, temporary, skip, target)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
@@ -123,6 +142,12 @@ class LoomDefaultPass(ModulePass):
             remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
             _run_on(ctx, module, sub, tag, spec)
+
+
+def _empty_loop(nest: affine.ForOp) -> affine.ForOp | None:
+    """A loop of the nest with a constant trip count of 0 (a zero-size dimension), if any:
+    such a nest does nothing, and the cost model has nothing to plan for it."""
+    return next((loop for loop in loops_of_nest(nest) if constant_trip_count(loop) == 0), None)
 
 
 def _element_bytes(nest: affine.ForOp) -> int:
@@ -202,16 +227,40 @@ def _csv(values: list[int]) -> str:
 def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: str) -> list[affine.ForOp]:
     """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
     tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their tag
-    back after. Returns those nests."""
+    back after. Returns those nests. The passes see the nest's function alone (`_alone`)."""
     from compiler.pipelines import build
 
     original = nest.attributes[TAG]
     nest.attributes[TAG] = StringAttr(tag)
-    try:
-        if spec:
-            build(spec).apply(ctx, module)
-    finally:
-        made = select_nests(module, tag)
-        for root in made:
-            root.attributes[TAG] = original
+    with _alone(nest) as scope:
+        try:
+            if spec:
+                build(spec).apply(ctx, scope)
+        finally:
+            made = tagged_nests(scope, tag)
+            for root in made:
+                root.attributes[TAG] = original
     return made
+
+
+@contextmanager
+def _alone(nest: Operation) -> Iterator[ModuleOp]:
+    """The function around `nest`, in a module of its own while the block runs, then back
+    in its place: passes run on it walk that function, not every function of the module,
+    so that scheduling a module of many functions (loom-outline's, one per nest) stays
+    linear in its size."""
+    top: Operation = nest
+    while not isinstance(parent := top.parent_op(), ModuleOp):
+        assert parent is not None, "the nest is in a module"
+        top = parent
+    home, after = top.parent_block(), top.next_op
+    assert home is not None
+    top.detach()
+    try:
+        yield ModuleOp([top])
+    finally:
+        top.detach()
+        if after is not None:
+            home.insert_op_before(top, after)
+        else:
+            home.add_op(top)

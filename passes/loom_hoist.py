@@ -51,7 +51,7 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, vector
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.traits import (
     IsTerminator,
@@ -102,7 +102,7 @@ class LoomHoistPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for nest in select_nests(op, self.op):
+        for nest in select_nests(op, self.op, self.name):
             for access in nest.walk():
                 if isinstance(access, AffineAccess | affine.ApplyOp | affine.MinOp):
                     drop_unused_operands(access)
@@ -251,11 +251,11 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
         masks = {op.mask if isinstance(op, Masked) else None for op in group}
         if len(masks) > 1:
             return f"{_describe(group[0])} is accessed under different masks (or with and without one)"
-    for (a, first), (b, second) in itertools.combinations(by_address.items(), 2):
-        wa, wb = _width(first[0]), _width(second[0])
-        diffs = [simplify(x - y, len(values)) for x, y in zip(a, b)]
-        if not _disjoint(diffs, wa, wb):
-            return f"{_describe(first[0])} and {_describe(second[0])} may be the same element"
+    groups = list(by_address.values())
+    overlap = _overlap(list(by_address), [_width(g[0]) for g in groups], len(values))  # type: ignore[misc]
+    if overlap is not None:
+        first, second = (groups[i][0] for i in overlap)
+        return f"{_describe(first)} and {_describe(second)} may be the same element"
     for group in by_address.values():
         for op in group:
             if isinstance(op, vector.MaskedLoadOp) and (leak := _lanes_leak(op, group)) is not None:
@@ -300,6 +300,50 @@ def _width(op: Access) -> int | None:
         return 1
     shape = accessed_type(op).get_shape()
     return shape[0] if len(shape) == 1 else None
+
+
+def _overlap(addresses: list[tuple[AffineExpr, ...]], widths: list[int], num_values: int) -> tuple[int, int] | None:
+    """Two of the distinct addresses (i < j) whose accesses, covering widths[i] and
+    widths[j] elements of the last dimension, may touch the same element; None when no
+    two do. Addresses that differ only by constants (the copies of an unrolled body: a
+    16 x 16 register tile has 256 of them) are compared in O(n log n), by sorting the
+    last subscript within each run of equal other subscripts; the others pairwise."""
+    split = [tuple(_split_constant(e) for e in address) for address in addresses]
+    shapes: dict[tuple, list[int]] = {}
+    for i, parts in enumerate(split):
+        shapes.setdefault(tuple(part for part, _ in parts), []).append(i)
+    found: list[tuple[int, int]] = []
+    for members in shapes.values():
+        runs: dict[tuple[int, ...], list[int]] = {}
+        for i in members:  # a nonzero constant difference in another dimension: disjoint
+            runs.setdefault(tuple(c for _, c in split[i][:-1]), []).append(i)
+        for run in runs.values():
+            run.sort(key=lambda i: split[i][-1][1] if split[i] else 0)
+            reach: tuple[int, int] | None = None  # (end, address) of the furthest interval so far
+            for i in run:
+                start = split[i][-1][1] if split[i] else 0
+                if reach is not None and start < reach[0]:
+                    found.append((min(reach[1], i), max(reach[1], i)))
+                if reach is None or start + widths[i] > reach[0]:
+                    reach = (start + widths[i], i)
+    for g, h in itertools.combinations(shapes.values(), 2):
+        for i, j in itertools.product(g, h):
+            i, j = min(i, j), max(i, j)
+            diffs = [simplify(x - y, num_values) for x, y in zip(addresses[i], addresses[j])]
+            if not _disjoint(diffs, widths[i], widths[j]):
+                found.append((i, j))
+    return min(found, default=None)
+
+
+def _split_constant(expr: AffineExpr) -> tuple[AffineExpr | None, int]:
+    """(the expression without its constant term, the constant): `%i + 4` -> (%i, 4).
+    Of two simplified expressions, equal first parts mean a constant difference."""
+    if isinstance(expr, AffineConstantExpr):
+        return None, expr.value
+    if (isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add
+            and isinstance(expr.rhs, AffineConstantExpr)):
+        return expr.lhs, expr.rhs.value
+    return expr, 0
 
 
 def _disjoint(diffs, wa: int | None, wb: int | None) -> bool:

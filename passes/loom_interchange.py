@@ -17,7 +17,8 @@ affine.for %i = 0 to 64 {                      affine.for %i = 0 to 64 {
 
 Loops keep their bounds, steps and iv names; the body is moved, not rewritten; the tag
 stays on the outermost loop. `op=` selects the nests by tag; without it every nest whose
-band is deep enough is permuted, the others skipped with a remark.
+band is deep enough is permuted, the others skipped with a remark (an error when no nest
+is deep enough: the pass would do nothing).
 
 Refused with a LoomError at the nest, nothing changed: an order that is not a
 permutation of 0..n-1 or is longer than the band of the selected nest; an order that
@@ -49,7 +50,9 @@ from passes.loop_utils import (
     check_permutation,
     describe_band,
     iv_name,
+    nest_tag,
     perfect_band,
+    refuse_if_none_fits,
     select_nests,
 )
 
@@ -70,9 +73,9 @@ class LoomInterchangePass(ModulePass):
         if not self.order:
             raise LoomError(f"{self.name}: option 'order' is required (a permutation such as order=0,2,1)")
         order = check_permutation(self.name, "order", self.order)
-        plans = [(nest, self._plan(nest, order)) for nest in select_nests(op, self.op)]
-        if self.op is not None and not plans:
-            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        plans = [(nest, self._plan(nest, order)) for nest in select_nests(op, self.op, self.name)]
+        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {band}" for nest, band in plans if isinstance(band, str)]
+        refuse_if_none_fits(self.name, self.op, [nest for nest, _ in plans], misfits)
         for nest, band in plans:
             if isinstance(band, str):
                 remark(self.name, nest, f"skipped: {band}")

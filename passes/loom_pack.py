@@ -19,9 +19,9 @@ Options:
   [MC][KC] becomes [MC/P][KC][P], so that a micro-kernel of P columns (rows) reads one
   panel contiguously. Where P does not divide the tile's extent E the buffer is padded up
   to whole panels; the padding is neither written nor zeroed (the compute loops keep their
-  bounds and never read it).
+  bounds and never read it). A P larger than E is lowered to E (one panel, no padding).
 - `op=TAG`: only the nests tagged TAG (`matmul`, `conv2d`); without it every nest,
-  skipping with a remark those that lack the operand or the level.
+  skipping with a remark those that lack the operand or the level (but not all of them).
 
 The tile is the footprint of the read over the loops inside the level
 (`affine_forms.access_footprint`): each subscript walked by one of those loops with
@@ -74,7 +74,8 @@ memref.dealloc %b_pack : memref<4x16x16xf32>
 ```
 
 Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
-non-positive `panel`; with `op=`, an operand or a level the nest does not have; an operand
+non-positive `panel`, an operand or a level that no nest has (every one of those problems
+in one message); with `op=`, an operand or a level the nest does not have; an operand
 written inside the nest (through any view of its buffer), read inside the level loop other
 than by `affine.load`, or read there at different subscripts (pack before unrolling); a
 subscript that is not linear, that combines two loops inside the level (conv2d's input row
@@ -100,7 +101,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
+from compiler.diagnostics import LoomError, op_location
 from compiler.remarks import remark
 from passes.affine_forms import (
     FootprintDim,
@@ -154,22 +155,54 @@ class LoomPackPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self._check_options()
-        nests = select_nests(op, self.op)
-        if not nests:
-            remark(self.name, None, f"no loop nest{f' tagged {self.op!r}' if self.op else ''} to pack")
+        # every problem with the options at once, so that one run shows all there is to fix
+        problems = self._option_problems()
+        location = None
+        try:
+            nests = select_nests(op, self.op, self.name)
+        except LoomError as e:
+            if not problems:
+                raise
+            problems.append(e.message.removeprefix(f"{self.name}: "))
+            location, nests = e.location, []
+        if ranged := self._range_problems(nests):
+            problems += ranged
+            location = op_location(nests[0])
+        if problems:
+            raise LoomError(f"{self.name}: {'; '.join(problems)}", location=location)
         plans = [plan for nest in nests if (plan := self._plan(nest)) is not None]
         for plan in plans:
             self._pack(plan)
 
-    def _check_options(self) -> None:
+    def _option_problems(self) -> list[str]:
+        """What is wrong with the options by themselves."""
+        problems = []
         for option, value in (("operand", self.operand), ("level", self.level)):
             if value is None:
-                raise LoomError(f"{self.name}: option '{option}' is required")
-            if value < 0:
-                raise LoomError(f"{self.name}: option '{option}' must be >= 0, got {value}")
+                problems.append(f"option '{option}' is required (an integer >= 0)")
+            elif value < 0:
+                problems.append(f"option '{option}' must be >= 0, got {value}")
         if self.panel is not None and self.panel < 1:
-            raise LoomError(f"{self.name}: option 'panel' must be a positive integer, got {self.panel}")
+            problems.append(f"option 'panel' must be a positive integer, got {self.panel}")
+        return problems
+
+    def _range_problems(self, nests: list[affine.ForOp]) -> list[str]:
+        """An operand (a level) that no nest has: nothing would be packed (a nest named by
+        `op=` that lacks them is refused by `_plan`, others are skipped with a remark)."""
+        if self.operand is None or self.operand < 0 or not nests:
+            return []
+        reads = {nest: _statement(nest)[1] for nest in nests}
+        having = [nest for nest in nests if self.operand < len(reads[nest])]
+        if not having:
+            what = ", ".join(f"nest '{nest_tag(n) or 'untagged'}' {_reads(len(reads[n]))}" for n in nests)
+            return [f"option 'operand' is {self.operand}, but {what}"]
+        if self.level is None or self.level < 0:
+            return []
+        operand = [list(reads[n].items())[self.operand] for n in having]
+        if all(self.level >= len(enclosing_loops(read)) for _, read in operand):
+            what = ", ".join(_depth(n, mem, read) for n, (mem, read) in zip(having, operand))
+            return [f"option 'level' is {self.level}, but {what}"]
+        return []
 
     def _skip(self, nest: affine.ForOp, message: str) -> None:
         """A nest the options do not fit: an error when it was selected by name."""
@@ -182,9 +215,7 @@ class LoomPackPass(ModulePass):
         tag = nest_tag(nest) or "untagged"
         store, reads = _statement(nest)
         if self.operand >= len(reads):
-            n = len(reads)
-            have = f"{n} memref{'s' if n > 1 else ''} (operands 0..{n - 1})" if n else "no memref"
-            return self._skip(nest, f"option 'operand' is {self.operand}, but nest '{tag}' reads {have}")
+            return self._skip(nest, f"option 'operand' is {self.operand}, but nest '{tag}' {_reads(len(reads))}")
         mem = list(reads)[self.operand]
         read = reads[mem]
         letters = OPERAND_LETTERS.get(tag, "")
@@ -192,11 +223,7 @@ class LoomPackPass(ModulePass):
         what = f"{letter}({value_name(mem)}) of nest '{tag}'"
         chain = enclosing_loops(read)
         if self.level >= len(chain):
-            return self._skip(
-                nest,
-                f"option 'level' is {self.level}, but the read of {value_name(mem)} in nest '{tag}' is inside "
-                f"{len(chain)} loops (levels 0..{len(chain) - 1})",
-            )
+            return self._skip(nest, f"option 'level' is {self.level}, but {_depth(nest, mem, read)}")
         refuse = f"{self.name}: cannot pack {what}"
         if (writer := _writer(nest, mem)) is not None:
             raise LoomError(f"{refuse}: it is written inside the nest ('{writer.name}')", writer)
@@ -223,7 +250,9 @@ class LoomPackPass(ModulePass):
         shape = [footprint[d].extent for d in packed if d != split]
         if split is not None:
             assert self.panel is not None
-            shape = [-(-footprint[split].extent // self.panel), *shape, self.panel]
+            # a panel wider than the tile would only pad the buffer: one panel, the tile's width
+            panel = min(self.panel, footprint[split].extent)
+            shape = [-(-footprint[split].extent // panel), *shape, panel]
         return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape)
 
     def _panel_dim(
@@ -387,6 +416,20 @@ def _writer(nest: affine.ForOp, mem: SSAValue) -> Operation | None:
         if not is_view and any(isinstance(v.type, MemRefType) and memref_root(v) is root for v in o.operands):
             return o
     return None
+
+
+def _depth(nest: affine.ForOp, mem: SSAValue, read: affine.LoadOp) -> str:
+    """`the read of %b in nest 'matmul' is inside 3 loops (levels 0..2)`."""
+    n = len(enclosing_loops(read))
+    levels = f"{n} loops (levels 0..{n - 1})" if n > 1 else "1 loop (level 0)"
+    return f"the read of {value_name(mem)} in nest '{nest_tag(nest) or 'untagged'}' is inside {levels}"
+
+
+def _reads(n: int) -> str:
+    """`reads 3 memrefs (operands 0..2)`."""
+    if n <= 1:
+        return "reads 1 memref (operand 0)" if n else "reads no memref"
+    return f"reads {n} memrefs (operands 0..{n - 1})"
 
 
 def _name(loop: affine.ForOp, suffix: str) -> str | None:

@@ -33,8 +33,9 @@ and j; the reduction over k is reassociated, which Loom allows).
 
 Refused with a LoomError at the nest, nothing changed: a size below 1; with `op=`, more
 sizes than the nest's band has loops, a loop to split without constant bounds, a loop
-up to it that carries values (iter_args), or a dependence that the split would break. Without `op=` those nests are skipped with a
-remark. Each split is a remark (`--remarks`).
+up to it that carries values (iter_args), or a dependence that the split would break.
+Without `op=` those nests are skipped with a remark (more sizes than every nest's band
+has loops is an error: the pass would do nothing). Each split is a remark (`--remarks`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from passes.loop_utils import (
     iv_name,
     nest_tag,
     perfect_band,
+    refuse_if_none_fits,
     select_nests,
     step_of,
 )
@@ -72,9 +74,10 @@ class LoomPeelPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         sizes = check_positive(self.name, "sizes", self.sizes)
-        nests = select_nests(op, self.op)
-        if self.op is not None and not nests:
-            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        nests = select_nests(op, self.op, self.name)
+        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {len(sizes)} sizes {list(sizes)} for the {len(band)} loops "
+                   f"of band {describe_band(band)}" for nest in nests if len(sizes) > len(band := perfect_band(nest))]
+        refuse_if_none_fits(self.name, self.op, nests, misfits)
         plans = [(nest, self._plan(nest, sizes)) for nest in nests]  # all checked first
         for nest, plan in plans:
             if isinstance(plan, str):

@@ -47,7 +47,6 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap, AffineSymExpr
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.loop_transforms import shift_map_operand
@@ -56,6 +55,7 @@ from passes.loop_utils import (
     describe_access,
     iv_name,
     loops_of_nest,
+    raise_problems,
     select_nests,
     step_of,
     used_positions,
@@ -82,15 +82,13 @@ class LoomPrefetchPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not isinstance(self.distance, int) or self.distance < 1:
-            raise LoomError(f"{self.name}: option 'distance' must be a positive integer (iterations ahead), "
-                            f"got {self.distance}")
-        if not isinstance(self.locality, int) or not 0 <= self.locality <= 3:
-            raise LoomError(f"{self.name}: option 'locality' is 0 (no reuse) to 3 (keep in every cache level), "
-                            f"got {self.locality}")
-        nests = select_nests(op, self.op)
-        if self.op is not None and not nests:
-            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        raise_problems(self.name, [
+            f"option 'distance' must be a positive integer (iterations ahead), got {self.distance}"
+            if not isinstance(self.distance, int) or self.distance < 1 else None,
+            f"option 'locality' is 0 (no reuse) to 3 (keep in every cache level), got {self.locality}"
+            if not isinstance(self.locality, int) or not 0 <= self.locality <= 3 else None,
+        ])
+        nests = select_nests(op, self.op, self.name)
         for nest in nests:
             for loop in loops_of_nest(nest):
                 self._prefetch(loop)

@@ -31,7 +31,8 @@ Refused (LoomError, nothing changed): a size < 1, a negative depth, more sizes t
 band of a nest selected with `op=` has loops at that depth, a band whose loop bounds use
 the iv of an outer loop of the band, and loops that are not fully permutable (a
 dependence that tiling would reverse, named in the message; reductions may be
-reordered). Without `op=`, nests whose band is too short are skipped with a remark.
+reordered). Without `op=`, nests whose band is too short are skipped with a remark (an
+error when that is every nest: the pass would do nothing).
 """
 
 from __future__ import annotations
@@ -50,12 +51,14 @@ from passes.loop_transforms import tile_band
 from passes.loop_utils import (
     band_at,
     bound_dependences,
-    check_positive,
     constant_trip_count,
     describe_band,
     iv_name,
     nest_tag,
     perfect_band,
+    positive_problem,
+    raise_problems,
+    refuse_if_none_fits,
     select_nests,
 )
 
@@ -69,13 +72,15 @@ class LoomTilePass(ModulePass):
     depth: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        sizes = check_positive(self.name, "sizes", self.sizes)
-        if self.depth < 0:
-            raise LoomError(f"{self.name}: option 'depth' must be >= 0, got {self.depth}")
-        nests = select_nests(op, self.op)
-        if not nests:
-            remark(self.name, None, f"no loop nest{f' tagged {self.op!r}' if self.op else ''} to tile")
+        raise_problems(self.name, [
+            positive_problem("sizes", self.sizes),
+            f"option 'depth' must be >= 0, got {self.depth}" if self.depth < 0 else None,
+        ])
+        sizes = tuple(self.sizes)
+        nests = select_nests(op, self.op, self.name)
         plans = [self._plan(nest, sizes) for nest in nests]  # all checked before any change
+        misfits = [notes[0].replace(" skipped:", ":", 1) for _, _, applied, notes in plans if not applied]
+        refuse_if_none_fits(self.name, self.op, nests, misfits)
         for nest, band, applied, notes in plans:
             for note in notes:
                 remark(self.name, nest, note)

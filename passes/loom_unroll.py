@@ -24,12 +24,16 @@ affine.for %k = 8 to 10 {
 }
 ```
 
-A factor larger than a constant trip count is clamped to it; when the factor equals the
+A factor larger than a constant trip count is clamped to it, and so is one larger than
+the most iterations a loop can run (a tile's point loop `%k = %k_t to min(%k_t + 6, 100)`
+runs at most 6: a main loop of more copies would never run); when the factor equals the
 trip count the one-iteration loop left is dropped (MLIR's promoteIfSingleIteration): the
 copies replace it, the iv read as its lower bound (unless it is the nest's outermost
 loop, which keeps the nest's tag). Factor 1 changes nothing.
-Refused (LoomError, nothing changed): a factor < 1. Skipped with a remark: a loop with
-no iterations or a single one, and (with a non-constant extent) a loop whose lower
+Refused (LoomError, nothing changed): a factor < 1; copies that would make a nest larger
+than `loop_utils.MAX_UNROLLED_OPS` (100,000 ops; the estimate is the loop bodies times
+the copies), checked for every nest before any is changed. Skipped with a remark: a loop
+with no iterations or a single one, and (with a non-constant extent) a loop whose lower
 bound is a max of several expressions.
 """
 
@@ -46,10 +50,13 @@ from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from passes.loop_transforms import unroll_loop
 from passes.loop_utils import (
+    check_unrolled_size,
     constant_trip_count,
     iv_name,
     loops_of_nest,
+    max_trip_count,
     nest_tag,
+    op_count,
     select_nests,
 )
 
@@ -67,23 +74,35 @@ class LoomUnrollPass(ModulePass):
         if self.factor == 1:
             remark(self.name, None, "factor 1: nothing to unroll")
             return
-        for nest in select_nests(op, self.op):
-            innermost = [l for l in loops_of_nest(nest) if len(loops_of_nest(l)) == 1]
-            for loop in innermost:
-                self._unroll(nest, loop)
+        plans = [(nest, self._plan(nest)) for nest in select_nests(op, self.op, self.name)]  # all checked first
+        for nest, plan in plans:
+            for loop, factor, promote, message in plan:
+                remark(self.name, loop, message)
+                unroll_loop(loop, factor, promote=promote)
 
-    def _unroll(self, nest: affine.ForOp, loop: affine.ForOp) -> None:
+    def _plan(self, nest: affine.ForOp) -> list[tuple[affine.ForOp, int, bool, str]]:
+        """(loop, factor, promote, remark) for each innermost loop of the nest to unroll
+        (the others get their remark here); a LoomError when the copies would make the
+        nest larger than the size limit."""
+        innermost = [l for l in loops_of_nest(nest) if len(loops_of_nest(l)) == 1]
+        plan = [p for loop in innermost if (p := self._loop_plan(nest, loop)) is not None]
+        check_unrolled_size(self.name, nest, _estimate(nest, plan), f"unrolling its innermost loops by {self.factor}")
+        return plan
+
+    def _loop_plan(self, nest: affine.ForOp, loop: affine.ForOp) -> tuple[affine.ForOp, int, bool, str] | None:
         where = f"loop %{iv_name(loop)} of nest '{nest_tag(nest) or 'untagged'}'"
         trips = constant_trip_count(loop)
+        most = max_trip_count(loop)
         factor = self.factor
-        if trips is not None and trips <= 1:
-            remark(self.name, loop, f"{where} skipped: {trips} iteration{'s' * (trips != 1)}, nothing to unroll")
-            return
+        if most is not None and most <= 1:
+            many = f"{'' if trips is not None else 'at most '}{most} iteration{'s' * (most != 1)}"
+            remark(self.name, loop, f"{where} skipped: {many}, nothing to unroll")
+            return None
         if trips is None and len(loop.lowerBoundMap.data.results) > 1:
             remark(self.name, loop, f"{where} skipped: its lower bound is a max of several expressions")
-            return
-        if trips is not None and factor > trips:
-            factor = trips
+            return None
+        if most is not None and factor > most:
+            factor = most
         promote = trips == factor and loop is not nest  # the nest's root keeps its tag
         if trips is None:
             counts = "trip count not constant: main and remainder split at run time"
@@ -92,6 +111,18 @@ class LoomUnrollPass(ModulePass):
         else:
             counts = f"main loop {trips // factor} iteration{'s' * (trips // factor != 1)} of {factor} copies"
             counts += f", remainder {trips % factor}" if trips % factor else ", no remainder"
-        clamp = f" (clamped to the trip count {trips})" if factor != self.factor else ""
-        remark(self.name, loop, f"{where}: unrolled by {factor}, requested {self.factor}{clamp}; {counts}")
-        unroll_loop(loop, factor, promote=promote)
+        clamp = ""
+        if factor != self.factor:
+            clamp = f" (clamped to {'the trip count' if trips is not None else 'the most iterations it runs,'} {most})"
+        return loop, factor, promote, f"{where}: unrolled by {factor}, requested {self.factor}{clamp}; {counts}"
+
+
+def _estimate(nest: affine.ForOp, plan: list[tuple[affine.ForOp, int, bool, str]]) -> int:
+    """About the ops of the nest after unrolling: each unrolled loop's body once per copy,
+    and once more in the remainder loop when the factor may not divide the trip count."""
+    total = op_count(nest)
+    for loop, factor, _, _ in plan:
+        trips = constant_trip_count(loop)
+        remainder = trips is None or trips % factor != 0
+        total += (op_count(loop) - 2) * (factor - 1 + remainder)
+    return total

@@ -41,14 +41,22 @@ nest's outermost loop, which keeps the tag), so that the copies sit directly in 
 around it: C's block can then be held in registers across k (loom-hoist).
 
 Applied factors can be smaller than requested, as the remark says: a factor larger than
-a constant trip count is lowered to it, and a loop whose copies cannot be jammed gets 1
+a constant trip count is lowered to it (or larger than the most iterations a tile's point
+loop runs: its copies would never run), and a loop whose copies cannot be jammed gets 1
 (a loop inside it has bounds that use its iv, as a tiled band's point loop does with its
 tile loop; a max lower bound; iter_args).
 
+After loom-hoist the statement's loops end above the reduction loop, which carries the
+accumulators (iter_args): the band is (i, j) for matmul, and the k loop with its loads
+and stores of C around it is part of the body, copied whole, one k loop per copy.
+
 Refused with a LoomError at the nest, nothing changed: a factor below 1, more factors
 than the band has outer loops (for a nest named by `op=`; other nests are skipped with
-a remark), a jam that breaks a dependence (unroll-jam of L is legal iff moving L
-innermost is: no non-reduction dependence with `<` on L and `>` on a loop inside it).
+a remark, unless that is every nest), a jam that breaks a dependence (unroll-jam of L is
+legal iff moving L innermost is: no non-reduction dependence with `<` on L and `>` on a
+loop inside it),
+copies that would make the nest larger than `loop_utils.MAX_UNROLLED_OPS` (100,000 ops:
+the innermost body times the product of the factors, plus cleanup loops).
 """
 
 from __future__ import annotations
@@ -68,11 +76,15 @@ from passes.loop_transforms import promote_single_iteration, unroll_jam_loop
 from passes.loop_utils import (
     bound_dependences,
     check_positive,
+    check_unrolled_size,
     constant_trip_count,
     describe_band,
     iv_name,
+    max_trip_count,
     nest_tag,
+    op_count,
     perfect_band,
+    refuse_if_none_fits,
     select_nests,
     statement_loops,
 )
@@ -87,9 +99,10 @@ class LoomUnrollJamPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         factors = check_positive(self.name, "factors", self.factors)
-        plans = [(nest, self._plan(nest, factors)) for nest in select_nests(op, self.op)]
-        if self.op is not None and not plans:
-            remark(self.name, None, f"no loop nest tagged '{self.op}'")
+        nests = select_nests(op, self.op, self.name)
+        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {m}" for nest in nests if (m := _misfit(nest, factors))]
+        refuse_if_none_fits(self.name, self.op, nests, misfits)
+        plans = [(nest, self._plan(nest, factors)) for nest in nests]
         for nest, plan in plans:
             if isinstance(plan, str):
                 remark(self.name, nest, plan)
@@ -112,8 +125,7 @@ class LoomUnrollJamPass(ModulePass):
         band = statement_loops(nest)
         perfect_from = next(q for q in range(len(band)) if perfect_band(band[q]) == band[q:])
         where = f"band {describe_band(band)}"
-        if len(factors) > len(band):
-            message = f"{len(factors)} factors {list(factors)} for the {len(band)} loops of {where}"
+        if (message := _misfit(nest, factors)) is not None:
             if self.op is None:
                 return f"skipped: {message}"
             raise LoomError(f"{self.name}: {message}", nest)
@@ -139,7 +151,17 @@ class LoomUnrollJamPass(ModulePass):
                     f"{broken.describe()} in {where}",
                     nest,
                 )
+        check_unrolled_size(self.name, nest, _estimate(nest, band, applied),
+                            f"unroll-jam of band {describe_band(band)} by {applied}")
         return band, applied, "; ".join([_describe(band, factors, applied), *notes])
+
+
+def _misfit(nest: affine.ForOp, factors: tuple[int, ...]) -> str | None:
+    """Why the factors do not fit the nest: more of them than its band has loops."""
+    band = statement_loops(nest)
+    if len(factors) <= len(band):
+        return None
+    return f"{len(factors)} factors {list(factors)} for the {len(band)} loops of band {describe_band(band)}"
 
 
 def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int, int]], perfect_from: int) -> str | None:
@@ -178,6 +200,20 @@ def _describe(band: list[affine.ForOp], requested: tuple[int, ...], applied: lis
 
 
 def _clamped(loop: affine.ForOp, factor: int) -> int:
-    """The factor, at most the loop's constant trip count (and at least 1)."""
-    trips = constant_trip_count(loop)
+    """The factor, at most the loop's trip count or the bound on it (a tile's point loop),
+    and at least 1."""
+    trips = max_trip_count(loop)
     return factor if trips is None else max(1, min(factor, trips))
+
+
+def _estimate(nest: affine.ForOp, band: list[affine.ForOp], applied: list[int]) -> int:
+    """About the ops of the nest after the unroll-jam: the innermost band loop's body
+    once per copy, where each unrolled loop makes as many copies as its factor, and one
+    more for its cleanup loop when the factor may not divide its trip count (the loops
+    and split points around the copies are few)."""
+    copies = 1
+    for loop, factor in zip(band, applied):
+        trips = constant_trip_count(loop)
+        copies *= factor + (factor > 1 and (trips is None or trips % factor != 0))
+    body = op_count(band[-1]) - 2  # the innermost band loop's body, without the loop and its yield
+    return op_count(nest) + body * (copies - 1)

@@ -60,13 +60,13 @@ guard), an access that moves by more than one element per iteration (`%B[%k, %j]
 %k, a strided conv2d's input), the iv used as a number, a store to the same element in
 every iteration that is not a sum, a dependence between iterations closer than the width
 that the vector order would reverse, and two views of one buffer. `width=0` (the
-default) takes the host's vector registers (32 bytes with AVX, 64 with AVX-512) over the
+default) takes the target's vector registers (`compiler.target.host()`: 32 bytes with
+AVX, 64 with AVX-512, or `LOOM_TARGET`'s `vector_bits`, as the cost model does) over the
 largest element size; any other width must be a power of two.
 """
 
 from __future__ import annotations
 
-import functools
 import math as pymath
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -99,6 +99,7 @@ from xdsl.traits import is_side_effect_free
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
+from compiler.target import host
 from passes.affine_forms import (
     AccessStride,
     StrideError,
@@ -125,17 +126,6 @@ from passes.loop_utils import (
     used_positions,
     value_name,
 )
-
-
-@functools.cache
-def host_vector_bytes() -> int:
-    """The width of the host's vector registers: 64 bytes with AVX-512, 32 with AVX, else 16."""
-    from llvmlite import binding
-
-    features = binding.get_host_cpu_features()
-    if features.get("avx512f"):
-        return 64
-    return 32 if features.get("avx") else 16
 
 
 #: ops that run lane by lane on vectors (and lower to LLVM on vectors)
@@ -214,9 +204,9 @@ class LoomVectorizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.width < 0 or self.width & (self.width - 1):
             raise LoomError(
-                f"{self.name}: option 'width' must be a power of two (or 0: the host's), got {self.width}"
+                f"{self.name}: option 'width' must be a power of two (or 0: the target's), got {self.width}"
             )
-        nests = select_nests(op, self.op)
+        nests = select_nests(op, self.op, self.name)
         if not nests:
             remark(self.name, None, f"no loop nest{f' tagged {self.op!r}' if self.op else ''} to vectorize")
         for nest in nests:
@@ -243,7 +233,7 @@ class LoomVectorizePass(ModulePass):
 
 
 def _analyze(loop: affine.ForOp, width: int) -> _Plan:
-    """The plan for vectorizing `loop` by `width` (0: the host's), or _Refusal."""
+    """The plan for vectorizing `loop` by `width` (0: the target's), or _Refusal."""
     iv = loop.body.block.args[0]
     if step_of(loop) != 1:
         raise _Refusal(f"its step is {step_of(loop)}, not 1")
@@ -274,8 +264,8 @@ def _analyze(loop: affine.ForOp, width: int) -> _Plan:
         raise _Refusal(f"it has {trips} iteration{'s' if trips != 1 else ''}, fewer than the width {plan.width}")
     plan.sums = _sums(loop, plan)
     _classify(loop, plan)
+    _check_views(plan)  # (the more precise reason: the dependence analysis gives views `*`)
     _check_dependences(loop, plan)
-    _check_views(plan)
     return plan
 
 
@@ -299,12 +289,14 @@ def _check_index_uses(loop: affine.ForOp, body: list[Operation]) -> None:
 
 
 def _width(loop: affine.ForOp, width: int, strides: dict[Operation, AccessStride]) -> int:
+    """`width`, or (0) as many of the widest element as the target's vector holds: the
+    target, not the CPU, so that `LOOM_TARGET` decides every width alike."""
     if width:
         return width
     types = [op.memref.type.get_element_type() for op in strides]  # type: ignore[union-attr]
     types += [arg.type for arg in loop.body.block.args[1:]]
     sizes = [_byte_size(t) for t in types]
-    return max(1, host_vector_bytes() // max(sizes, default=4))
+    return max(1, host().vector_bits // 8 // max(sizes, default=4))
 
 
 def _byte_size(t: Attribute) -> int:

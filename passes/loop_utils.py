@@ -6,18 +6,21 @@ A *nest* is an outermost `affine.for`; `convert-loom-to-affine` tags it with
 A *band* is a run of perfectly nested loops: each loop's body is exactly the next loop
 (and the terminator).
 
-Here: the tag and nest selection, perfect bands and the bound dependences between their
-loops; constant bounds, extents and trip counts (and the expression plumbing they need:
-`simplify`, `unify_operands`); invariance and the buffer behind a memref value; the names
-remarks use for loops, values and accesses; validation of pass options.
+Here: the tag and nest selection (with the errors for a pass that would have nothing to
+work on), perfect bands and the bound dependences between their loops; constant bounds,
+extents and trip counts (and the expression plumbing they need: `simplify`,
+`unify_operands`); invariance and the buffer behind a memref value; the names remarks
+use for loops, values and accesses; the size limit of unrolling; validation of pass
+options.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from xdsl.dialects import affine, vector
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -30,6 +33,8 @@ from xdsl.ir.affine import (
 )
 
 from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from dialects.loom import memref_root  # noqa: F401 - the buffer behind a view, shared with the verifier
 
 TAG = "loom.tag"
 
@@ -48,17 +53,72 @@ def move_tag(old_root: affine.ForOp, new_root: affine.ForOp) -> None:
         new_root.attributes[TAG] = tag
 
 
-def select_nests(module: ModuleOp, op: str | None) -> list[affine.ForOp]:
-    """Outermost affine.for loops: those tagged `op` when given, else all of them."""
-    nests = []
-    for candidate in module.walk():
-        if not isinstance(candidate, affine.ForOp):
-            continue
-        if enclosing_loops(candidate):
-            continue
-        if op is None or nest_tag(candidate) == op:
-            nests.append(candidate)
-    return nests
+#: loom ops that live among the loops (inserted by the schedule passes), not above them
+_BELOW_LOOPS = ("loom.prefetch",)
+
+
+def outermost_nests(module: Operation) -> list[affine.ForOp]:
+    """Every outermost affine.for of the module, in order."""
+    return [o for o in module.walk() if isinstance(o, affine.ForOp) and not enclosing_loops(o)]
+
+
+def tagged_nests(module: Operation, tag: str) -> list[affine.ForOp]:
+    """The outermost affine.for loops tagged `tag` (none is fine: a plain query)."""
+    return [nest for nest in outermost_nests(module) if nest_tag(nest) == tag]
+
+
+def select_nests(module: ModuleOp, op: str | None, pass_name: str | None = None) -> list[affine.ForOp]:
+    """The nests a schedule pass works on: the outermost affine.for loops tagged `op` when
+    given, else all of them. Every schedule pass selects here, so that what would make it
+    a silent no-op is an error in one place, for all of them: loom ops still in the module
+    and no nest selected (the lowering to affine has not run: the error says which passes
+    to put first), and an `op=` tag that no nest has (the error lists the tags there are).
+    A module with no nest at all and no loom op (functions without loops) has nothing to
+    schedule: a remark."""
+    nests = outermost_nests(module)
+    selected = [nest for nest in nests if op is None or nest_tag(nest) == op]
+    if selected:
+        return selected
+    prefix = f"{pass_name}: " if pass_name else ""
+    unlowered = unlowered_loom_op(module)
+    if unlowered is not None:
+        on_tensors = any(isinstance(v.type, TensorType) for v in (*unlowered.operands, *unlowered.results))
+        missing = ["loom-bufferize", "convert-loom-to-affine"] if on_tensors else ["convert-loom-to-affine"]
+        raise LoomError(
+            f"{prefix}the module still holds loom ops ('{unlowered.name}' on {'tensors' if on_tensors else 'memrefs'}): "
+            f"the lowering to the affine loop nests that schedule passes work on has not run; "
+            f"put {','.join(missing)} before {pass_name or 'the schedule passes'}",
+            unlowered,
+        )
+    if op is not None:
+        tags = [t for t in dict.fromkeys(nest_tag(n) for n in nests) if t is not None]
+        close = difflib.get_close_matches(op, tags, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        # at the module's first nest (or op): the message is about this module's nests
+        where = nests[0] if nests else next(iter(module.ops), None)
+        raise LoomError(
+            f"{prefix}option 'op' is '{op}', but no loop nest is tagged so{hint}; {_tags_present(nests)}", where
+        )
+    remark(pass_name or "schedule", None, "the module has no loop nest: nothing to schedule")
+    return []
+
+
+def unlowered_loom_op(module: Operation) -> Operation | None:
+    """The first loom op of the module that convert-loom-to-affine has yet to lower (a
+    loom.matmul, say; loom.prefetch lives among the loops)."""
+    return next((o for o in module.walk() if o.name.startswith("loom.") and o.name not in _BELOW_LOOPS), None)
+
+
+def _tags_present(nests: Sequence[affine.ForOp]) -> str:
+    """`the tags present: 'matmul', 'matmul.init'` (and the untagged nests), for an error."""
+    if not nests:
+        return "the module has no loop nest"
+    tags = [f"'{t}'" for t in dict.fromkeys(nest_tag(n) for n in nests) if t is not None]
+    untagged = sum(nest_tag(n) is None for n in nests)
+    words = [f"the tags present: {', '.join(tags)}"] if tags else []
+    if untagged:
+        words.append(f"{untagged} untagged nest{'s' * (untagged != 1)}")
+    return " and ".join(words)
 
 
 def enclosing_loops(op: Operation) -> list[affine.ForOp]:
@@ -205,6 +265,22 @@ def constant_trip_count(loop: affine.ForOp) -> int | None:
     return None if extent is None else max(0, -(-extent // step_of(loop)))
 
 
+def max_trip_count(loop: affine.ForOp) -> int | None:
+    """An upper bound on the trip count: the constant one, else the least over the upper
+    bound's results that exceed a single lower bound by a constant (a tile's point loop
+    `%i = %i_t to min(%i_t + 32, 100)` runs at most 32 times); None when none does."""
+    trips = constant_trip_count(loop)
+    if trips is not None:
+        return trips
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if len(lb.results) != 1:
+        return None
+    values, ((lo,), his) = unify_operands((lb, loop.lowerBoundOperands), (ub, loop.upperBoundOperands))
+    gaps = [simplify(hi - lo, len(values)) for hi in his]
+    bounds = [max(0, -(-g.value // step_of(loop))) for g in gaps if isinstance(g, AffineConstantExpr)]
+    return min(bounds, default=None)
+
+
 def provably_nonempty(loop: affine.ForOp) -> bool:
     """Whether the loop runs at least once whenever it is reached: a constant extent of
     at least 1, or a point loop of a tile, `%i = %i_t to min(%i_t + 32, ub...)`, whose
@@ -243,18 +319,6 @@ def provably_nonempty(loop: affine.ForOp) -> bool:
 def defined_outside(value: SSAValue, loop: Operation) -> bool:
     """Whether `value` is defined outside `loop` (hence invariant in it)."""
     return not loop.is_ancestor(value.owner)
-
-
-def memref_root(value: SSAValue) -> SSAValue:
-    """The buffer a memref value views: through any op that makes a memref out of another
-    (subview, cast, reinterpret_cast, ...), up to an argument or allocation. Distinct
-    roots are distinct buffers (function arguments are noalias)."""
-    while isinstance(owner := value.owner, Operation) and not owner.regions:
-        sources = [v for v in owner.operands if isinstance(v.type, MemRefType)]
-        if not sources:
-            break
-        value = sources[0]
-    return value
 
 
 # --------------------------------------------------------------------------------------
@@ -320,19 +384,69 @@ def describe_access(op: affine.LoadOp | affine.StoreOp) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# Size limits
+# --------------------------------------------------------------------------------------
+
+
+#: the most ops one unroll or unroll-and-jam may leave in a nest: beyond it compile time and
+#: memory (Python IR, then LLVM) run to minutes and gigabytes, for register pressure no CPU
+#: has (loom-default's largest register tile is 14 x 2 vectors: a few hundred ops)
+MAX_UNROLLED_OPS = 100_000
+
+
+def op_count(op: Operation) -> int:
+    """The ops in `op`, itself and nested ones included."""
+    return sum(1 for _ in op.walk())
+
+
+def check_unrolled_size(pass_name: str, nest: affine.ForOp, estimate: int, what: str) -> None:
+    """Refuse, before anything is copied, a transformation of `nest` whose result would
+    hold more than MAX_UNROLLED_OPS ops (`estimate`, from the body size and the copies)."""
+    if estimate > MAX_UNROLLED_OPS:
+        raise LoomError(
+            f"{pass_name}: {what} would make nest '{nest_tag(nest) or 'untagged'}' about {estimate:,} ops, "
+            f"more than the limit of {MAX_UNROLLED_OPS:,} ops per unrolled nest (compile time and memory grow "
+            "with it): use smaller factors",
+            nest,
+        )
+
+
+# --------------------------------------------------------------------------------------
 # Option validation
 # --------------------------------------------------------------------------------------
 
 
 def check_positive(pass_name: str, option: str, values: Sequence[int] | None, *, allow_empty: bool = False) -> tuple[int, ...]:
     """Option validation: a list of positive integers. Raises LoomError naming the pass."""
+    raise_problems(pass_name, [positive_problem(option, values, allow_empty=allow_empty)])
+    return tuple(values or ())
+
+
+def positive_problem(option: str, values: Sequence[int] | None, *, allow_empty: bool = False) -> str | None:
+    """What is wrong with an option that must be a list of positive integers, if anything."""
     vals = tuple(values or ())
     if not vals and not allow_empty:
-        raise LoomError(f"{pass_name}: option '{option}' is required (a list of positive integers)")
-    bad = [v for v in vals if not isinstance(v, int) or v < 1]
-    if bad:
-        raise LoomError(f"{pass_name}: option '{option}' must be positive integers, got {list(vals)}")
-    return vals
+        return f"option '{option}' is required (a list of positive integers)"
+    if any(not isinstance(v, int) or v < 1 for v in vals):
+        return f"option '{option}' must be positive integers, got {list(vals)}"
+    return None
+
+
+def refuse_if_none_fits(pass_name: str, op: str | None, nests: Sequence[affine.ForOp], misfits: Sequence[str]) -> None:
+    """Without `op=` a pass skips, with a remark, the nests whose shape its options do not
+    fit (a band shorter than the sizes); when that is every nest the pass would do
+    nothing: an error, at the first nest, that says why for each (`misfits`, one per
+    nest that does not fit). (With `op=` each of them is an error of its own.)"""
+    if op is None and nests and len(misfits) == len(nests):
+        raise LoomError(f"{pass_name}: the options fit no loop nest: {'; '.join(misfits)}", nests[0])
+
+
+def raise_problems(pass_name: str, problems: Sequence[str | None]) -> None:
+    """One LoomError naming the pass and every problem found with its options (None: none),
+    so that one run shows all there is to fix."""
+    found = [p for p in problems if p]
+    if found:
+        raise LoomError(f"{pass_name}: {'; '.join(found)}")
 
 
 def check_permutation(pass_name: str, option: str, order: Sequence[int], n: int | None = None) -> tuple[int, ...]:

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import threadpoolctl
@@ -61,7 +62,15 @@ def test_parse_shapes_list_and_defaults():
     (["--shapes", "--shapes-list", "12x"], "--shapes-list: bad shape '12x'"),
     (["--shapes", "--shapes-list", "8,,9"], "bad shape ''"),
     (["--ablation", "--shapes-list", "0"], "every dimension must be at least 1"),
-    (["--stages", "--pipeline", "naive"], "--pipeline applies to --shapes only"),
+    (["--stages", "--pipeline", "naive"], "--pipeline applies to --shapes and --compile only"),
+    (["--shapes", "--chain", "5"], "--chain applies to --compile only"),
+    (["--stages", "--matmul", "8"], "--matmul applies to --compile only"),
+    (["--ablation", "--examples", "x.mlir"], "--examples applies to --compile only"),
+    (["--compile", "--chain", "0"], "--chain lengths must be at least 1"),
+    (["--compile", "--chain", "5,x"], "--chain must be comma-separated integers, got '5,x'"),
+    (["--compile", "--matmul", "8x8"], "--matmul: bad shape '8x8'"),
+    (["--compile", "--examples", "/nonexistent/k.mlir"], "--examples: cannot read /nonexistent/k.mlir"),
+    (["--compile", "--shapes"], "not allowed with argument"),
     (["--ablation", "--plot", "x.png"], "--plot applies to --shapes only"),
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
@@ -236,3 +245,59 @@ def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
     assert err.strip() == "loom-bench: error: " + bench.MATPLOTLIB_MISSING
     assert "pip install 'loomir[bench]'" in err and "Traceback" not in err
     assert out == "" and not png.exists()  # refused before the benchmark ran
+
+
+# --------------------------------------------------------------------------- --compile
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "matmul.mlir")
+
+
+def test_compile_json(capsys):
+    """A chain, an example and a tiny matmul (cold and warm, in a fresh process, with the
+    import's time): each row's stages are parse+verify, the pipeline's passes, the final
+    verify, LLVM emission, LLVM's parse, O3 and machine code; every kernel is checked."""
+    from compiler.pipelines import complete
+
+    argv = ["--compile", "--chain", "3", "--matmul", "8", "--examples", EXAMPLE, "--pipeline", "naive", "--json"]
+    assert loom_bench.main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = data["rows"]
+    assert [r["name"] for r in rows] == [EXAMPLE, "chain of 3 adds", "matmul 8x8x8 (cold)", "matmul 8x8x8 (warm)"]
+    assert [r["pipeline"] for r in rows] == ["naive", "naive", "default", "default"]
+    for row in rows:
+        passes = complete(row["pipeline"]).split(",")
+        assert list(row["stages"]) == ["parse+verify", *passes, "verify", "LLVM emission", "LLVM parse",
+                                       "LLVM O3", "machine code"]
+        assert row["ok"] and row["cpu"] == pytest.approx(sum(s["cpu"] for s in row["stages"].values()))
+        assert all(s["cpu"] >= 0 and s["wall"] >= 0 for s in row["stages"].values())
+    assert data["import"]["cpu"] > 0 and data["import"]["wall"] > 0
+    assert data["pipeline"] == "naive" and "machine" in data
+
+
+def test_compile_table(capsys):
+    assert loom_bench.main(["--compile", "--chain", "2,4", "--matmul", "none", "--examples", EXAMPLE,
+                            "--pipeline", "naive"]) == 0
+    out, err = capsys.readouterr()
+    assert f"| stage (CPU s) | {EXAMPLE} | chain of 2 adds | chain of 4 adds |" in out
+    for stage in ("parse+verify", "loom-lower-affine", "LLVM emission", "LLVM O3", "machine code", "check"):
+        assert f"| {stage} |" in out
+    assert "| check | ok | ok | ok |" in out and "import compiler" not in out
+    assert "chain of 4 adds" in err  # progress, as rows come
+
+
+def test_compile_stages_names_a_repeated_pass():
+    stages = bench.compile_stages(bench.matmul_source(4), f"{IKJ},{IKJ}")
+    assert "loom-interchange" in stages and "loom-interchange#2" in stages
+
+
+def test_compile_unknown_pipeline_is_a_clean_error(capsys):
+    assert loom_bench.main(["--compile", "--chain", "2", "--matmul", "none", "--examples", EXAMPLE,
+                            "--pipeline", "nosuch"]) == 1
+    assert "invalid pass pipeline 'nosuch'" in capsys.readouterr().err
+
+
+def test_chain_source():
+    src = bench.chain_source(3, shape=(2, 5), dtype="f64")
+    assert src.startswith("func.func @chain(%x0: tensor<2x5xf64>, %b: tensor<2x5xf64>) -> tensor<2x5xf64> {")
+    assert "%x3 = loom.add %x2, %b : (tensor<2x5xf64>, tensor<2x5xf64>) -> tensor<2x5xf64>" in src
+    assert src.count("loom.add") == 3 and "func.return %x3" in src

@@ -1,11 +1,13 @@
 """The `default` pipeline (loom-default + the cost model) and the target it plans for.
 
 The plan depends on the machine's caches and vector registers, so every test here plans
-for a fixed target given by `LOOM_TARGET` (an AVX2-like machine unless said otherwise):
-`compiler.target.host()` is cached, so the fixtures set the variable and clear that
-cache. compile() caches kernels by source and pipeline, not by target: each source here
-names its function after the module (and the target), so that no kernel compiled
-elsewhere for the real host is reused.
+for a fixed target given by `LOOM_TARGET`: an AVX2-like machine unless said otherwise,
+and the numerics for each kind of x86-64 host in turn (the `vector_target` fixture,
+tests/targets.py: 6x16 register tiles of 8 lanes, then 14x32 of 16), whatever this host
+is. The assembly of the micro-kernel is checked on the host, for its own vectors, and
+compiled for each kind's CPU. compile() caches kernels per LOOM_TARGET value too; each
+source here still names its function after the module, so that no kernel compiled
+elsewhere is reused.
 
 Numerics: random inputs within 4*K*eps*max|ref| of numpy in float64, small-integer inputs
 bit-exactly (their products and sums are exact in any order).
@@ -19,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from kernels import assert_within_bound, conv2d_kernel, small_ints, ty
+from targets import CPUS, REGISTERS, TARGETS, asm_for_cpu, is_x86_64, planning_for
 
 import compiler
 from compiler import target as target_module
 from compiler.diagnostics import LoomError
-from compiler.target import Target, cache_sizes, override
+from compiler.target import Target, cache_sizes, machine, override
 from passes.cost_model import MatmulPlan, plan_matmul, register_tile
 from passes.loom_default import STEPS
 
@@ -51,15 +54,6 @@ def avx2_target():
     """Every test of the module plans for AVX2 (module-scoped: hypothesis tests too)."""
     with pytest.MonkeyPatch.context() as mp:
         set_target(mp, AVX2)
-        yield
-    target_module._host.cache_clear()
-
-
-@pytest.fixture
-def target_512():
-    """AVX-512-like planning for one test; AVX2 again after it."""
-    with pytest.MonkeyPatch.context() as mp:
-        set_target(mp, AVX512)
         yield
     target_module._host.cache_clear()
 
@@ -123,9 +117,13 @@ dim = st.one_of(st.sampled_from([1, 2, 3, 5, 6, 7, 11, 12, 13, 16, 17, 31, 32, 3
                 st.integers(1, 80))
 
 
-@given(m=dim, n=dim, k=dim, seed=st.integers(0, 2**16))
-def test_matmul_shapes(m, n, k, seed):
-    check_matmul(mm_source(m, n, k), (m, k), (k, n), k, seed=seed)
+@given(m=dim, n=dim, k=dim, seed=st.integers(0, 2**16), kind=st.sampled_from(sorted(TARGETS)))
+@example(m=29, n=47, k=5, seed=0, kind="avx512")  # peeled to 28x32: copies of 1 row, of 15 columns
+@example(m=13, n=33, k=3, seed=0, kind="avx512")  # 13 rows < MR=14: (k, i, j), columns peeled to 32
+def test_matmul_shapes(m, n, k, seed, kind):
+    """Each example plans for one kind of host (drawn: the examples share the two)."""
+    with planning_for(TARGETS[kind]):
+        check_matmul(mm_source(m, n, k), (m, k), (k, n), k, seed=seed)
 
 
 @pytest.mark.parametrize("m, n, k", [
@@ -136,23 +134,23 @@ def test_matmul_shapes(m, n, k, seed):
     pytest.param(100, 70, 90, id="packed"),  # A and B packed in the main nest
     pytest.param(6, 16, 1, id="one-register-tile"),
 ])
-def test_matmul_fixed(m, n, k):
+def test_matmul_fixed(m, n, k, vector_target):
     check_matmul(mm_source(m, n, k), (m, k), (k, n), k)
 
 
-def test_matmul_f64():
+def test_matmul_f64(vector_target):
     check_matmul(mm_source(37, 45, 29, np.float64), (37, 29), (29, 45), 29, dtype=np.float64)
 
 
 @pytest.mark.parametrize("bsz, m, n, k", [(3, 13, 37, 21), (2, 12, 32, 8), (2, 1, 40, 70)])
-def test_batched_matmul(bsz, m, n, k):
+def test_batched_matmul(bsz, m, n, k, vector_target):
     src = bmm_source(bsz, m, n, k)
     check_matmul(src, (bsz, m, k), (bsz, k, n), k)
     kern = compiler.compile(src, pipeline="default", remarks=True)
     assert any("[loom-default] matmul" in r for r in kern.remarks), kern.remarks
 
 
-def test_matmul_bias_relu_epilogue_vectorized():
+def test_matmul_bias_relu_epilogue_vectorized(vector_target):
     m, n, k = 50, 40, 30
     src = dense_source(m, n, k)
     kern = compiler.compile(src, pipeline="default", remarks=True)
@@ -165,8 +163,9 @@ def test_matmul_bias_relu_epilogue_vectorized():
     assert (out >= 0).all() and (out == 0).any()
     x, w, bias = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32), small_ints(rng, (n,), np.float32)
     np.testing.assert_array_equal(kern(x, w, bias), np.maximum(exact_matmul(x, w, np.float32) + bias, 0))
-    # the add and relu nests (lines 3 and 4) are vectorized by loom-default
-    vectorized = {int(r.split(":")[1]) for r in kern.remarks if "[loom-vectorize]" in r and "vectorized its innermost loop" in r}
+    # the add and relu nests (lines 3 and 4) are vectorized by loom-default, for the target
+    words = f"vectorized its innermost loop by {vector_target.lanes()} "
+    vectorized = {int(r.split(":")[1]) for r in kern.remarks if "[loom-vectorize]" in r and words in r}
     assert {3, 4} <= vectorized, kern.remarks
 
 
@@ -192,7 +191,7 @@ def test_two_matmuls_and_two_functions():
     np.testing.assert_array_equal(other(a, b), exact_matmul(a, b, np.float32))
 
 
-def test_conv2d_left_unscheduled_but_correct():
+def test_conv2d_left_unscheduled_but_correct(vector_target):
     case = (2, 3, 11, 10, 5, 3, 2, (2, 1), (1, 2), (1, 2))
     src, (x_shape, w_shape), k = conv2d_kernel(case, np.float32)
     src = src.replace("@conv(", "@default_conv(")
@@ -206,35 +205,62 @@ def test_conv2d_left_unscheduled_but_correct():
     assert not any(re.search(r"\[loom-(tile|interchange|unroll-jam|pack|peel|default)\]", r) for r in kern.remarks), kern.remarks
 
 
-def _host_has_avx2_fma() -> bool:
-    import llvmlite.binding as llvm
-
-    features = llvm.get_host_cpu_features()
-    return bool(features.get("avx2") and features.get("fma"))
-
-
-@pytest.mark.skipif(not _host_has_avx2_fma(), reason="the 6x16 ymm micro-kernel needs an AVX2+FMA host")
-def test_micro_kernel_in_registers():
-    """The assembly of the register micro-kernel (checked once, kept checked): the loop
-    with the most fmas is the k loop of the 6x16 tile; its 12 accumulators stay in ymm
-    registers (12 distinct fma destinations, fmas a multiple of 12: LLVM may unroll it),
-    6 broadcasts of A and 2 vector loads of B per 12 fmas, and nothing spilled to the
-    stack."""
-    kern = compiler.compile(mm_source(96, 64, 256, name="default_mm_asm"), pipeline="default")
-    blocks: list[list[str]] = [[]]  # from a label to the first jump after it
-    for line in kern.asm().splitlines():
+def micro_kernel_loop(asm: str) -> list[str]:
+    """The loop of `asm` with the most fmas (from a label to the first jump after it)."""
+    blocks: list[list[str]] = [[]]
+    for line in asm.splitlines():
         if re.match(r"^\.?\w+:", line):
             blocks.append([])
         if not blocks[-1] or not blocks[-1][-1].startswith("j"):
             blocks[-1].append(line.strip())
-    loop = max(blocks, key=lambda b: sum(x.startswith("vfmadd231ps") for x in b))
+    return max(blocks, key=lambda b: sum(x.startswith("vfmadd231ps") for x in b))
+
+
+def micro_kernel_asm(target: Target, asm_of) -> tuple[str, int, int]:
+    """(assembly, MR, vectors per row) of a matmul of whole MR x NR register tiles (no
+    peeled copy: the loop with the most fmas is the micro-kernel's k loop), planned for
+    `target` (the current LOOM_TARGET); `asm_of(kernel)` compiles it for a CPU."""
+    mr, nr = register_tile(target)
+    src = mm_source(16 * mr, 2 * nr, 256, name=f"default_mm_asm_{mr}x{nr}")
+    return asm_of(compiler.compile(src, pipeline="default")), mr, nr // target.lanes()
+
+
+def check_micro_kernel(asm: str, mr: int, nv: int, register: str) -> None:
+    """The k loop of the MR x NR tile (NR = nv vectors): its MR*nv accumulators stay in
+    vector registers of the target's width (MR*nv distinct fma destinations, fmas a
+    multiple of MR*nv: LLVM may unroll it), MR broadcasts of A and nv vector loads of B
+    per MR*nv fmas, and nothing spilled to the stack."""
+    loop = micro_kernel_loop(asm)
+    accumulators = mr * nv
     fmas = [x for x in loop if x.startswith("vfmadd231ps")]
-    assert fmas and len(fmas) % 12 == 0, loop
-    assert len({x.split(",")[-1].strip() for x in fmas}) == 12, fmas
-    assert all(x.split(",")[-1].strip().startswith("%ymm") for x in fmas), fmas
-    assert sum(x.startswith("vbroadcastss") for x in loop) == len(fmas) // 2, loop
-    assert sum(x.startswith(("vmovaps", "vmovups")) for x in loop) == len(fmas) // 6, loop
+    assert fmas and len(fmas) % accumulators == 0, loop
+    assert len({x.split(",")[-1].strip() for x in fmas}) == accumulators, fmas
+    assert all(x.split(",")[-1].strip().startswith(register) for x in fmas), fmas
+    assert sum(x.startswith("vbroadcastss") for x in loop) == len(fmas) // nv, loop
+    assert sum(x.startswith(("vmovaps", "vmovups")) for x in loop) == len(fmas) // mr, loop
     assert not any("rsp" in x for x in loop), loop  # no spills
+
+
+def test_micro_kernel_in_registers():
+    """The assembly of the register micro-kernel on this host, planned for it
+    (LOOM_TARGET unset): 6x16 in 12 ymm accumulators on AVX2 (16 registers), 14x32 in
+    28 zmm accumulators on AVX-512 (32 registers)."""
+    host = machine()
+    if not (host.fma and host.vector_bits in REGISTERS):
+        pytest.skip(f"the host ({host.describe()}) has no FMA on ymm or zmm registers")
+    with planning_for("") as target:
+        asm, mr, nv = micro_kernel_asm(target, lambda kernel: kernel.asm())
+    check_micro_kernel(asm, mr, nv, REGISTERS[host.vector_bits])
+
+
+@pytest.mark.skipif(not is_x86_64(), reason="compiles for x86-64 CPUs")
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_micro_kernel_in_registers_for_each_kind_of_host(kind):
+    """The same, planned for each kind of host and compiled for its CPU without running
+    it (Zen 3: 6x16 in ymm, Zen 4: 14x32 in zmm), whichever this host is."""
+    with planning_for(TARGETS[kind]) as target:
+        asm, mr, nv = micro_kernel_asm(target, lambda kernel: asm_for_cpu(kernel.llvm_ir, CPUS[kind]))
+    check_micro_kernel(asm, mr, nv, REGISTERS[target.vector_bits])
 
 
 # --------------------------------------------------------------------------------------
@@ -246,7 +272,7 @@ STEP_PASS = {"peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vec
 
 
 @pytest.mark.parametrize("skip", [*STEPS, "tile,pack", ",".join(STEPS)])
-def test_skip_variants_are_correct(skip):
+def test_skip_variants_are_correct(skip, vector_target):
     pipeline = f"loom-default{{skip={skip}}}"
     src = mm_source(37, 45, 29)
     check_matmul(src, (37, 29), (29, 45), 29, pipeline=pipeline)
@@ -257,7 +283,7 @@ def test_skip_variants_are_correct(skip):
         assert "[loom-interchange]" not in remarks and "[loom-pack]" not in remarks
 
 
-def test_skip_pack_on_a_packed_shape():
+def test_skip_pack_on_a_packed_shape(vector_target):
     src = mm_source(100, 70, 90, name="default_mm_pack")
     packed = compiler.compile(src, pipeline="default", remarks=True)
     assert any("[loom-pack]" in r for r in packed.remarks)
@@ -308,10 +334,11 @@ def test_remark_describes_the_plan():
     assert "loom-tile{sizes=" in pass_list(main) and "op=matmul" in pass_list(main)
 
 
-def test_remark_pass_list_gives_the_same_results():
+def test_remark_pass_list_gives_the_same_results(vector_target):
     """A shape the register tile divides (no peeling): the remark's pass list is the whole
     matmul schedule, and compile() completes it into the same kernel."""
-    m, n, k = 48, 64, 100  # packed: A and B take 44 KiB
+    mr, nr = register_tile(vector_target)
+    m, n, k = 8 * mr, 4 * nr, 100  # packed: A and B take 44 KiB (6x16), 96 KiB (14x32)
     src = mm_source(m, n, k, name="default_roundtrip")
     kern = compiler.compile(src, pipeline="default", remarks=True)
     (remark,) = default_remarks(kern)
@@ -325,7 +352,7 @@ def test_remark_pass_list_gives_the_same_results():
     assert_within_bound(again(a, b), compiler.reference(src, a, b), k, np.float32)
 
 
-def test_remark_pass_list_of_a_peeled_nest_is_correct_on_the_whole_nest():
+def test_remark_pass_list_of_a_peeled_nest_is_correct_on_the_whole_nest(vector_target):
     src = mm_source(37, 45, 29, name="default_peeled_list")
     main = default_remarks(compiler.compile(src, pipeline="default", remarks=True))[0]
     check_matmul(src, (37, 29), (29, 45), 29, pipeline=pass_list(main))
@@ -343,24 +370,28 @@ def test_remark_512_bit_target_via_loom_opt(tmp_path):
     assert "L1d 48 KiB, L2 2 MiB" in main
 
 
-def test_512_bit_plan_stays_correct(target_512):
-    """Planned for AVX-512 (14x32 register tile) on whatever this host is."""
-    src = mm_source(37, 45, 29, name="default_mm_avx512")
-    kern = check_matmul(src, (37, 29), (29, 45), 29)
+def test_plan_is_the_targets(vector_target):
+    """Planned for each kind of host (6x16 tiles of 8 lanes, 14x32 of 16) on whatever
+    this host is: the remark names the target's register tile, and the results hold."""
+    mr, nr = register_tile(vector_target)
+    w = vector_target.lanes()
+    src = mm_source(37, 45, 29, name="default_mm_plan")
     kern = compiler.compile(src, pipeline="default", remarks=True)
-    assert "register tile 14x32" in default_remarks(kern)[0]
-    check_matmul(bmm_source(2, 30, 40, 50, name="default_bmm_avx512"), (2, 30, 50), (2, 50, 40), 50)
+    main = default_remarks(kern)[0]
+    assert f"on {vector_target.cpu}: " in main and f"{vector_target.vector_bits}-bit vectors" in main, main
+    assert f"register tile {mr}x{nr} ({mr * nr // w} accumulators of {w} lanes)" in main, main
+    check_matmul(bmm_source(2, 30, 40, 50, name="default_bmm_plan"), (2, 30, 50), (2, 50, 40), 50)
 
 
-def test_loom_target_vector_width_reaches_the_vectorizer():
-    from passes.loom_vectorize import host_vector_bytes
-
-    bits = 256 if host_vector_bytes() == 64 else 512  # a width the host does not have
-    spec = f"cpu=other,l1=32768,l2=524288,l3=33554432,vector_bits={bits},vector_registers=32,fma=1"
-    f = ROOT / "examples" / "matmul.mlir"
-    p = run("loom-opt", f, "-p", "loom-default", env={"LOOM_TARGET": spec})
+@pytest.mark.parametrize("source", ["matmul.mlir", "matmul_bias_relu.mlir"])
+def test_loom_target_vector_width_reaches_every_nest(source, vector_target):
+    """Every vector loom-default makes, in the matmul and in the other nests it vectorizes
+    (the zero fill of C, the bias and the relu), has the width LOOM_TARGET gives: the
+    one target every pass asks, whatever the host's own width is."""
+    f = ROOT / "examples" / source
+    p = run("loom-opt", f, "-p", "loom-default")  # LOOM_TARGET: the fixture's
     assert p.returncode == 0, p.stderr
-    assert f"vector<{bits // 32}xf32>" in p.stdout
+    assert set(re.findall(r"vector<(\d+)x", p.stdout)) == {str(vector_target.lanes())}, p.stdout
     assert "iter_args" in p.stdout  # the MR x NR block of C in registers across k
 
 
@@ -501,6 +532,24 @@ def test_host_reads_loom_target(monkeypatch):
         target_module._host.cache_clear()
 
 
+@pytest.mark.parametrize("features, vectors", [
+    ({"avx512f": True, "avx": True, "fma": True}, (512, 32)),  # Zen 4/5, Intel AVX-512: zmm
+    ({"avx512f": False, "avx2": True, "avx": True}, (256, 16)),  # Zen 3: ymm
+    ({"neon": True}, (128, 32)),
+    ({"sse2": True}, (128, 16)),
+])
+def test_vectors_of_the_cpu_features(features, vectors):
+    assert target_module.vectors_of(features) == vectors
+
+
+def test_machine_is_the_host_whatever_loom_target_says():
+    """`machine()` (the CPU the JIT compiles for) ignores LOOM_TARGET; `host()` (what the
+    passes plan for) takes it (this module sets an AVX2-like one)."""
+    assert target_module.host().cpu == "test" and machine().cpu != "test"
+    with planning_for("") as real:
+        assert real == machine()
+
+
 def test_override_rejects_zero_vector_bits():
     with pytest.raises(LoomError, match="LOOM_TARGET"):
         override(AVX2_TARGET, "vector_bits=0")
@@ -532,24 +581,21 @@ def test_loom_run_default():
 # Known bugs
 
 
-def test_f64_matmul_gets_a_register_tile():
-    from passes.loom_vectorize import host_vector_bytes
-
-    bits = host_vector_bytes() * 8  # plan for the vectors the vectorizer will use
-    regs = 32 if bits == 512 else 16
-    spec = f"cpu=host,l1=32768,l2=524288,l3=33554432,vector_bits={bits},vector_registers={regs},fma=1"
+def test_f64_matmul_gets_a_register_tile(vector_target):
     src = mm_source(48, 64, 32, np.float64)
     p = subprocess.run([str(BIN / "loom-opt"), "-", "-p", "loom-default"], input=src, capture_output=True,
-                       text=True, env={**os.environ, "LOOM_TARGET": spec}, check=False)
+                       text=True, env=dict(os.environ), check=False)  # LOOM_TARGET: the fixture's
     assert p.returncode == 0, p.stderr
     assert "iter_args" in p.stdout
+    assert set(re.findall(r"vector<(\d+)xf64>", p.stdout)) == {str(vector_target.lanes(8))}, p.stdout
 
 
-def test_matrix_vector_k_unroll_jam_applies():
+def test_matrix_vector_k_unroll_jam_applies(vector_target):
     kern = compiler.compile(mm_source(1, 300, 200, name="default_mv"), pipeline="default", remarks=True)
     assert "k unroll-jammed by 4" in default_remarks(kern)[0]
     jam = next(r for r in kern.remarks if "[loom-unroll-jam]" in r)
-    assert "factors [4, 1, 2] requested, [4, 1, 2] applied" in jam, jam
+    vectors = register_tile(vector_target)[1] // vector_target.lanes()  # j: the vectors of NR
+    assert f"factors [4, 1, {vectors}] requested, [4, 1, {vectors}] applied" in jam, jam
 
 
 def test_malformed_pipeline_is_a_loom_error():

@@ -3,11 +3,13 @@ the schedule passes ask (interchange, unroll-and-jam, tiling)."""
 
 import itertools
 
+import numpy as np
 import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir.affine import AffineExpr
 
+import compiler
 from compiler.context import make_context
 from compiler.diagnostics import parse_module
 from passes.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
@@ -307,6 +309,101 @@ func.func @f(%A: memref<64xf32>) {
     deps = band_dependences(band_of(parse(text)))
     flow = [d for d in deps if d.source.name == "affine.vector_store" and d.sink.name == "affine.vector_load"]
     assert [d.distance for d in flow] == [(4,)]
+
+
+VECTOR_BESIDE_SCALAR = """
+func.func @mixed(%A: memref<16x32xf32>) {
+  affine.for %i = 2 to 16 {
+    affine.for %j = 0 to 24 step 4 {
+      %x = affine.load %A[%i - 2, %j + 5] : memref<16x32xf32>
+      %v = vector.broadcast %x : f32 to vector<4xf32>
+      affine.vector_store %v, %A[%i, %j] : memref<16x32xf32>, vector<4xf32>
+    }
+  } {loom.tag = "mixed"}
+  func.return
+}
+"""
+
+
+def test_vector_beside_scalar_access_covers_the_vector():
+    """A 4-lane store of A[i, j .. j + 3] and a scalar load of A[i - 2, j + 5]: the load of
+    iteration (i + 2, j - 4) reads lane 1 of the store of (i, j). Lane 0 alone would give
+    j distance -5, no multiple of the step 4: no dependence at all."""
+    deps = band_dependences(band_of(parse(VECTOR_BESIDE_SCALAR)))
+    flow = [d for d in deps if d.source.name == "affine.vector_store" and d.sink.name == "affine.load"]
+    assert [(d.directions, d.distance) for d in flow] == [(("<", ">"), (2, -4))]
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["loom-interchange{order=1,0}", "loom-tile{sizes=4,4}", "loom-tile{sizes=2,2}", "loom-unroll-jam{factors=2}",
+     "loom-unroll{factor=2}", "loom-hoist"],
+)
+def test_vector_beside_scalar_schedule_refused_or_right(pipeline):
+    """Every schedule of the nest above is refused (the (<, >) dependence) or computes
+    what the loops in their order do (interchange and tiling would read A[i, j + 1]
+    before it is written)."""
+    a = np.random.default_rng(3).standard_normal((16, 32)).astype(np.float32)
+    want = a.copy()
+    for i in range(2, 16):
+        for j in range(0, 24, 4):
+            want[i, j : j + 4] = want[i - 2, j + 5]
+    try:
+        kern = compiler.compile(VECTOR_BESIDE_SCALAR, pipeline=pipeline)
+    except compiler.LoomError as e:
+        assert "dependence vector_store %A[%i, %j]" in str(e) and "direction (<, >)" in str(e)
+        assert pipeline.startswith(("loom-interchange", "loom-tile", "loom-unroll-jam")), str(e)
+        return
+    got = a.copy()
+    kern(got)
+    np.testing.assert_array_equal(got, want)
+
+
+THROUGH_A_VIEW = """
+func.func @view(%A: memref<10x10xf32>) {
+  %one = arith.constant 1.0 : f32
+  %v = memref.subview %A[0, 1] [9, 9] [1, 1] : memref<10x10xf32> to memref<9x9xf32, strided<[10, 1], offset: 1>>
+  affine.for %i = 1 to 9 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %v[%i - 1, %j] : memref<9x9xf32, strided<[10, 1], offset: 1>>
+      %w = arith.addf %x, %one : f32
+      affine.store %w, %A[%i, %j] : memref<10x10xf32>
+    }
+  } {loom.tag = "view"}
+  func.return
+}
+"""
+
+
+def test_views_of_one_buffer_may_alias():
+    """A store to %A and a load through a subview of %A: a dependence in any direction
+    (the view's subscripts count from its own origin), not none."""
+    deps = band_dependences(band_of(parse(THROUGH_A_VIEW)))
+    assert [(d.source.name, d.sink.name, d.directions) for d in deps] == [
+        ("affine.load", "affine.store", ("*", "*"))
+    ]
+
+
+@pytest.mark.parametrize(
+    "pipeline", ["loom-interchange{order=1,0}", "loom-tile{sizes=2,2}", "loom-unroll-jam{factors=2}", "loom-hoist"]
+)
+def test_view_schedule_refused_or_right(pipeline):
+    """A[i, j] = A[i - 1, j + 1] + 1, the read through a view: interchange and tiling
+    would read elements before they are written."""
+    a = np.random.default_rng(4).standard_normal((10, 10)).astype(np.float32)
+    want = a.copy()
+    for i in range(1, 9):
+        for j in range(8):
+            want[i, j] = want[i - 1, j + 1] + np.float32(1)
+    try:
+        kern = compiler.compile(THROUGH_A_VIEW, pipeline=pipeline)
+    except compiler.LoomError as e:
+        assert "load %v[%i - 1, %j]" in str(e) and "direction (*, *)" in str(e)
+        assert not pipeline.startswith("loom-hoist"), str(e)
+        return
+    got = a.copy()
+    kern(got)
+    np.testing.assert_array_equal(got, want)
 
 
 # --------------------------------------------------------------------------------------

@@ -64,10 +64,43 @@ def test_matmul_tiled_then_unroll_jammed():
 @pytest.mark.parametrize(
     "pipeline",
     [
+        # the point loops of tiles of 3 (4) run at most 3 (4) times: factors lowered to that
+        "loom-tile{sizes=3,3,3},loom-unroll-jam{factors=1,1,1,8,8}",
+        "loom-tile{sizes=4,4,4},loom-unroll{factor=100}",
+        "loom-tile{sizes=4,4,4},loom-unroll-jam{factors=1,1,1,1000000,1000000},loom-unroll{factor=1000000}",
+    ],
+)
+def test_matmul_factors_lowered_to_the_tile(pipeline):
+    m, k, n = 10, 9, 11
+    check_both(matmul((m, k), (k, n), (m, n), np.float32), [(m, k), (k, n)], k, pipeline)
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        # C carried across k first: the band is (i, j), the k loop with its iter_args is
+        # copied whole (issue 9: this order raised from loop_transforms._fuse)
+        "loom-hoist,loom-unroll-jam{factors=2,2}",
+        "loom-hoist,loom-unroll-jam{factors=4,3}",  # cleanup loops on both
+        "loom-hoist{op=matmul},loom-unroll-jam{factors=2,2 op=matmul},loom-hoist,loom-unroll{factor=3}",
+        "loom-tile{sizes=4,4,4},loom-hoist,loom-unroll-jam{factors=1,1,1,2,2}",
+        "loom-hoist,loom-default",
+    ],
+)
+def test_matmul_hoist_then_unroll_jam(pipeline):
+    m, k, n = 6, 7, 5
+    check_both(matmul((m, k), (k, n), (m, n), np.float32), [(m, k), (k, n)], k, pipeline)
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
         "loom-interchange{order=3,2,1,0}",
         "loom-interchange{order=1,0,3,2}",
         "loom-interchange{order=0,1,3,2},loom-unroll-jam{factors=2,2,2}",
         "loom-unroll-jam{factors=1,3,2}",
+        "loom-hoist,loom-unroll-jam{factors=3,3,3}",
+        "loom-hoist,loom-default",
     ],
 )
 def test_batched_matmul(pipeline):

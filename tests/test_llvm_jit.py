@@ -40,7 +40,9 @@ def build(mlir: str) -> JITModule:
 
 
 def function(jit: JITModule, name: str, restype, *argtypes):  # noqa: ANN001, ANN201
-    return ctypes.CFUNCTYPE(restype, *argtypes)(jit.function_address(name))
+    f = ctypes.CFUNCTYPE(restype, *argtypes)(jit.function_address(name))
+    f.jit = jit  # the machine code lives as long as its JITModule
+    return f
 
 
 def ptr(a: np.ndarray) -> int:
@@ -118,6 +120,41 @@ def test_alloc_dealloc_temporary():
     for _ in range(3):  # allocates and frees each call
         f(ptr(A), ptr(B))
     np.testing.assert_array_equal(B, A * 2 + 1)
+
+
+def test_allocating_function_returns_a_status():
+    """A function that allocates returns 0, or the site number of the allocation that got
+    no memory (2^56 bytes: more than any process can map), before touching anything."""
+    jit = build("""
+    func.func @fill(%A: memref<4xf32>, %v: f32) {
+      %c0 = arith.constant 0 : index
+      %t = memref.alloc() : memref<4xf32>
+      memref.store %v, %t[%c0] : memref<4xf32>
+      %x = memref.load %t[%c0] : memref<4xf32>
+      memref.store %x, %A[%c0] : memref<4xf32>
+      memref.dealloc %t : memref<4xf32>
+      func.return
+    }
+    func.func @too_big(%A: memref<4xf32>, %i: index) {
+      %c0 = arith.constant 0 : index
+      %t = memref.alloc() : memref<4xf32>
+      %u = memref.alloc() : memref<18014398509481984xf32>
+      %x = memref.load %A[%c0] : memref<4xf32>
+      memref.store %x, %u[%i] : memref<18014398509481984xf32>
+      %y = memref.load %u[%c0] : memref<18014398509481984xf32>
+      memref.store %y, %A[%c0] : memref<4xf32>
+      memref.dealloc %u : memref<18014398509481984xf32>
+      memref.dealloc %t : memref<4xf32>
+      func.return
+    }
+    """)
+    A = np.zeros(4, np.float32)
+    assert function(jit, "fill", ctypes.c_int32, PTR, ctypes.c_float)(ptr(A), 2.5) == 0
+    assert A[0] == 2.5
+    too_big = function(jit, "too_big", ctypes.c_int32, PTR, I64)
+    for _ in range(3):
+        assert too_big(ptr(A), 7) == 3  # sites 1 (@fill's %t), 2 (%t), 3 (%u)
+    assert A[0] == 2.5
 
 
 def test_f64_kernel_with_scalar_argument_and_fma():

@@ -89,3 +89,33 @@ def test_relu_keeps_nan_like_numpy():
     x = np.array([np.nan, -1.0, 2.0, -0.0], dtype=np.float32)
     out = compiler.compile(src)(x, np.zeros(4, np.float32))
     np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+RETURNS_ARGUMENT = {
+    "alone": """func.func @id(%a: tensor<5x3xf32>, %b: tensor<3x4xf32>) -> tensor<5x3xf32> {
+  func.return %a : tensor<5x3xf32>
+}""",
+    # the argument beside a computed result, and the same argument and result twice
+    "beside": """func.func @mixed(%a: tensor<5x3xf32>, %b: tensor<3x4xf32>) -> (tensor<5x4xf32>, tensor<5x3xf32>, tensor<3x4xf32>, tensor<5x4xf32>, tensor<5x3xf32>) {
+  %c = loom.matmul %a, %b : (tensor<5x3xf32>, tensor<3x4xf32>) -> tensor<5x4xf32>
+  func.return %c, %a, %b, %c, %a : tensor<5x4xf32>, tensor<5x3xf32>, tensor<3x4xf32>, tensor<5x4xf32>, tensor<5x3xf32>
+}""",
+}
+
+
+@pytest.mark.parametrize("pipeline", ["naive", "default"])
+@pytest.mark.parametrize("case", sorted(RETURNS_ARGUMENT))
+def test_returned_argument_is_copied(case, pipeline):
+    """loom-bufferize copies a returned argument into its out-parameter (memref.copy): the
+    results hold the argument's values, in fresh arrays."""
+    src = RETURNS_ARGUMENT[case]
+    rng = np.random.default_rng(4)
+    a, b = small_ints(rng, (5, 3), np.float32), small_ints(rng, (3, 4), np.float32)
+    got = compiler.compile(src, pipeline=pipeline)(a, b)
+    got = got if isinstance(got, tuple) else (got,)
+    want = compiler.reference(src, a, b)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w.astype(np.float32))
+        assert not np.shares_memory(g, a) and not np.shares_memory(g, b)

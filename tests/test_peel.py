@@ -1,7 +1,7 @@
 """loom-peel end to end: the register micro-kernel pipeline (peel the rows and columns
 that do not fill a 6x16 register tile off into copies of the nest, tile for the caches
-and the registers, pack B and A, vectorize, unroll-and-jam the 6x16 block, hoist C's
-block out of k) on matmuls of random shapes and cache-tile sizes, compiled with
+and the registers, pack B and A, vectorize, unroll-and-jam the 6 rows and unroll the 2
+vectors of the 6x16 block, hoist C's block out of k) on matmuls of random shapes and cache-tile sizes, compiled with
 `compiler.compile(pipeline=...)` and compared with numpy: within 4*K*eps*max|ref| on
 random inputs, bit-exactly on small integers (whose products and sums are exact in f32 in
 any order). Then a batched matmul against `naive`, the remarks, and the refusals.
@@ -21,7 +21,14 @@ import compiler
 
 def micro_kernel(mc: int, nc: int, kc: int, peel_op: bool = True) -> str:
     """The register micro-kernel pipeline for matmul, with MC x NC x KC cache tiles. With
-    `peel_op=False`, loom-peel runs on every nest (the init nest is peeled too)."""
+    `peel_op=False`, loom-peel runs on every nest (the init nest is peeled too).
+
+    The vector width is part of the schedule, so it is written out (`width=0` would take
+    the target's): 16 columns are two vectors of 8, a j loop of 2 that loom-unroll
+    unrolls. The j loop is not given an unroll-jam factor: in a peeled copy narrower than
+    a vector (the last 5 columns) it is one masked vector, no loop, and its band is one
+    loop shorter than the main nest's; `op=matmul` makes a factor list longer than a band
+    an error. The 7 factors (i by 6) fit both bands."""
     sel = " op=matmul" if peel_op else ""
     return (
         f"loom-peel{{sizes=6,16{sel}}},"
@@ -30,8 +37,9 @@ def micro_kernel(mc: int, nc: int, kc: int, peel_op: bool = True) -> str:
         "loom-interchange{order=1,2,0,4,3,7,5,6 op=matmul},"
         "loom-pack{operand=1 level=1 panel=16},"
         "loom-pack{operand=0 level=2 panel=6},"
-        "loom-vectorize{op=matmul},"
-        "loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},"
+        "loom-vectorize{width=8 op=matmul},"
+        "loom-unroll-jam{factors=1,1,1,1,1,1,6 op=matmul},"
+        "loom-unroll{factor=2 op=matmul},"
         "loom-hoist{op=matmul}"
     )
 
@@ -89,8 +97,8 @@ BATCHED_PEEL = (
     "loom-peel{sizes=1,6,16 op=matmul},"
     "loom-tile{sizes=1,6,16 op=matmul},"
     "loom-interchange{order=0,1,2,3,6,4,5 op=matmul},"
-    "loom-vectorize{op=matmul},"
-    "loom-unroll-jam{factors=1,1,1,1,1,6 op=matmul},"  # i by 6 (a j of one vector is gone: no factor)
+    "loom-vectorize{width=16 op=matmul},"  # 16 columns, one vector: the j loop is gone
+    "loom-unroll-jam{factors=1,1,1,1,1,6 op=matmul},"  # i by 6 (no j loop left for a factor)
     "loom-hoist{op=matmul}"
 )
 

@@ -178,3 +178,28 @@ def test_matmul_register_micro_kernel(m, k, n, exact):
     inputs are within the bound rather than bit-equal to the naive pipeline."""
     src = matmul((m, k), (k, n), (m, n), np.float32)
     run_and_compare(src, [(m, k), (k, n)], k, MICRO_KERNEL, exact=exact, naive_bits=False)
+
+
+STORE_BASE_LOAD_VIEW = """func.func @store_base_load_view(%a: memref<8x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %v = memref.subview %a[2, 0] [4, 4] [1, 1] : memref<8x4xf32> to memref<4x4xf32, strided<[4, 1], offset: 8>>
+  affine.for %i = 0 to 8 {
+    %l = affine.load %v[1, 0] : memref<4x4xf32, strided<[4, 1], offset: 8>>
+    %s = arith.addf %l, %one : f32
+    affine.store %s, %a[%i, 0] : memref<8x4xf32>
+  } {loom.tag = "view"}
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("pipeline", ["naive", "loom-hoist", "loom-unroll{factor=3},loom-hoist"])
+def test_hoist_keeps_a_load_through_a_view_of_a_stored_buffer(pipeline):
+    """%v[1, 0] is %a[3, 0], which iteration 3 rewrites: rows 0-3 get the old value + 1,
+    rows 4-7 the new one + 1. A load hoisted out of the loop would give every row the old
+    value + 1."""
+    a = np.arange(32, dtype=np.float32).reshape(8, 4)
+    want = a.copy()
+    for i in range(8):
+        want[i, 0] = want[3, 0] + 1
+    compiler.compile(STORE_BASE_LOAD_VIEW, pipeline=pipeline)(a)
+    np.testing.assert_array_equal(a, want)

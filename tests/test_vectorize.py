@@ -3,16 +3,24 @@
 Random inputs are checked within 4*K*eps*max|ref| (the fma and the reassociated sums
 round differently from the scalar loop, inside that bound); small integers, whose
 products and sums are exact, bit-exactly. The sizes cover a width that divides the
-extent, one that does not (a masked remainder), and extents below the width (left
-scalar).
+extent, one that does not (a masked remainder), and extents below the width (one masked
+vector).
+
+`loom-vectorize` (width=0) takes the target's width, so the tests that use it run for
+both kinds of x86-64 host (the `vector_target` fixture: 8 and 16 f32 lanes) and expect
+what that width gives (`split`). The machine code is checked for the host's vectors
+(ymm on AVX2, zmm on AVX-512) and compiled for each kind's CPU.
 """
 
 import re
 
 import numpy as np
 import pytest
+from targets import CPUS, REGISTERS, TARGETS, asm_for_cpu, fma_registers, is_x86_64, planning_for
 
 import compiler
+from compiler.target import machine
+from dialects.loom import conv2d_output_hw
 from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
 
 IKJ = "loom-interchange{order=0,2,1},loom-vectorize"
@@ -23,22 +31,37 @@ def remarks_of(kernel, tag):
     return [r for r in kernel.remarks if "[loom-vectorize]" in r and f"nest '{tag}'" in r]
 
 
+def split(trips: int, width: int) -> str:
+    """What the remark says of a loop of a constant `trips` vectorized by `width`."""
+    if trips < width:
+        return f"by {width} (one masked vector of {trips}: fewer iterations than the width)"
+    chunks, rest = divmod(trips, width)
+    tail = f"masked remainder of {rest}" if rest else "no remainder"
+    return f"by {width} (main {chunks} iteration{'s' * (chunks > 1)}, {tail})"
+
+
+def test_split_words():
+    """The expectation of the tests below, against remarks written out (8 f32 lanes)."""
+    assert split(13, 8) == "by 8 (main 1 iteration, masked remainder of 5)"
+    assert split(64, 8) == "by 8 (main 8 iterations, no remainder)"
+    assert split(3, 8) == "by 8 (one masked vector of 3: fewer iterations than the width)"
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (2, 3, 5), (7, 13, 11), (8, 8, 8), (16, 16, 16), (33, 17, 33), (5, 31, 37)])
-def test_matmul_ikj(m, k, n, dtype):
+def test_matmul_ikj(m, k, n, dtype, vector_target):
     src = matmul((m, k), (k, n), (m, n), dtype)
     kernel = compiler.compile(src, pipeline=IKJ, remarks=True)
     rng = np.random.default_rng(m * 100 + n)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     assert_within_bound(kernel(a, b), compiler.reference(src, a, b), k, dtype)
-    width = 8 if dtype == np.float32 else 4
     (said,) = remarks_of(kernel, "matmul")
-    assert "vectorized loop %j" in said, said  # fewer columns than the width: one masked vector
-    assert ("one masked vector" in said) == (n < width), said
+    # an inner loop: fewer columns than the width make one masked vector
+    assert f"vectorized loop %j {split(n, vector_target.lanes(np.dtype(dtype).itemsize))}" in said, said
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-def test_matmul_exact_with_masked_remainder(dtype):
+def test_matmul_exact_with_masked_remainder(dtype, vector_target):
     """Small integers: every product and partial sum is exact, so the vector code (fma,
     masked tail) must give numpy's result to the bit."""
     m, k, n = 9, 21, 29
@@ -53,7 +76,7 @@ def test_matmul_exact_with_masked_remainder(dtype):
     "loom-interchange{order=0,2,1},loom-tile{sizes=8,8,12},loom-vectorize",  # min bounds: runtime remainder
     "loom-tile{sizes=4,4,6},loom-vectorize{width=4}",  # k innermost: B[k, j] strided, refused
 ])
-def test_matmul_tiled(pipeline):
+def test_matmul_tiled(pipeline, vector_target):
     m, k, n = 19, 23, 45
     src = matmul((m, k), (k, n), (m, n), np.float32)
     kernel = compiler.compile(src, pipeline=pipeline, remarks=True)
@@ -62,14 +85,14 @@ def test_matmul_tiled(pipeline):
     assert_within_bound(kernel(a, b), compiler.reference(src, a, b), k, np.float32)
     (said,) = remarks_of(kernel, "matmul")
     if "interchange" in pipeline:
-        assert "vectorized loop %j by 8 (a main loop and a masked remainder" in said
+        assert f"vectorized loop %j by {vector_target.lanes()} (a main loop and a masked remainder" in said, said
     else:
         assert "loop %k not vectorized: %b[%k, %j] has stride 45 in %k" in said
 
 
 @pytest.mark.parametrize("op", ["add", "mul"])
 @pytest.mark.parametrize("a_shape,b_shape", [((5, 13), (13,)), ((6, 19), (6, 1)), ((7, 1), (1, 9)), ((3, 4, 17), (4, 1))])
-def test_elementwise_broadcast_relu(op, a_shape, b_shape):
+def test_elementwise_broadcast_relu(op, a_shape, b_shape, vector_target):
     out_shape = tuple(np.broadcast_shapes(a_shape, b_shape))
     src = binary(op, a_shape, b_shape, out_shape, np.float32, relu=True)
     kernel = compiler.compile(src, pipeline="loom-vectorize", remarks=True)
@@ -80,10 +103,10 @@ def test_elementwise_broadcast_relu(op, a_shape, b_shape):
     ref = compiler.reference(src, a, b).astype(np.float32)
     np.testing.assert_array_equal(out, ref)  # one rounding per element: exact
     (said,) = remarks_of(kernel, "relu")
-    assert ("vectorized" in said and "not vectorized" not in said) == (out_shape[-1] >= 8), said
+    assert f"vectorized its innermost loop {split(out_shape[-1], vector_target.lanes())}" in said, said
 
 
-def test_relu_signs_and_nan():
+def test_relu_signs_and_nan(vector_target):
     """relu as arith.maximumf(x, 0.0): NaN stays NaN, -0.0 and negatives become +0.0,
     in the vector loop and in the masked remainder alike."""
     src = binary("add", (2, 11), (11,), (2, 11), np.float32, relu=True)
@@ -108,7 +131,7 @@ OW_INNERMOST = "loom-interchange{order=0,1,4,5,6,2,3},"
     ("s11", "", np.float32), ("s11", "", np.float64), ("s11", OW_INNERMOST, np.float32),
     ("stride2-pad1", "", np.float32), ("stride2-pad1", OW_INNERMOST, np.float32),
 ])
-def test_conv2d(name, order, dtype):
+def test_conv2d(name, order, dtype, vector_target):
     case = CONV_CASES[name]
     n, c, h, w, f, r, s, strides, padding, dilations = case
     src, _, k = conv2d_kernel(case, dtype)
@@ -117,10 +140,14 @@ def test_conv2d(name, order, dtype):
     x, wt = rng.standard_normal((n, c, h, w)).astype(dtype), rng.standard_normal((f, c, r, s)).astype(dtype)
     assert_within_bound(kernel(x, wt), compiler.reference(src, x, wt), k, dtype)
     (said,) = remarks_of(kernel, "conv2d")
+    width = vector_target.lanes(np.dtype(dtype).itemsize)
     if padding != (0, 0):
-        assert "affine.if" in said
-    elif not order and s >= (8 if dtype == np.float32 else 4):
-        assert "vectorized loop %s" in said and "sum into %y" in said
+        assert "not vectorized: its body has an affine.if" in said, said
+    elif order:  # along the output row: no sum
+        wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)[1]
+        assert f"vectorized loop %ow {split(wo, width)}" in said and "sum into" not in said, said
+    else:  # along the filter row: a sum into one element of y
+        assert f"vectorized loop %s {split(s, width)}; sum into %y" in said, said
 
 
 SUM_PLUS_ONE = """
@@ -140,18 +167,20 @@ func.func @sum(%a: memref<100xf32>, %c: memref<1xf32>) {
 """
 
 
-@pytest.mark.parametrize("bounds,remainder,summed", [
-    ("affine_map<(d0) -> (d0)>(%kt) to min affine_map<(d0) -> (d0 + 32, 100)>(%kt)",
-     "a main loop and a masked remainder", slice(0, 100)),
-    ("0 to 13", "main 1 iteration, masked remainder of 5", [slice(0, 13)] * 4),  # a[0:13], once per %kt
+@pytest.mark.parametrize("bounds,trips,summed", [
+    ("affine_map<(d0) -> (d0)>(%kt) to min affine_map<(d0) -> (d0 + 32, 100)>(%kt)", None, slice(0, 100)),
+    ("0 to 13", 13, [slice(0, 13)] * 4),  # a[0:13], once per %kt
+    ("0 to 21", 21, [slice(0, 21)] * 4),  # a main loop and a remainder at 8 and 16 lanes
 ])
-def test_sum_masked_lanes_do_not_count(bounds, remainder, summed):
+def test_sum_masked_lanes_do_not_count(bounds, trips, summed, vector_target):
     """c += a[k] + 1: a masked lane reads 0.0 and would add 1.0, so the remainder must keep
     the accumulator's masked lanes (a shuffle for a constant count, lane by lane when the
     count is only known at run time)."""
     kernel = compiler.compile(SUM_PLUS_ONE.replace("BOUNDS", bounds), pipeline="loom-vectorize", remarks=True)
     (said,) = remarks_of(kernel, "sum")
-    assert "vectorized loop %k by 8" in said and remainder in said, said
+    width = vector_target.lanes()
+    words = split(trips, width) if trips else f"by {width} (a main loop and a masked remainder"
+    assert f"vectorized loop %k {words}" in said, said
     a = np.arange(100, dtype=np.float32) - 50
     c = np.array([0.5], np.float32)
     kernel(a, c)
@@ -159,15 +188,34 @@ def test_sum_masked_lanes_do_not_count(bounds, remainder, summed):
     assert c[0] == 0.5 + sum(float(np.sum(a[part] + 1)) for part in parts)  # small integers: exact
 
 
-def test_vectorized_matmul_uses_ymm_fma():
-    """With AVX2 + FMA on the host, the vectorized matmul's inner loop is vfmadd on ymm
-    registers (8 floats)."""
-    import llvmlite.binding as llvm
+def check_matmul_fma(asm: str, vector_bits: int) -> None:
+    """The vectorized 32x32x64 matmul's fmas work on the target's vectors (8 floats in a
+    ymm register, 16 in a zmm one), and 64 columns leave no remainder: no masked move
+    (AVX's vmaskmov, AVX-512's {%k} masks)."""
+    registers = fma_registers(asm)
+    assert registers, "no vfmadd...ps"
+    assert all(r.startswith(REGISTERS[vector_bits]) for r in registers), registers
+    assert "vmaskmov" not in asm and not re.search(r"\{%k\d\}", asm)
 
-    features = llvm.get_host_cpu_features()
-    if not (features.get("avx2") and features.get("fma")):
-        pytest.skip("the host has no AVX2 + FMA")
-    src = matmul((32, 32), (32, 64), (32, 64), np.float32)
-    asm = compiler.compile(src, pipeline=IKJ).asm()
-    assert re.search(r"vfmadd\d+ps\s+[^\n]*%ymm", asm), "no vfmadd on ymm registers"
-    assert "vmaskmov" not in asm  # 64 = 8 * 8: no remainder
+
+MATMUL_32 = matmul((32, 32), (32, 64), (32, 64), np.float32)
+
+
+def test_vectorized_matmul_uses_the_hosts_vector_fma():
+    """On the host, planned for it (LOOM_TARGET unset): vfmadd on its widest vectors."""
+    host = machine()
+    if not (host.fma and host.vector_bits in REGISTERS):
+        pytest.skip(f"the host ({host.describe()}) has no FMA on ymm or zmm registers")
+    with planning_for(""):
+        asm = compiler.compile(MATMUL_32, pipeline=IKJ).asm()
+    check_matmul_fma(asm, host.vector_bits)
+
+
+@pytest.mark.skipif(not is_x86_64(), reason="compiles for x86-64 CPUs")
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_vectorized_matmul_fma_for_each_kind_of_host(kind):
+    """Planned for each kind of host and compiled for its CPU (not run): ymm on Zen 3,
+    zmm on Zen 4, whichever this host is."""
+    with planning_for(TARGETS[kind]) as target:
+        kernel = compiler.compile(MATMUL_32, pipeline=IKJ)
+    check_matmul_fma(asm_for_cpu(kernel.llvm_ir, CPUS[kind]), target.vector_bits)

@@ -15,3 +15,19 @@ def console_entry(main: Callable[[], int]) -> Callable[[], int]:
             return 1 if e.code == 2 else e.code
 
     return entry
+
+
+def version_text(tool: str) -> str:
+    """What `--version` prints: Loom's version, then those of xDSL and LLVM (llvmlite's),
+    the two it is built on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite
+    from llvmlite import binding
+
+    try:
+        loom = version("loomir")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from compiler import __version__ as loom
+    llvm = ".".join(map(str, binding.llvm_version_info))
+    return f"{tool} (Loom) {loom}\nxDSL {version('xdsl')}\nLLVM {llvm} (llvmlite {llvmlite.__version__})"

@@ -4,6 +4,8 @@
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
                         [--budget S] [--rounds R] [--json] [--plot out.png]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
+    loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
+                         [--pipeline P] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
@@ -20,8 +22,16 @@ matplotlib: the `bench` extra).
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
 
-Every kernel is checked against the float64 numpy product; the exit status is 1 if any
-check fails.
+`--compile` times compilation, stage by stage (CPU seconds: parse and verify, each pass
+of the pipeline, LLVM emission, LLVM's O3, machine code generation), for the example
+kernels (examples/*.mlir, or `--examples`: files, or none), for chains of elementwise
+ops (`--chain`: their lengths, 1000 by default) with `--pipeline` (default: default),
+and for the default pipeline's matmul (`--matmul`, 1024 by default; `none` skips it) in
+a fresh process, cold (its first compile) and warm, with the time `import compiler`
+takes there.
+
+Every kernel is checked against the float64 numpy reference; the exit status is 1 if
+any check fails.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from tools import console_entry
 
@@ -37,6 +48,7 @@ SIZES = "8,32,128,256,512,1024"
 #: is parsed before numpy (hence compiler) is imported, see tools.numpy_env
 SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
 ABLATION_SHAPES = "1024,127x255x511"
+CHAIN = "1000"  # compiler.bench.CHAIN_LENGTHS
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -70,11 +82,18 @@ def parse_args(argv):
     mode.add_argument("--stages", action="store_true", help="the staged table (naive -> tiling -> ...)")
     mode.add_argument("--shapes", action="store_true", help="one pipeline at matmul shapes MxNxK, beside numpy")
     mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
+    mode.add_argument("--compile", action="store_true", help="compile time by stage")
     p.add_argument("--sizes", help=f"--stages: square sizes N (default {SIZES})")
     p.add_argument("--shapes-list", metavar="SHAPES",
                    help=f"--shapes/--ablation: comma-separated N or MxNxK (default {SHAPES}; "
                         f"for --ablation {ABLATION_SHAPES})")
-    p.add_argument("--pipeline", metavar="P", help="--shapes: named pipeline or pass list (default: default)")
+    p.add_argument("--pipeline", metavar="P",
+                   help="--shapes, --compile: named pipeline or pass list (default: default)")
+    p.add_argument("--examples", metavar="FILES",
+                   help="--compile: comma-separated .mlir files, or none (default: the repository's examples/*.mlir)")
+    p.add_argument("--chain", metavar="N,...", help=f"--compile: lengths of the elementwise chains (default {CHAIN})")
+    p.add_argument("--matmul", metavar="SHAPE",
+                   help="--compile: the default pipeline's matmul, N or MxNxK, or none (default 1024)")
     p.add_argument("--repeat", type=int, default=10, help="at most this many timed runs per kernel")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per kernel and size")
     p.add_argument("--rounds", type=int, default=1,
@@ -84,17 +103,21 @@ def parse_args(argv):
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
     p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
     args = p.parse_args(argv)
-    if not (args.stages or args.shapes or args.ablation):
-        p.error("nothing to do: pass --stages, --shapes or --ablation")
+    if not (args.stages or args.shapes or args.ablation or args.compile):
+        p.error("nothing to do: pass --stages, --shapes, --ablation or --compile")
     if args.repeat < 1 or args.budget <= 0 or args.rounds < 1:
         p.error("--repeat, --budget and --rounds must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
-                               ("--pipeline", args.pipeline, ("shapes",)), ("--plot", args.plot, ("shapes",)),
+                               ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes",)),
+                               ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
+                               ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
-    if args.stages:
+    if args.compile:
+        _parse_compile_args(p, args)
+    elif args.stages:
         try:
             args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]
         except ValueError:
@@ -131,6 +154,8 @@ def main(argv=None) -> int:
             rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
                                     budget=args.budget, rounds=args.rounds,
                                     on_row=None if args.json else _progress)
+        elif args.compile:
+            return _compile_mode(args, bench, blas)
         else:
             rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
                                       on_row=None if args.json else _progress_ablation)
@@ -194,6 +219,57 @@ def _progress_ablation(row) -> None:
     print(f"  {shape_label(m.shape):<14} {row.variant:<24} {m.seconds:.4g} s  {m.gflops:7.2f} GFLOP/s"
           f"  (numpy {m.numpy_gflops:.2f})  x{row.slowdown:.2f} vs default"
           f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
+
+
+def _parse_compile_args(p: argparse.ArgumentParser, args) -> None:
+    """--compile's options: the files read (a missing one is an error now, not after
+    minutes), the chain lengths, the matmul shape or none."""
+    if (args.examples or "").strip().lower() == "none":
+        named = []
+    elif args.examples:
+        named = [(f.strip(), Path(f.strip())) for f in args.examples.split(",") if f.strip()]
+    else:
+        found = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.mlir"))
+        named = [(f"examples/{path.name}", path) for path in found]
+    args.examples = []
+    for name, path in named:
+        try:
+            args.examples.append((name, path.read_text()))
+        except (OSError, UnicodeDecodeError) as e:
+            p.error(f"--examples: cannot read {path}: {e.strerror if isinstance(e, OSError) else 'not UTF-8 text'}")
+    try:
+        args.chain = [int(x) for x in (args.chain or CHAIN).split(",")]
+    except ValueError:
+        p.error(f"--chain must be comma-separated integers, got {args.chain!r}")
+    if min(args.chain) < 1:
+        p.error("--chain lengths must be at least 1")
+    if (args.matmul or "").strip().lower() == "none":
+        args.matmul = None
+    else:
+        try:
+            args.matmul = parse_shape(args.matmul or "1024")
+        except ValueError as e:
+            p.error(f"--matmul: {e}")
+    args.pipeline = args.pipeline or "default"
+
+
+def _compile_mode(args, bench, blas: str) -> int:
+    rows, imported = bench.run_compile(args.examples, chains=args.chain, pipeline=args.pipeline,
+                                       matmul=args.matmul, on_row=None if args.json else _progress_compile)
+    machine = bench.bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "pipeline": args.pipeline,
+                          **bench.compile_json(rows, imported)}, indent=1))
+    else:
+        print(f"machine: {machine}\npipeline: {args.pipeline} (the matmul's: default)\n")
+        print(bench.markdown_compile(rows, imported))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _progress_compile(row) -> None:
+    slowest = max(row.stages.items(), key=lambda kv: kv[1][0])
+    print(f"  {row.name:<40} {row.cpu:7.3f} s CPU  {row.wall:7.3f} s wall  (most: {slowest[0]} "
+          f"{slowest[1][0]:.3f} s){'' if row.ok else '  MISMATCH'}", file=sys.stderr)
 
 
 def bench_machine() -> str:

@@ -1,27 +1,69 @@
 """loom-opt: xdsl-opt with the loom dialect, Loom's passes and named pipelines, and
-diagnostics as `file:line:col: error: message` instead of tracebacks."""
+diagnostics as `file:line:col: error: message` (or `loom-opt: error: message` where there
+is no location) instead of tracebacks."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import platform
+import shutil
 import sys
+import textwrap
+import time
 from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.ir import Attribute
 from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError
-from xdsl.xdsl_opt_main import xDSLOptMain
+from xdsl.xdsl_opt_main import _empty_post_init, xDSLOptMain
 
-from compiler.diagnostics import LoomError, parse_module, verify
+from compiler.diagnostics import LoomError, deep_nesting, parse_module, text_location, verify
 from compiler.remarks import collect
-from tools import console_entry
+from tools import console_entry, version_text
+
+PROG = "loom-opt"
+
+#: what -t can print: Loom's IR, or what LLVM makes of it once it is in the llvm dialect
+TARGET_HELP = (
+    "output: mlir (the IR, default); llvm (LLVM IR); asm (the host's assembly, at O3 as "
+    "compile() builds it{x86}). llvm and asm need IR in the llvm dialect: -p loom-naive, "
+    "or -p default, or a schedule followed by the lowering"
+)
+
+
+def is_x86_64_host() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
 
 
 class LoomOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None):
-        super().__init__(description="Loom modular optimizer driver", args=args)
+        """xDSLOptMain's set-up, with a parser whose -h, -v, -t and -p are Loom's (they
+        replace xDSL's: conflict_handler="resolve")."""
+        self.available_frontends, self.available_passes, self.available_targets = {}, {}, {}
+        self.register_all_dialects()
+        self.register_all_frontends()
+        self.register_all_passes()
+        self.register_all_targets()
+        arg_parser = argparse.ArgumentParser(
+            prog=PROG, description="Loom modular optimizer driver", conflict_handler="resolve",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.register_all_arguments(arg_parser)
+        self.args = arg_parser.parse_args(args=args)
+        if parse_spec(self.args.target).name not in self.available_targets:
+            arg_parser.error(f"argument -t/--target: invalid choice: '{self.args.target}' "
+                             f"(choose from {', '.join(self.available_targets)})")
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        if self.args.disable_verify:
+            Attribute.__post_init__ = _empty_post_init
+        if self.args.syntax_highlight:
+            Diagnostic.colored = True
+        self.setup_pipeline()
 
     def register_all_dialects(self):
         from compiler.context import make_context
@@ -35,23 +77,36 @@ class LoomOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self):
-        super().register_all_targets()
-        from compiler.llvm_emit import LoomLLVMTarget
+        """Only what Loom's IR can be printed as: xDSL's other targets (arm-asm, riscv-asm,
+        x86-asm, csl, wat, wgsl, mps) print xDSL's own hardware dialects, which Loom never
+        produces (they failed on it or printed nothing). x86-asm is the host's assembly
+        on an x86-64 host."""
+        from compiler.llvm_emit import LoomAsmTarget, LoomLLVMTarget, LoomX86AsmTarget
+        from xdsl.universe import Universe
 
+        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
         self.available_targets["llvm"] = lambda: LoomLLVMTarget
+        self.available_targets["asm"] = lambda: LoomAsmTarget
+        if is_x86_64_host():
+            self.available_targets["x86-asm"] = lambda: LoomX86AsmTarget
 
-    def register_all_arguments(self, arg_parser):
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("-h", "--help", action=LoomHelpAction, help="show this help message and exit")
+        arg_parser.add_argument("-v", "--version", action=LoomVersionAction,
+                                help="print the versions of Loom, xDSL and LLVM and exit")
+        arg_parser.add_argument(
+            "-t", "--target", type=target_spec, default="mlir", metavar="{" + ",".join(self.available_targets) + "}",
+            help=TARGET_HELP.format(x86="; x86-asm: the same" if is_x86_64_host() else ""),
+        )
+        arg_parser.add_argument(
+            "-p", "--passes", type=str, default="", metavar="PIPELINE",
+            help="pass pipeline, run as given: a named pipeline (naive, default) or passes "
+                 "'a,b{opt=v}', Loom's (listed above) or xDSL's (listed below)",
+        )
         arg_parser.add_argument(
             "--remarks", action="store_true",
             help="print what each schedule pass did to which loop nest, and why it skipped one (stderr)",
-        )
-        from passes import LOOM_PASSES
-
-        arg_parser.epilog = (
-            "Loom passes: "
-            + ", ".join(sorted(LOOM_PASSES))
-            + ". Errors are printed as file:line:col: error: message, exit status 1."
         )
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
@@ -60,34 +115,58 @@ class LoomOptMain(xDSLOptMain):
         try:
             return open(self.args.input_file, "rb"), "mlir"
         except OSError as e:
-            raise LoomError(f"cannot read input file: {e.strerror}", location=self.args.input_file) from None
+            raise LoomError(f"cannot read input file '{self.args.input_file}': {e.strerror}") from None
 
     def get_input_name(self):
         return "<stdin>" if self.args.input_file in (None, "-") else self.args.input_file
 
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        try:
+            return open(self.args.output_file, "w")
+        except OSError as e:
+            raise LoomError(f"cannot write output file '{self.args.output_file}': {e.strerror}") from None
+
     def setup_pipeline(self):
+        from compiler.pipelines import build
+
+        started = time.perf_counter()
+
         def callback(previous_pass, module: ModuleOp, next_pass) -> None:
+            nonlocal started
+            if previous_pass is None:  # the input: parse_chunk verified it
+                started = time.perf_counter()
+                return
+            if self.args.time_passes:
+                print(f"{previous_pass.name}: {time.perf_counter() - started:.3f} s", file=sys.stderr)
             if not self.args.disable_verify:
                 verify(module)
-            if previous_pass and next_pass and self.args.print_between_passes:
+            if next_pass and self.args.print_between_passes:
                 print(f"// -----// IR after {previous_pass.name} //----- //", file=sys.stderr)
                 Printer(stream=sys.stderr).print_op(module)
                 print(file=sys.stderr)
+            started = time.perf_counter()
 
-        try:
-            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
-        except (Exception, ArgSpecParseError) as e:  # unknown pass or option, malformed list
-            raise LoomError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
+        self.pipeline = build(self.args.passes, callback)
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         data = chunk.read()
+        name = self.get_input_name()
         try:
             text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise LoomError("input is not UTF-8 text (a binary file?)", location=self.get_input_name()) from None
+        except UnicodeDecodeError as e:
+            where = text_location(data, e.start, name)
+            raise LoomError(f"input is not UTF-8 text (a binary file?): byte 0x{data[e.start]:02x}",
+                            location=_shift(where, start_offset)) from None
         if "\x00" in text:
-            raise LoomError("input is not text (it contains NUL bytes)", location=self.get_input_name())
-        return parse_module(self.ctx, text, self.get_input_name(), start_offset)
+            where = text_location(data, data.index(b"\x00"), name)
+            raise LoomError("input is not text (it contains NUL bytes)", location=_shift(where, start_offset))
+        return parse_module(self.ctx, text, name, start_offset)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        with deep_nesting(prog, "printing"):
+            return super().output_resulting_program(prog)
 
     def run(self) -> int:
         """Run every chunk; an error in one chunk is printed and the next goes on."""
@@ -106,7 +185,7 @@ class LoomOptMain(xDSLOptMain):
                     except LoomError as e:
                         failed = True
                         out.flush()
-                        print(e, file=sys.stderr)
+                        report(e)
                     finally:
                         out.flush()
                         if self.args.remarks:
@@ -118,20 +197,96 @@ class LoomOptMain(xDSLOptMain):
         return 1 if failed else 0
 
 
+def _shift(location: str, lines: int) -> str:
+    """A `file:line:col` of a --split-input-file chunk, as a line of the whole file."""
+    name, line, col = location.rsplit(":", 2)
+    return f"{name}:{int(line) + lines}:{col}"
+
+
+def target_spec(text: str) -> str:
+    """-t's argument: a target name, maybe with options (`mlir{...}`), checked for syntax
+    here so that a malformed one is a usage error."""
+    try:
+        parse_spec(text)
+    except ArgSpecParseError as e:
+        from compiler.pipelines import syntax_message
+
+        raise argparse.ArgumentTypeError(f"invalid target '{text}': {syntax_message(e)}") from None
+    return text
+
+
+def help_sections() -> tuple[str, str]:
+    """The help's text above the options (Loom's passes and named pipelines) and below
+    them (xDSL's passes)."""
+    from compiler.pipelines import PIPELINES, pass_summaries
+    from passes import LOOM_PASSES, get_all_passes
+
+    width = max(60, shutil.get_terminal_size().columns - 2)  # as argparse wraps the options
+    lines = ["Parse MLIR with the loom dialect, run a pass pipeline (-p), print the result (-t).", "",
+             "Loom's passes (-p 'a,b{opt=v}'):"]
+    for usage, summary in pass_summaries():
+        lines += textwrap.wrap(f"{usage}  {summary}", width, initial_indent="  ", subsequent_indent="      ")
+    lines += ["", "Named pipelines (-p NAME; compile(pipeline=NAME); loom-run --pipeline NAME):"]
+    for name, passes in PIPELINES.items():
+        lines += textwrap.wrap(f"{name}  {', '.join(passes)}", width, initial_indent="  ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+    xdsl = [name for name in get_all_passes() if name not in LOOM_PASSES]
+    epilog = "\n".join([
+        f"xDSL's passes (-p, {len(xdsl)}):",
+        *textwrap.wrap(", ".join(xdsl), width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False),
+        "",
+        *textwrap.wrap("Errors are printed as file:line:col: error: message (loom-opt: error: message "
+                       "where there is no location), exit status 1.", width),
+    ])
+    return "\n".join(lines), epilog
+
+
+class LoomHelpAction(argparse.Action):
+    """--help, with Loom's passes and pipelines first and xDSL's passes after the options
+    (built only when asked for: it imports every pass)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.description, parser.epilog = help_sections()
+        parser.print_help()
+        parser.exit()
+
+
+class LoomVersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text(PROG))
+        parser.exit()
+
+
+def report(error: LoomError) -> None:
+    """An error line on stderr: `file:line:col: error: ...`, or `loom-opt: error: ...`."""
+    print(error if error.location else f"{PROG}: {error}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         tool = LoomOptMain(args=argv)
         return tool.run()
     except LoomError as e:
-        print(e, file=sys.stderr)
+        report(e)
         return 1
     except KeyboardInterrupt:
         return 130
     except (Exception, ArgSpecParseError) as e:  # a bug in Loom or xDSL: one line, not a traceback
         if os.environ.get("LOOM_DEBUG"):
             raise
-        print(f"error: internal compiler error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{PROG}: error: internal compiler error: {type(e).__name__}: {_first_line(e)}", file=sys.stderr)
         return 1
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return lines[0].strip() if lines else ""
 
 
 entry = console_entry(main)

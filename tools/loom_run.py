@@ -1,9 +1,15 @@
 """loom-run: compile a .mlir kernel, run it on random inputs, check it against numpy.
 
-    loom-run FILE... [--entry F] [--pipeline P] [--repeat N] [--seed S]
+    loom-run FILE... [--entry F] [--pipeline P] [--budget S] [--rounds R] [--repeat N]
+                     [--seed S] [--numpy]
 
 Prints, per file, the max error against the float64 numpy reference with its bound
-(about 4*K*eps*max|ref|, K the reduction length), the median time and GFLOP/s.
+(about 4*K*eps*max|ref|, K the reduction length) over every result, and for a function
+on memrefs over every argument it writes (arguments with a strided layout are views into
+larger buffers); then the median time and GFLOP/s, timed like loom-bench: R rounds
+(default 3) of as many runs as fit S seconds (default 0.5; at least 3, at most N), with
+numpy's runs interleaved under --numpy, whose loom/numpy speed is the median of the
+rounds' ratios, printed with their range.
 Exit status 0 when every result is within its bound, 1 otherwise or on bad input.
 """
 
@@ -21,14 +27,16 @@ def parse_args(argv):
     p.add_argument("files", nargs="+", metavar="FILE", help=".mlir file(s) with loom kernels")
     p.add_argument("--entry", help="function to run (default: the only one in the file)")
     p.add_argument("--pipeline", default="naive", help="named pipeline or pass list (default: naive)")
-    p.add_argument("--repeat", type=int, default=5, help="timed runs; the median is reported (default 5)")
+    p.add_argument("--budget", type=float, default=0.5, help="seconds of timing per round (default 0.5)")
+    p.add_argument("--rounds", type=int, default=3, help="timing rounds; their median is reported (default 3)")
+    p.add_argument("--repeat", type=int, default=100, help="at most this many timed runs per round (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--num-threads", type=int, default=None, help="threads for parallel loops")
     p.add_argument("--numpy", action="store_true",
                    help="also time numpy on the same work, in the inputs' dtype, in this process")
     args = p.parse_args(argv)
-    if args.repeat < 1:
-        p.error("--repeat must be >= 1")
+    if args.repeat < 1 or args.rounds < 1 or not args.budget > 0:
+        p.error("--repeat, --rounds and --budget must be positive")
     return args
 
 
@@ -47,8 +55,8 @@ def run_file(path: str, args) -> bool:
         print(f"{path}: error: input is not UTF-8 text (a binary file?)", file=sys.stderr)
         return False
     report = run_and_check(
-        text, filename=path, entry=args.entry, pipeline=args.pipeline, repeat=args.repeat,
-        seed=args.seed, num_threads=args.num_threads, compare_numpy=args.numpy,
+        text, filename=path, entry=args.entry, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
+        rounds=args.rounds, seed=args.seed, num_threads=args.num_threads, compare_numpy=args.numpy,
     )
     print(report.format())
     return report.ok
@@ -66,8 +74,9 @@ def main(argv=None) -> int:
     for path in args.files:
         try:
             ok &= run_file(path, args)
-        except (LoomError, ValueError, TypeError) as e:
-            print(e if isinstance(e, LoomError) else f"{path}: error: {e}", file=sys.stderr)
+        except (LoomError, ValueError, TypeError, MemoryError) as e:
+            located = isinstance(e, LoomError) and e.location
+            print(e if located else f"{path}: error: {e.message if isinstance(e, LoomError) else e}", file=sys.stderr)
             ok = False
         except KeyboardInterrupt:
             return 130

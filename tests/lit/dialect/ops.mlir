@@ -52,3 +52,18 @@ func.func @prefetch(%c: memref<8x16xf32>, %v: memref<f32>, %i: index, %j: index)
   loom.prefetch %v[], read, locality<2>, data : memref<f32>
   func.return
 }
+
+// Elementwise ops may write over an input of the output's shape and layout (numpy's
+// `np.add(a, b, out=a)`): each element is read before it is written.
+// CHECK-LABEL: func.func @in_place
+// CHECK: loom.add ins(%a, %b : memref<4x5xf32>, memref<5xf32>) outs(%a : memref<4x5xf32>)
+// CHECK: loom.mul ins(%a, %a : memref<4x5xf32>, memref<4x5xf32>) outs(%a : memref<4x5xf32>)
+// CHECK: loom.relu ins(%v : memref<2x5xf32, strided<[5, 1], offset: 10>>) outs(%w : memref<2x5xf32, strided<[5, 1], offset: 10>>)
+func.func @in_place(%a: memref<4x5xf32>, %b: memref<5xf32>) {
+  loom.add ins(%a, %b : memref<4x5xf32>, memref<5xf32>) outs(%a : memref<4x5xf32>)
+  loom.mul ins(%a, %a : memref<4x5xf32>, memref<4x5xf32>) outs(%a : memref<4x5xf32>)
+  %v = memref.subview %a[2, 0] [2, 5] [1, 1] : memref<4x5xf32> to memref<2x5xf32, strided<[5, 1], offset: 10>>
+  %w = memref.subview %a[2, 0] [2, 5] [1, 1] : memref<4x5xf32> to memref<2x5xf32, strided<[5, 1], offset: 10>>
+  loom.relu ins(%v : memref<2x5xf32, strided<[5, 1], offset: 10>>) outs(%w : memref<2x5xf32, strided<[5, 1], offset: 10>>)
+  func.return
+}

@@ -13,15 +13,15 @@ func.func @matmul(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf32> {
 
 // -----
 
-// Intermediates get a buffer each, freed before the return.
+// Intermediates get a buffer each, freed right after their last use.
 // CHECK-LABEL: func.func @epilogue
 // CHECK-SAME: (%a: memref<4x3xf32>, %b: memref<3x5xf32>, %bias: memref<5xf32>, %[[OUT:.*]]: memref<4x5xf32>) {
 // CHECK-NEXT: %[[C:.*]] = memref.alloc() : memref<4x5xf32>
 // CHECK-NEXT: loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%[[C]] : memref<4x5xf32>)
 // CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<4x5xf32>
 // CHECK-NEXT: loom.add ins(%[[C]], %bias : memref<4x5xf32>, memref<5xf32>) outs(%[[S]] : memref<4x5xf32>)
-// CHECK-NEXT: loom.relu ins(%[[S]] : memref<4x5xf32>) outs(%[[OUT]] : memref<4x5xf32>)
 // CHECK-NEXT: memref.dealloc %[[C]] : memref<4x5xf32>
+// CHECK-NEXT: loom.relu ins(%[[S]] : memref<4x5xf32>) outs(%[[OUT]] : memref<4x5xf32>)
 // CHECK-NEXT: memref.dealloc %[[S]] : memref<4x5xf32>
 // CHECK-NEXT: func.return
 func.func @epilogue(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %bias: tensor<5xf32>) -> tensor<4x5xf32> {
@@ -29,6 +29,30 @@ func.func @epilogue(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %bias: tensor<5xf3
   %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
   %r = loom.relu %s : tensor<4x5xf32>
   func.return %r : tensor<4x5xf32>
+}
+
+// -----
+
+// Two intermediates read last by the same op are both freed after it, in allocation
+// order; one read twice is freed after its second reader.
+// CHECK-LABEL: func.func @last_uses
+// CHECK-NEXT: %[[P:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: loom.relu ins(%a : memref<4xf32>) outs(%[[P]] : memref<4xf32>)
+// CHECK-NEXT: %[[Q:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: loom.mul ins(%[[P]], %a : memref<4xf32>, memref<4xf32>) outs(%[[Q]] : memref<4xf32>)
+// CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: loom.add ins(%[[P]], %[[Q]] : memref<4xf32>, memref<4xf32>) outs(%[[S]] : memref<4xf32>)
+// CHECK-NEXT: memref.dealloc %[[P]] : memref<4xf32>
+// CHECK-NEXT: memref.dealloc %[[Q]] : memref<4xf32>
+// CHECK-NEXT: loom.relu ins(%[[S]] : memref<4xf32>) outs(%{{.*}} : memref<4xf32>)
+// CHECK-NEXT: memref.dealloc %[[S]] : memref<4xf32>
+// CHECK-NEXT: func.return
+func.func @last_uses(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %p = loom.relu %a : tensor<4xf32>
+  %q = loom.mul %p, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = loom.add %p, %q : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r = loom.relu %s : tensor<4xf32>
+  func.return %r : tensor<4xf32>
 }
 
 // -----

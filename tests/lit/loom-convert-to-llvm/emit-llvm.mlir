@@ -24,8 +24,9 @@ func.func @v(%x: vector<8xf32>, %y: f32) -> vector<8xf32> {
   func.return %c : vector<8xf32>
 }
 
+// @f allocates, so it returns a status: 0, or 1 when allocation site 1 (%t) got null.
 // CHECK:       ; Function Attrs: nounwind
-// CHECK-NEXT:  define void @f(ptr noalias captures(none) %A, ptr noalias captures(none) %B, i64 %i, i64 %j) #0 {
+// CHECK-NEXT:  define i32 @f(ptr noalias captures(none) %A, ptr noalias captures(none) %B, i64 %i, i64 %j) #0 {
 // CHECK-NEXT:  entry:
 // CHECK-NEXT:    %[[M:.*]] = mul nsw i64 %i, 8
 // CHECK-NEXT:    %[[L:.*]] = add nsw i64 %[[M]], %j
@@ -37,6 +38,12 @@ func.func @v(%x: vector<8xf32>, %y: f32) -> vector<8xf32> {
 // CHECK-NEXT:    %gt = fcmp nnan ogt float %s, %a
 // CHECK-NEXT:    %m = select i1 %gt, float %s, float %a
 // CHECK-NEXT:    %t = call ptr @aligned_alloc(i64 64, i64 64)
+// CHECK-NEXT:    %[[ADDR:.*]] = ptrtoint ptr %t to i64
+// CHECK-NEXT:    %[[NULL:.*]] = icmp eq i64 %[[ADDR]], 0
+// CHECK-NEXT:    %[[UNLIKELY:.*]] = call i1 @llvm.expect.i1(i1 %[[NULL]], i1 false)
+// CHECK-NEXT:    br i1 %[[UNLIKELY]], label %[[FAIL:.*]], label %[[OK:[a-z0-9]+]]
+// CHECK-EMPTY:
+// CHECK-NEXT:  [[OK]]:
 // CHECK-NEXT:    %[[PT:.*]] = getelementptr inbounds float, ptr %t, i64 %j
 // CHECK-NEXT:    store float %m, ptr %[[PT]], align 4
 // CHECK-NEXT:    %[[MB:.*]] = mul nsw i64 %j, 16
@@ -45,7 +52,11 @@ func.func @v(%x: vector<8xf32>, %y: f32) -> vector<8xf32> {
 // CHECK-NEXT:    %[[PB:.*]] = getelementptr inbounds float, ptr %B, i64 %[[LB2]]
 // CHECK-NEXT:    store float %m, ptr %[[PB]], align 4
 // CHECK-NEXT:    call void @free(ptr %t)
-// CHECK-NEXT:    ret void
+// CHECK-NEXT:    ret i32 0
+// CHECK-EMPTY:
+// CHECK-NEXT:  [[FAIL]]:
+// CHECK-NEXT:    %[[STATUS:.*]] = phi i32 [ 1, %entry ]
+// CHECK-NEXT:    ret i32 %[[STATUS]]
 
 // CHECK:       define <8 x float> @v(<8 x float> %x, float %y) #0 {
 // CHECK-NEXT:  entry:

@@ -57,8 +57,9 @@ func.func @constant_index(%A: memref<7x5xi32, strided<[5, 1], offset: 1>>) -> i3
 
 // -----
 
-// alloc → aligned_alloc(64, size rounded up to 64 bytes); dealloc → free.
-// 3x5xf32 is 60 bytes → 64; the declarations are added once.
+// alloc → aligned_alloc(64, size rounded up to 64 bytes), tagged with its site number,
+// name and type; dealloc → free. 3x5xf32 is 60 bytes → 64; the declarations are added
+// once. (The status the function returns, and the checks: alloc-failure.mlir.)
 func.func @alloc_dealloc() {
   %t = memref.alloc() : memref<3x5xf32>
   %u = memref.alloc() : memref<100xf64>
@@ -67,13 +68,13 @@ func.func @alloc_dealloc() {
   func.return
 }
 
-// CHECK-LABEL: llvm.func @alloc_dealloc()
+// CHECK-LABEL: llvm.func @alloc_dealloc() -> i32
 // CHECK:         %[[A0:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(64) : i64
-// CHECK-NEXT:    %t = llvm.call @aligned_alloc(%[[A0]], %[[S0]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %t = llvm.call @aligned_alloc(%[[A0]], %[[S0]]) {alloc_site = {site = 1 : i32, name = "t", type = memref<3x5xf32>}} : (i64, i64) -> !llvm.ptr
 // CHECK:         %[[S1:.*]] = llvm.mlir.constant(832) : i64
-// CHECK-NEXT:    %u = llvm.call @aligned_alloc(%{{.*}}, %[[S1]]) : (i64, i64) -> !llvm.ptr
-// CHECK-NEXT:    llvm.call @free(%t) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %u = llvm.call @aligned_alloc(%{{.*}}, %[[S1]]) {alloc_site = {site = 2 : i32, name = "u", type = memref<100xf64>}} : (i64, i64) -> !llvm.ptr
+// CHECK:         llvm.call @free(%t) : (!llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.call @free(%u) : (!llvm.ptr) -> ()
 // CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
 // CHECK-NEXT:  llvm.func @free(!llvm.ptr)

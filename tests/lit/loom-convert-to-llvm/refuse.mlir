@@ -56,3 +56,26 @@ func.func @before_base(%A: memref<4xf32, strided<[-1], offset: 2>>) {
 }
 
 // CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: memref<4xf32, strided<[-1], offset: 2>> addresses elements before its base pointer (negative offset)
+
+// -----
+
+// A function that allocates (or calls one that does) reports a failed allocation by
+// returning a status: one that returns a value has no way to, and is refused.
+func.func @allocates_and_returns(%x: f32) -> f32 {
+  %t = memref.alloc() : memref<4xf32>
+  memref.dealloc %t : memref<4xf32>
+  func.return %x : f32
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 6]]:1: error: loom-convert-to-llvm: '@allocates_and_returns' allocates memory on the heap (or calls a function that does) and returns a value, so it could not report an allocation failure; return results through out-parameters (as loom-bufferize does)
+
+// -----
+
+// A memref of 2^63 bytes or more: its size and addresses would wrap around in i64.
+func.func @too_large() {
+  %t = memref.alloc() : memref<4611686018427387904x2xf32>
+  memref.dealloc %t : memref<4611686018427387904x2xf32>
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 5]]:3: error: loom-convert-to-llvm: memref<4611686018427387904x2xf32> spans 36893488147419103232 bytes, more than a 64-bit address or size can hold (2^63 - 1)

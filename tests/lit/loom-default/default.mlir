@@ -6,10 +6,14 @@
 // loops first, then each matmul nest gets the cost model's BLIS schedule. The target is
 // fixed by LOOM_TARGET (an AVX2-like machine: 32 KiB L1d, 512 KiB L2, 16 ymm registers,
 // 8 f32 lanes), so the plan does not depend on the host: register tile 6x16, KC = 512
-// (clamped to K), MC a multiple of 6, NC a multiple of 16. The output stays at the affine
-// level: no llvm dialect.
+// (clamped to K), MC a multiple of 6, NC a multiple of 16 (avx512.mlir: the same for
+// AVX-512). The output stays at the affine level: no llvm dialect. Every vector has the
+// target's 8 lanes, in the nests loom-default vectorizes besides matmul too (the zero
+// fill of C, the epilogue), whatever the host's width is.
 // NOLLVM-NOT: llvm.
 // NOLLVM-NOT: loom.matmul
+// NOLLVM-NOT: vector<16x
+// NOLLVM-NOT: vector<4x
 
 // 64x64x64: M = 64 is peeled into a 60-row main nest (a multiple of MR = 6) and a 4-row
 // copy; N = 64 is a multiple of NR = 16. A and B fit in L1 together (2 x 16 KiB), so

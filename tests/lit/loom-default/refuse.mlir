@@ -7,7 +7,7 @@
 // vectorize, unroll-jam, hoist, prefetch); an unknown one is an error naming the valid steps, raised
 // before anything is changed: no module is printed, no traceback, exit status 1.
 // CHECK-NOT:   Traceback
-// CHECK:       {{^}}error: loom-default: unknown step bogus in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist, prefetch)
+// CHECK:       {{^}}loom-opt: error: loom-default: unknown step bogus in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist, prefetch)
 // CHECK-NOT:   affine.for
 // CHECK-NOT:   func.func
 // CHECK-NOT:   Traceback
@@ -15,16 +15,16 @@
 // Several unknown steps are named together, sorted; a valid one beside them does not
 // make the option acceptable.
 // MANY-NOT:    Traceback
-// MANY:        {{^}}error: loom-default: unknown steps bogus, zzz in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist, prefetch)
+// MANY:        {{^}}loom-opt: error: loom-default: unknown steps bogus, zzz in option 'skip' (steps: peel, tile, pack, vectorize, unroll-jam, hoist, prefetch)
 // MANY-NOT:    affine.for
 // MANY-NOT:    Traceback
 // A bad LOOM_TARGET (the target the cost model plans for) is an error too: a field
 // that needs a number, and a field the target does not have.
 // TARGET-NOT:  Traceback
-// TARGET:      {{^}}error: LOOM_TARGET: 'vector_bits' needs a number, got 'x'
+// TARGET:      {{^}}loom-opt: error: LOOM_TARGET: 'vector_bits' needs a number, got 'x'
 // TARGET-NOT:  affine.for
 // KEY-NOT:     Traceback
-// KEY:         {{^}}error: LOOM_TARGET: expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, got 'l4=1M'
+// KEY:         {{^}}loom-opt: error: LOOM_TARGET: expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, got 'l4=1M'
 // KEY-NOT:     affine.for
 func.func @mm(%a: tensor<8x4xf32>, %b: tensor<4x16xf32>) -> tensor<8x16xf32> {
   %c = loom.matmul %a, %b : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>

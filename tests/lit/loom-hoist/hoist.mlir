@@ -1,5 +1,5 @@
 // RUN: loom-opt %s -p loom-hoist --split-input-file | filecheck %s
-// RUN: loom-opt %s -p 'loom-hoist{op=other}' --split-input-file | filecheck %s --check-prefix=OP
+// RUN: not loom-opt %s -p 'loom-hoist{op=other}' --split-input-file 2>&1 | filecheck %s --check-prefix=OP
 // RUN: loom-opt %s -p loom-hoist --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // Matmul in order i, j, k: C[i, j] is read and written at one address in the k loop.
@@ -17,9 +17,10 @@
 // CHECK-NEXT:   affine.store %[[R]], %c[%i, %j] : memref<4x6xf32>
 // CHECK-NEXT: }
 
-// OP-LABEL: func.func @matmul_ijk
-// OP: affine.for %k = 0 to 5 {
-// OP-NEXT: affine.load %a[%i, %k]
+// op=other where no nest is tagged 'other': an error that names the tags there are, and
+// the chunk is not printed (the chunks below that have an 'other' nest are).
+// OP: hoist.mlir:[[# @LINE + 6]]:3: error: loom-hoist: option 'op' is 'other', but no loop nest is tagged so; the tags present: 'matmul'
+// OP-NOT: func.func @matmul_ijk
 
 // REMARK: hoist.mlir:[[# @LINE + 5]]:7: remark: [loom-hoist] kept in registers across loop %k (loaded before, stored after): %c[%i, %j]
 // REMARK-NOT: not promoted
@@ -236,10 +237,26 @@ func.func @maybe_same(%m: memref<9xf32>, %j: index, %u: f32) {
   func.return
 }
 
-// Tagged 'other', unlike the nests above: selected by op=other.
+// The nest of this function is not selected by op=other: left as it is.
+// CHECK-LABEL: func.func @not_selected
+// CHECK:      arith.mulf %u, %u : f32
+// CHECK-NEXT: affine.for %k = 0 to 8 {
+func.func @not_selected(%m: memref<9xf32>, %u: f32) {
+  affine.for %k = 0 to 8 {
+    %t = arith.mulf %u, %u : f32
+    affine.store %t, %m[%k] : memref<9xf32>
+  } {loom.tag = "copy"}
+  func.return
+}
+
+// Tagged 'other', unlike the nests above: selected by op=other; the 'copy' nest beside
+// it is not.
 // OP-LABEL: func.func @maybe_same
 // OP:      arith.mulf %u, %u : f32
 // OP-NEXT: affine.for %i = 0 to 8 {
+// OP-LABEL: func.func @not_selected
+// OP-NEXT:  affine.for %k = 0 to 8 {
+// OP-NEXT:    arith.mulf %u, %u : f32
 
 // -----
 
@@ -385,5 +402,28 @@ func.func @vector_overlap(%b: memref<64x32xf32>, %c: memref<8x32xf32>, %i: index
     %s1 = arith.addf %b0, %c1 : vector<8xf32>
     affine.vector_store %s1, %c[%i, %j + 4] : memref<8x32xf32>, vector<8xf32>
   } {loom.tag = "vector_overlap"}
+  func.return
+}
+
+// -----
+
+// The store goes through the buffer itself, the load through a view of it: %v[1, 0] is
+// %a[3, 0], which the store rewrites when %i = 3. The load is not hoisted (the stored
+// buffer is the view's root), nor promoted (two views of one buffer).
+// CHECK-LABEL: func.func @store_base_load_view
+// CHECK:      affine.for %i = 0 to 8 {
+// CHECK-NEXT:   %{{.*}} = affine.load %v[1, 0]
+// CHECK-NEXT:   %{{.*}} = arith.addf
+// CHECK-NEXT:   affine.store %{{.*}}, %a[%i, 0]
+
+// REMARK-NOT: hoisted out of loop %i: load %v[1, 0]
+// REMARK: hoist.mlir:[[# @LINE + 4]]:5: remark: [loom-hoist] %v[1, 0] not promoted to a register in loop %i: %a[%i, 0] is also accessed, at an address that changes in the loop (%i)
+func.func @store_base_load_view(%a: memref<8x4xf32>, %x: f32) {
+  %v = memref.subview %a[2, 0] [4, 4] [1, 1] : memref<8x4xf32> to memref<4x4xf32, strided<[4, 1], offset: 8>>
+  affine.for %i = 0 to 8 {
+    %l = affine.load %v[1, 0] : memref<4x4xf32, strided<[4, 1], offset: 8>>
+    %s = arith.addf %l, %x : f32
+    affine.store %s, %a[%i, 0] : memref<8x4xf32>
+  } {loom.tag = "view"}
   func.return
 }

@@ -1,7 +1,7 @@
 // RUN: loom-opt %s -p 'loom-interchange{order=0,2,1}' --split-input-file | filecheck %s
-// RUN: loom-opt %s -p 'loom-interchange{order=0,4,5,6,1,2,3 op=conv2d}' --split-input-file | filecheck %s --check-prefix=CONV
-// RUN: loom-opt %s -p 'loom-interchange{order=1,0 op=add}' --split-input-file | filecheck %s --check-prefix=ADD
-// RUN: loom-opt %s -p 'loom-interchange{order=1,0,3,2}' --split-input-file | filecheck %s --check-prefix=TILED
+// RUN: not loom-opt %s -p 'loom-interchange{order=0,4,5,6,1,2,3 op=conv2d}' --split-input-file 2>&1 | filecheck %s --check-prefix=CONV
+// RUN: not loom-opt %s -p 'loom-interchange{order=1,0 op=add}' --split-input-file 2>&1 | filecheck %s --check-prefix=ADD
+// RUN: not loom-opt %s -p 'loom-interchange{order=1,0,3,2}' --split-input-file 2>&1 | filecheck %s --check-prefix=TILED
 // RUN: loom-opt %s -p 'loom-interchange{order=0,2,1}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // matmul i, j, k -> i, k, j: the body and its maps as they were, the tag on the
@@ -23,6 +23,13 @@
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: } {loom.tag = "matmul"}
+// The op= runs below (CONV, ADD) name a tag this module has no nest of: an error at
+// its first nest that lists the tags there are, and the module is not printed.
+// CONV: interchange.mlir:[[# @LINE + 9]]:3: error: loom-interchange: option 'op' is 'conv2d', but no loop nest is tagged so; the tags present: 'matmul.init', 'matmul'
+// ADD: interchange.mlir:[[# @LINE + 8]]:3: error: loom-interchange: option 'op' is 'add', but no loop nest is tagged so; the tags present: 'matmul.init', 'matmul'
+// An order longer than every band of the module (TILED's 4 loops): an error, at the first
+// nest; a nest too shallow beside one that is deep enough is skipped with a remark.
+// TILED: interchange.mlir:[[# @LINE + 5]]:3: error: loom-interchange: the options fit no loop nest: nest 'matmul.init': order [1, 0, 3, 2] is longer than the 2-loop band (i0, j0); nest 'matmul': order [1, 0, 3, 2] is longer than the 3-loop band (i, j, k)
 // REMARK: interchange.mlir:[[# @LINE + 4]]:3: remark: [loom-interchange] skipped: order [0, 2, 1] is longer than the 2-loop band (i0, j0)
 // REMARK: interchange.mlir:[[# @LINE + 8]]:3: remark: [loom-interchange] interchanged band (i, j, k) -> (i, k, j)
 func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {

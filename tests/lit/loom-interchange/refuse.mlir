@@ -65,3 +65,39 @@ func.func @tiled(%A: memref<10x7xf32>, %B: memref<7x9xf32>, %C: memref<10x9xf32>
   } {loom.tag = "matmul"}
   func.return
 }
+
+// -----
+
+// A vector store beside a scalar load of the same buffer: the store of iteration (i, j)
+// writes A[i, j .. j + 3], which the load of iteration (i + 2, j - 4) reads (A[i, j + 1]),
+// direction (<, >). (Found only when the vector's 4 lanes are counted: lane 0 alone would
+// meet the load nowhere, and j outside i would read A[i, j + 1] before it is written.)
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-interchange: order [1, 0] breaks the dependence vector_store %A[%i, %j] (line [[# @LINE + 6]]) -> load %A[%i - 2, %j + 5] (line [[# @LINE + 4]]), direction (<, >) in band (i, j); legal orders: [0, 1]
+func.func @vector_store_scalar_load(%A: memref<16x32xf32>) {
+  affine.for %i = 2 to 16 {
+    affine.for %j = 0 to 24 step 4 {
+      %x = affine.load %A[%i - 2, %j + 5] : memref<16x32xf32>
+      %v = vector.broadcast %x : f32 to vector<4xf32>
+      affine.vector_store %v, %A[%i, %j] : memref<16x32xf32>, vector<4xf32>
+    }
+  } {loom.tag = "mixed"}
+  func.return
+}
+
+// -----
+
+// The load reads through a view of the buffer the store writes: %v[%i - 1, %j] is
+// %A[%i - 1, %j + 1], the stencil above. Subscripts of different views count in
+// different index spaces: the pair is not analysed, a dependence in any direction.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-interchange: order [1, 0] breaks the dependence load %v[%i - 1, %j] (line [[# @LINE + 5]]) -> store %A[%i, %j] (line [[# @LINE + 7]]), direction (*, *) in band (i, j); legal orders: [0, 1]
+func.func @through_a_view(%A: memref<10x10xf32>, %one: f32) {
+  %v = memref.subview %A[0, 1] [9, 9] [1, 1] : memref<10x10xf32> to memref<9x9xf32, strided<[10, 1], offset: 1>>
+  affine.for %i = 1 to 9 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %v[%i - 1, %j] : memref<9x9xf32, strided<[10, 1], offset: 1>>
+      %w = arith.addf %x, %one : f32
+      affine.store %w, %A[%i, %j] : memref<10x10xf32>
+    }
+  } {loom.tag = "view"}
+  func.return
+}

@@ -6,6 +6,7 @@
 // RUN: not loom-opt %s -p 'loom-pack{operand=1}' 2>&1 | filecheck %s --check-prefix=NO-LEVEL
 // RUN: not loom-opt %s -p 'loom-pack{operand=-1 level=2}' 2>&1 | filecheck %s --check-prefix=NEG-OPERAND
 // RUN: not loom-opt %s -p 'loom-pack{operand=1 level=2 panel=0}' 2>&1 | filecheck %s --check-prefix=PANEL0
+// RUN: not loom-opt %s -p 'loom-pack{operand=7 panel=-3}' --split-input-file 2>&1 | filecheck %s --check-prefix=EVERY
 
 // What loom-pack refuses, each with the op it points at and the reason; nothing is
 // changed. The nests are tiled matmuls (i, j_t, k_t, j, k) unless said otherwise;
@@ -16,6 +17,9 @@
 // NO-LEVEL: error: loom-pack: option 'level' is required
 // NEG-OPERAND: error: loom-pack: option 'operand' must be >= 0, got -1
 // PANEL0: error: loom-pack: option 'panel' must be a positive integer, got 0
+// Every problem with the options in one message: the missing level, the bad panel and
+// an operand that no nest of the module has (located at its first nest).
+// EVERY: refuse.mlir:[[# @LINE + 7]]:3: error: loom-pack: option 'level' is required (an integer >= 0); option 'panel' must be a positive integer, got -3; option 'operand' is 7, but nest 'matmul' reads 3 memrefs (operands 0..2)
 
 // Level 2 of an untiled (i, j, k) nest is k, the innermost loop: no loop inside it.
 // Operand 2, C, is accumulated into: written inside the nest.
@@ -301,7 +305,7 @@ func.func @shallow(%a: memref<8x6xf32>, %b: memref<8x6xf32>, %c: memref<8x6xf32>
 // -----
 
 // With op=, a nest without the operand is an error.
-// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-pack: option 'operand' is 1, but nest 'matmul' reads 1 memref (operands 0..0)
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-pack: option 'operand' is 1, but nest 'matmul' reads 1 memref (operand 0)
 func.func @one_input(%a: memref<8x6xf32>, %c: memref<8x6xf32>) {
   affine.for %i = 0 to 8 {
     affine.for %j = 0 to 6 {

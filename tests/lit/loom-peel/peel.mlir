@@ -1,11 +1,14 @@
-// RUN: loom-opt %s -p 'loom-peel{sizes=6,16 op=matmul}' --split-input-file | filecheck %s
+// RUN: not loom-opt %s -p 'loom-peel{sizes=6,16 op=matmul}' --split-input-file 2>&1 | filecheck %s
 // RUN: loom-opt %s -p 'loom-peel{sizes=6,16}' --split-input-file | filecheck %s --check-prefix=ALL
-// RUN: loom-opt %s -p 'loom-peel{sizes=1,16 op=matmul}' --split-input-file | filecheck %s --check-prefix=ONE
-// RUN: loom-opt %s -p 'loom-peel{sizes=1,1,4 op=matmul}' --split-input-file | filecheck %s --check-prefix=K
-// RUN: loom-opt %s -p 'loom-peel{sizes=1,16 op=sym}' --split-input-file | filecheck %s --check-prefix=SYM
-// RUN: loom-opt %s -p 'loom-peel{sizes=1,6,16 op=bmm}' --split-input-file | filecheck %s --check-prefix=BATCH
-// RUN: loom-opt %s -p 'loom-peel{sizes=6,16 op=matmul}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: not loom-opt %s -p 'loom-peel{sizes=1,16 op=matmul}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=ONE
+// RUN: not loom-opt %s -p 'loom-peel{sizes=1,1,4 op=matmul}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=K
+// RUN: not loom-opt %s -p 'loom-peel{sizes=1,16 op=sym}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=SYM
+// RUN: not loom-opt %s -p 'loom-peel{sizes=1,6,16 op=bmm}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=BATCH
+// RUN: not loom-opt %s -p 'loom-peel{sizes=6,16 op=matmul}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 // RUN: loom-opt %s -p 'loom-peel{sizes=6,16}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK-ALL
+
+// The runs with op= end in an error for the chunks that have no nest with that tag
+// (hence `not`); the first run checks those errors, the others only the output.
 
 // A 10 x 37 (x 5) matmul as `loom-opt -p loom-bufferize,convert-loom-to-affine` writes it
 // (the init nest's ivs named here). sizes=6,16: i is split at 6 (the last 10 mod 6 = 4
@@ -208,6 +211,7 @@ func.func @short(%a: memref<4x3xf32>, %b: memref<3x10xf32>, %c: memref<4x10xf32>
 // ALL-NEXT:   affine.for %{{.*}} = 0 to 8 {
 // ALL:      } {loom.tag = "fill"}
 // ALL-NEXT: func.return
+// CHECK: peel.mlir:[[# @LINE + 3]]:3: error: loom-peel: option 'op' is 'matmul', but no loop nest is tagged so; the tags present: 'fill'
 // REMARK-ALL: peel.mlir:[[# @LINE + 2]]:3: remark: [loom-peel] nest 'fill' peeled for sizes [6, 16]: %i: iterations [1, 19) in the main nest, the last 1 in a copy; %j: 8 iterations, nothing to peel for size 16
 func.func @strided(%m: memref<20x8xf32>, %v: f32) {
   affine.for %i = 1 to 20 step 3 {
@@ -230,6 +234,7 @@ func.func @strided(%m: memref<20x8xf32>, %v: f32) {
 // SYM-NEXT:   affine.for %{{.*}} = 32 to 37 {
 // SYM:      } {loom.tag = "sym"}
 // SYM-NEXT: func.return
+// CHECK: peel.mlir:[[# @LINE + 2]]:3: error: loom-peel: option 'op' is 'matmul', but no loop nest is tagged so; the tags present: 'sym'
 func.func @symbolic(%m: memref<?x37xf32>, %n: index, %v: f32) {
   affine.for %i = 0 to %n {
     affine.for %j = 0 to 37 {
@@ -262,6 +267,7 @@ func.func @symbolic(%m: memref<?x37xf32>, %n: index, %v: f32) {
 // BATCH:              affine.store %{{.*}}, %c[%[[B2]], %[[I2]], %[[J2]]] : memref<3x10x37xf32>
 // BATCH:      } {loom.tag = "bmm"}
 // BATCH-NEXT: func.return
+// CHECK: peel.mlir:[[# @LINE + 2]]:3: error: loom-peel: option 'op' is 'matmul', but no loop nest is tagged so; the tags present: 'bmm'
 func.func @batched(%a: memref<3x10x5xf32>, %b: memref<3x5x37xf32>, %c: memref<3x10x37xf32>) {
   affine.for %bb = 0 to 3 {
     affine.for %i = 0 to 10 {

@@ -4,17 +4,18 @@
 // RUN: not loom-opt %s -p 'loom-peel{sizes=6,16 op=sym}' --split-input-file 2>&1 | filecheck %s --check-prefix=SYM
 // RUN: not loom-opt %s -p 'loom-peel{sizes=1,16 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEP
 // RUN: loom-opt %s -p 'loom-peel{sizes=6,16}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=SKIP
-// RUN: loom-opt %s -p 'loom-peel{sizes=4,16,2}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=SKIP-MANY
+// RUN: not loom-opt %s -p 'loom-peel{sizes=4,16,2}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=SKIP-MANY
 
 // What loom-peel refuses: with op=, an error at the nest and nothing changed (the input
 // split that holds it prints no module); without op=, the same nests are skipped with a
-// remark and left as they are.
+// remark and left as they are, unless the sizes fit no nest of the module (SKIP-MANY):
+// then the pass would do nothing, an error.
 
 // Invalid options: an error naming the pass and the option (once per input split),
 // before any nest is looked at, and no output.
-// ZERO-COUNT-2: {{^}}error: loom-peel: option 'sizes' must be positive integers, got [0, 16]
+// ZERO-COUNT-2: {{^}}loom-opt: error: loom-peel: option 'sizes' must be positive integers, got [0, 16]
 // ZERO-NOT: affine.for
-// NONE-COUNT-2: {{^}}error: loom-peel: option 'sizes' is required (a list of positive integers)
+// NONE-COUNT-2: {{^}}loom-opt: error: loom-peel: option 'sizes' is required (a list of positive integers)
 // NONE-NOT: affine.for
 
 // A[i, j] = A[i - 1, j + 1] + 1: iteration (i, j) reads what (i - 1, j + 1) wrote, the
@@ -32,7 +33,7 @@
 // SKIP-NEXT:   affine.for %j = 0 to 39 {
 // SKIP:      } {loom.tag = "stencil"}
 // SKIP:      refuse.mlir:[[# @LINE + 3]]:3: remark: [loom-peel] nest 'stencil' skipped: peeling would reorder the dependence store %A[%i, %j] (line [[# @LINE + 7]]) -> load %A[%i - 1, %j + 1] (line [[# @LINE + 5]]), direction (<, >)
-// SKIP-MANY: refuse.mlir:[[# @LINE + 2]]:3: remark: [loom-peel] nest 'stencil' skipped: 3 sizes [4, 16, 2] for the 2 loops of band (i, j)
+// SKIP-MANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-peel: the options fit no loop nest: nest 'stencil': 3 sizes [4, 16, 2] for the 2 loops of band (i, j)
 func.func @stencil(%A: memref<10x40xf32>, %one: f32) {
   affine.for %i = 1 to 10 {
     affine.for %j = 0 to 39 {
@@ -55,7 +56,7 @@ func.func @stencil(%A: memref<10x40xf32>, %one: f32) {
 // SKIP-NEXT:   affine.for %j = 0 to 37 {
 // SKIP:      } {loom.tag = "sym"}
 // SKIP:      refuse.mlir:[[# @LINE + 3]]:3: remark: [loom-peel] nest 'sym' skipped: loop %i of band (i, j) has no constant bounds
-// SKIP-MANY: refuse.mlir:[[# @LINE + 2]]:3: remark: [loom-peel] nest 'sym' skipped: 3 sizes [4, 16, 2] for the 2 loops of band (i, j)
+// SKIP-MANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-peel: the options fit no loop nest: nest 'sym': 3 sizes [4, 16, 2] for the 2 loops of band (i, j)
 func.func @symbolic(%m: memref<?x37xf32>, %n: index, %v: f32) {
   affine.for %i = 0 to %n {
     affine.for %j = 0 to 37 {

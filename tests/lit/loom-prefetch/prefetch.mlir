@@ -1,5 +1,5 @@
 // RUN: loom-opt %s -p loom-prefetch --split-input-file | filecheck %s
-// RUN: loom-opt %s -p 'loom-prefetch{distance=2 locality=1 op=matmul}' --split-input-file | filecheck %s --check-prefix=OPTS
+// RUN: not loom-opt %s -p 'loom-prefetch{distance=2 locality=1 op=matmul}' --split-input-file 2>&1 | filecheck %s --check-prefix=OPTS
 // RUN: loom-opt %s -p loom-prefetch,loom-prefetch --split-input-file | filecheck %s --check-prefix=TWICE
 // RUN: loom-opt %s -p loom-prefetch --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
@@ -71,9 +71,8 @@ func.func @c_tile(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32
 // CHECK:         }
 // CHECK-NEXT:    %{{.*}} = affine.load %a[%i, %k] : memref<4x8xf32>
 // CHECK-NEXT:  }
-// OPTS-LABEL: func.func @rows
-// OPTS-NOT:    loom.prefetch
-// OPTS:        func.return
+// No nest tagged 'matmul' here: op=matmul is an error.
+// OPTS: prefetch.mlir:[[# @LINE + 2]]:3: error: loom-prefetch: option 'op' is 'matmul', but no loop nest is tagged so; the tags present: 'rows'
 func.func @rows(%a: memref<4x8xf32>, %s: memref<8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
   affine.for %k = 0 to 8 {
     affine.for %i = 0 to 4 {

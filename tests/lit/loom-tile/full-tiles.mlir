@@ -1,5 +1,8 @@
-// RUN: loom-opt %s -p 'loom-tile{sizes=96,256,256 op=matmul},loom-tile{sizes=6,16 depth=3 op=matmul}' --split-input-file | filecheck %s
-// RUN: loom-opt %s -p 'loom-tile{sizes=100 op=fill},loom-tile{sizes=6 depth=1 op=fill}' --split-input-file | filecheck %s --check-prefix=FILL
+// RUN: not loom-opt %s -p 'loom-tile{sizes=96,256,256 op=matmul},loom-tile{sizes=6,16 depth=3 op=matmul}' --split-input-file 2>/dev/null | filecheck %s
+// RUN: not loom-opt %s -p 'loom-tile{sizes=100 op=fill},loom-tile{sizes=6 depth=1 op=fill}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=FILL
+
+// The runs name a nest by op=: in the chunks that have no nest with that tag they end
+// in an error (an unknown tag is not ignored: see loom-tile/tile.mlir), hence `not`.
 
 // Full tiles proved by divisibility (affine_forms.known_multiple, tiles_are_full): a
 // point loop gets the constant extent `%i_t2 + 6`, with no `min`, when the size divides

@@ -6,11 +6,11 @@
 // RUN: not loom-opt %s -p 'loom-tile{sizes=2 depth=5 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEEP
 
 // Invalid options: an error naming the pass and the option, and no output.
-// ZERO-COUNT-2: {{^}}error: loom-tile: option 'sizes' must be positive integers, got [0, 4]
+// ZERO-COUNT-2: {{^}}loom-opt: error: loom-tile: option 'sizes' must be positive integers, got [0, 4]
 // ZERO-NOT: affine.for
-// NEG-COUNT-2: {{^}}error: loom-tile: option 'sizes' must be positive integers, got [4, -2]
+// NEG-COUNT-2: {{^}}loom-opt: error: loom-tile: option 'sizes' must be positive integers, got [4, -2]
 // NEG-NOT: affine.for
-// DEPTH-COUNT-2: {{^}}error: loom-tile: option 'depth' must be >= 0, got -1
+// DEPTH-COUNT-2: {{^}}loom-opt: error: loom-tile: option 'depth' must be >= 0, got -1
 // DEPTH-NOT: affine.for
 
 // A[i, j] = A[i - 1, j + 1]: iteration (i, j) reads what (i - 1, j + 1) wrote, direction
@@ -42,5 +42,23 @@ func.func @triangular(%a: memref<8x8xf32>, %z: f32) {
       affine.store %z, %a[%i, %j] : memref<8x8xf32>
     }
   } {loom.tag = "tri"}
+  func.return
+}
+
+// -----
+
+// A vector store beside a scalar load of the same buffer: the store of iteration (i, j)
+// writes A[i, j .. j + 3], which the load of iteration (i + 2, j - 4) reads (A[i, j + 1]):
+// direction (<, >), so the loops are not fully permutable. (The dependence is found only
+// when the vector's 4 lanes are counted: lane 0 alone would meet the load nowhere.)
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-tile: cannot tile (i, j) of nest 'mixed': the loops are not fully permutable, dependence vector_store %A[%i, %j] (line [[# @LINE + 6]]) -> load %A[%i - 2, %j + 5] (line [[# @LINE + 4]]), direction (<, >)
+func.func @vector_store_scalar_load(%A: memref<16x32xf32>) {
+  affine.for %i = 2 to 16 {
+    affine.for %j = 0 to 24 step 4 {
+      %x = affine.load %A[%i - 2, %j + 5] : memref<16x32xf32>
+      %v = vector.broadcast %x : f32 to vector<4xf32>
+      affine.vector_store %v, %A[%i, %j] : memref<16x32xf32>, vector<4xf32>
+    }
+  } {loom.tag = "mixed"}
   func.return
 }

@@ -1,7 +1,7 @@
-// RUN: loom-opt %s -p 'loom-tile{sizes=4,4,4}' --split-input-file | filecheck %s
+// RUN: not loom-opt %s -p 'loom-tile{sizes=4,4,4}' --split-input-file 2>&1 | filecheck %s
 // RUN: loom-opt %s -p 'loom-tile{sizes=3,5}' --split-input-file | filecheck %s --check-prefix=MIN
-// RUN: loom-opt %s -p 'loom-tile{sizes=4,4,4},loom-tile{sizes=2,2,2 depth=3}' --split-input-file | filecheck %s --check-prefix=TWO
-// RUN: loom-opt %s -p 'loom-tile{sizes=2 op=other}' --split-input-file | filecheck %s --check-prefix=OP
+// RUN: not loom-opt %s -p 'loom-tile{sizes=4,4,4},loom-tile{sizes=2,2,2 depth=3}' --split-input-file 2>/dev/null | filecheck %s --check-prefix=TWO
+// RUN: not loom-opt %s -p 'loom-tile{sizes=2 op=matmull}' --split-input-file 2>&1 | filecheck %s --check-prefix=OP
 // RUN: loom-opt %s -p 'loom-tile{sizes=64,3}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=REMARK
 
 // A matmul nest, 8 x 8 x 8: every size divides its extent, so the point loops run a whole
@@ -42,10 +42,10 @@
 // MIN-NEXT:         affine.for %k = 0 to 8 {
 // MIN:      } {loom.tag = "matmul"}
 
-// Not tagged 'other': untouched.
-// OP-LABEL: func.func @matmul
-// OP:      affine.for %i = 0 to 8 {
-// OP-NEXT:   affine.for %j = 0 to 8 {
+// No nest tagged 'matmull' (a typo): an error that names the tags there are and the
+// closest one; nothing printed.
+// OP: tile.mlir:[[# @LINE + 6]]:3: error: loom-tile: option 'op' is 'matmull', but no loop nest is tagged so (did you mean 'matmul'?); the tags present: 'matmul'
+// OP-NOT: func.func @matmul
 
 // REMARK-DAG: tile.mlir:[[# @LINE + 3]]:3: remark: [loom-tile] size 64 for loop %i clamped to its trip count 8
 // REMARK-DAG: tile.mlir:[[# @LINE + 2]]:3: remark: [loom-tile] nest 'matmul': tiled (i, j) at depth 0, sizes requested [64, 3], applied [8, 3]
@@ -76,10 +76,9 @@ func.func @matmul(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>)
 // MIN-NEXT:       affine.for %j = affine_map<(d0) -> (d0)>(%j_t) to affine_map<(d0) -> ((d0 + 8))>(%j_t) step 2 {
 // MIN-NEXT:         affine.store %v, %m[%i, %j] : memref<?x9xf32>
 
-// Three sizes for a 2-deep band: the nest is skipped (no op= given).
-// CHECK-LABEL: func.func @symbolic
-// CHECK:      affine.for %i = 0 to %n {
-// CHECK-NEXT:   affine.for %j = 1 to 9 step 2 {
+// Three sizes for a 2-deep band, the only nest: the pass would do nothing, an error (a
+// nest that does not fit beside one that does is skipped with a remark: see @init).
+// CHECK: tile.mlir:[[# @LINE + 5]]:3: error: loom-tile: the options fit no loop nest: nest 'add': 3 sizes, but its band at depth 0, (i, j), has 2 loops
 
 // REMARK: tile.mlir:[[# @LINE + 3]]:3: remark: [loom-tile] nest 'add': tiled (i, j) at depth 0, sizes requested [64, 3], applied [64, 3]
 // REMARK-NOT: clamped
@@ -94,11 +93,18 @@ func.func @symbolic(%m: memref<?x9xf32>, %n: index, %v: f32) {
 
 // -----
 
-// A 1-deep nest and two sizes: skipped, with a remark saying why.
-// REMARK: tile.mlir:[[# @LINE + 2]]:3: remark: [loom-tile] nest 'matmul.init' skipped: 2 sizes, but its band at depth 0, (i), has 1 loop
-func.func @init(%c: memref<8xf32>, %z: f32) {
+// A 1-deep nest and two sizes: skipped, with a remark saying why; the 2-deep nest beside
+// it is tiled.
+// REMARK: tile.mlir:[[# @LINE + 3]]:3: remark: [loom-tile] nest 'matmul.init' skipped: 2 sizes, but its band at depth 0, (i), has 1 loop
+// REMARK: tile.mlir:[[# @LINE + 5]]:3: remark: [loom-tile] nest 'fill': tiled (i, j) at depth 0, sizes requested [64, 3], applied [8, 3]
+func.func @init(%c: memref<8xf32>, %d: memref<8x8xf32>, %z: f32) {
   affine.for %i = 0 to 8 {
     affine.store %z, %c[%i] : memref<8xf32>
   } {loom.tag = "matmul.init"}
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      affine.store %z, %d[%i, %j] : memref<8x8xf32>
+    }
+  } {loom.tag = "fill"}
   func.return
 }

@@ -2,6 +2,7 @@
 // RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,0}' --split-input-file 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not loom-opt %s -p 'loom-unroll-jam' --split-input-file 2>&1 | filecheck %s --check-prefix=NONE
 // RUN: not loom-opt %s -p 'loom-unroll-jam{factors=2,2,2,2 op=matmul}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not loom-opt %s -p 'loom-unroll-jam{factors=256,256 op=big}' --split-input-file 2>&1 | filecheck %s --check-prefix=SIZE
 
 // What loom-unroll-jam refuses, each at the nest, with the reason; nothing is changed.
 // The options are checked before any nest is looked at.
@@ -39,5 +40,26 @@ func.func @matmul(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>)
       }
     }
   } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// 256 x 256 copies of a 6-op body: about 393,000 ops, more than the limit. Refused
+// before any copy is made (unrolled, such a nest took 10 minutes and 3.6 GB to compile).
+// SIZE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll-jam: unroll-jam of band (i, j, k) by [256, 256] would make nest 'big' about 393,222 ops, more than the limit of 100,000 ops per unrolled nest (compile time and memory grow with it): use smaller factors
+func.func @big(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<256x256xf32>) {
+  affine.for %i = 0 to 256 {
+    affine.for %j = 0 to 256 {
+      affine.for %k = 0 to 256 {
+        %0 = affine.load %a[%i, %k] : memref<256x256xf32>
+        %1 = affine.load %b[%k, %j] : memref<256x256xf32>
+        %2 = affine.load %c[%i, %j] : memref<256x256xf32>
+        %3 = arith.mulf %0, %1 : f32
+        %4 = arith.addf %2, %3 : f32
+        affine.store %4, %c[%i, %j] : memref<256x256xf32>
+      }
+    }
+  } {loom.tag = "big"}
   func.return
 }

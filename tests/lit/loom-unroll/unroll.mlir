@@ -1,5 +1,5 @@
 // RUN: loom-opt %s -p 'loom-unroll{factor=4}' --split-input-file | filecheck %s
-// RUN: loom-opt %s -p 'loom-unroll{factor=4 op=other}' --split-input-file | filecheck %s --check-prefix=OP
+// RUN: not loom-opt %s -p 'loom-unroll{factor=4 op=other}' --split-input-file 2>&1 | filecheck %s --check-prefix=OP
 // RUN: loom-opt %s -p 'loom-unroll{factor=4}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 // RUN: loom-opt %s -p 'loom-unroll{factor=1}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=ONE
 
@@ -25,8 +25,9 @@
 // CHECK-NEXT: } {loom.tag = "sum"}
 // CHECK-NEXT: affine.store %[[REM]], %s[0] : memref<1xf32>
 
-// OP-LABEL: func.func @sum
-// OP: affine.for %k = 0 to 10 iter_args
+// No nest tagged 'other': an error naming the tags there are, nothing printed.
+// OP: unroll.mlir:[[# @LINE + 7]]:3: error: loom-unroll: option 'op' is 'other', but no loop nest is tagged so; the tags present: 'sum'
+// OP-NOT: func.func @sum
 
 // REMARK: unroll.mlir:[[# @LINE + 4]]:3: remark: [loom-unroll] loop %k of nest 'sum': unrolled by 4, requested 4; main loop 2 iterations of 4 copies, remainder 2
 // ONE-COUNT-3: remark: [loom-unroll] factor 1: nothing to unroll
@@ -43,12 +44,12 @@ func.func @sum(%a: memref<10xf32>, %s: memref<1xf32>) {
 
 // -----
 
-// The point loop of a tile, %k_t to min(%k_t + 6, 100) with step 2: the split point,
+// The point loop of a tile, %k_t to min(%k_t + 10, 100) with step 2: the split point,
 // where whole groups of 4 iterations end, is computed before the loop; the remainder
 // starts at max(split, %k_t). Every innermost loop of the nest is unrolled (both here).
 // CHECK-LABEL: func.func @tiled
-// CHECK:      affine.for %k_t = 0 to 100 step 6 {
-// CHECK-NEXT:   %[[UB:.*]] = affine.min affine_map<(d0) -> ((d0 + 6), 100)> (%k_t)
+// CHECK:      affine.for %k_t = 0 to 100 step 10 {
+// CHECK-NEXT:   %[[UB:.*]] = affine.min affine_map<(d0) -> ((d0 + 10), 100)> (%k_t)
 // CHECK-NEXT:   %[[SPLIT:.*]] = affine.apply affine_map<(d0, d1) -> ((d0 + (((((d0 * -1) + d1) ceildiv 2) floordiv 4) * 8)))> (%k_t, %[[UB]])
 // CHECK-NEXT:   affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to affine_map<(d0) -> (d0)>(%[[SPLIT]]) step 8 {
 // CHECK-NEXT:     affine.store %z, %m[%k] : memref<100xf32>
@@ -56,7 +57,7 @@ func.func @sum(%a: memref<10xf32>, %s: memref<1xf32>) {
 // CHECK-NEXT:     affine.store %z, %m[%k + 4] : memref<100xf32>
 // CHECK-NEXT:     affine.store %z, %m[%k + 6] : memref<100xf32>
 // CHECK-NEXT:   }
-// CHECK-NEXT:   affine.for %[[K:.*]] = max affine_map<(d0, d1) -> (d0, d1)>(%[[SPLIT]], %k_t) to min affine_map<(d0) -> ((d0 + 6), 100)>(%k_t) step 2 {
+// CHECK-NEXT:   affine.for %[[K:.*]] = max affine_map<(d0, d1) -> (d0, d1)>(%[[SPLIT]], %k_t) to min affine_map<(d0) -> ((d0 + 10), 100)>(%k_t) step 2 {
 // CHECK-NEXT:     affine.store %z, %m[%[[K]]] : memref<100xf32>
 // CHECK-NEXT:   }
 // An affine.if reading the iv gets the offset in its condition.
@@ -70,8 +71,8 @@ func.func @sum(%a: memref<10xf32>, %s: memref<1xf32>) {
 // REMARK: unroll.mlir:[[# @LINE + 4]]:5: remark: [loom-unroll] loop %k of nest 'zero': unrolled by 4, requested 4; trip count not constant: main and remainder split at run time
 // REMARK: unroll.mlir:[[# @LINE + 6]]:5: remark: [loom-unroll] loop %j of nest 'zero': unrolled by 4, requested 4; main loop 2 iterations of 4 copies, no remainder
 func.func @tiled(%m: memref<100xf32>, %z: f32) {
-  affine.for %k_t = 0 to 100 step 6 {
-    affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> (d0 + 6, 100)>(%k_t) step 2 {
+  affine.for %k_t = 0 to 100 step 10 {
+    affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> (d0 + 10, 100)>(%k_t) step 2 {
       affine.store %z, %m[%k] : memref<100xf32>
     }
     affine.for %j = 0 to 8 {
@@ -80,6 +81,28 @@ func.func @tiled(%m: memref<100xf32>, %z: f32) {
         "affine.yield"() : () -> ()
       }, {
       }) : (index) -> ()
+    }
+  } {loom.tag = "zero"}
+  func.return
+}
+
+// -----
+
+// A point loop of at most 3 iterations (%k_t to min(%k_t + 6, 100) step 2): the factor
+// is lowered to 3, since a main loop of 4 copies would never run; whether the tile is
+// full is known at run time only, so the split stays.
+// CHECK-LABEL: func.func @tiled_short
+// CHECK:      affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to affine_map<(d0) -> (d0)>(%{{.*}}) step 6 {
+// CHECK-NEXT:   affine.store %z, %m[%k] : memref<100xf32>
+// CHECK-NEXT:   affine.store %z, %m[%k + 2] : memref<100xf32>
+// CHECK-NEXT:   affine.store %z, %m[%k + 4] : memref<100xf32>
+// CHECK-NEXT: }
+
+// REMARK: unroll.mlir:[[# @LINE + 3]]:5: remark: [loom-unroll] loop %k of nest 'zero': unrolled by 3, requested 4 (clamped to the most iterations it runs, 3); trip count not constant: main and remainder split at run time
+func.func @tiled_short(%m: memref<100xf32>, %z: f32) {
+  affine.for %k_t = 0 to 100 step 6 {
+    affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> (d0 + 6, 100)>(%k_t) step 2 {
+      affine.store %z, %m[%k] : memref<100xf32>
     }
   } {loom.tag = "zero"}
   func.return

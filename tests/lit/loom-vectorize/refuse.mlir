@@ -3,9 +3,9 @@
 // RUN: loom-opt %s -p 'loom-vectorize{width=8}' --split-input-file --remarks 2>&1 | filecheck %s
 
 // A width that is not a power of two is an error of the pipeline, before any IR changes.
-// W3: error: loom-vectorize: option 'width' must be a power of two (or 0: the host's), got 3
+// W3: error: loom-vectorize: option 'width' must be a power of two (or 0: the target's), got 3
 // W3-NOT: {{vector[.<]}}
-// NEG: error: loom-vectorize: option 'width' must be a power of two (or 0: the host's), got -8
+// NEG: error: loom-vectorize: option 'width' must be a power of two (or 0: the target's), got -8
 
 // What loom-vectorize leaves alone: each loop stays scalar, with a remark saying why.
 

@@ -1,0 +1,272 @@
+"""loom-outline{min-nests=16}: give each loop nest of a long function a function of its own,
+one function per distinct nest.
+
+Compile time must grow linearly with a kernel's op count, and one function holding
+thousands of loop nests does not: LLVM's loop passes (loop-vectorize, indvars,
+loop-rotate, LSR) cost time per loop in proportion to the size of the function around it
+(a chain of 400 elementwise ops in one function: 4.3 s in O3; 800: 22 s), and so do
+xDSL's verifier and the lowering to cf (block counts per region). With every nest in a
+function of its own, each of those costs is bounded by the nest's size.
+
+In a function with more than `min-nests` top-level loop nests (`affine.for`,
+`affine.parallel`), each nest moves into a private function that takes what the nest
+reads from outside (the buffers, any other value) as arguments, and a `func.call`
+takes its place. Nests that are the same but for the buffers they work on (the same ops,
+types, attributes and shapes: the layers of a network, a chain of adds) share one
+function, compiled once. The functions are `no_inline`: LLVM would otherwise inline a
+function called once right back. Later passes see the nests in their functions:
+schedule passes select them by tag as before, and schedule each distinct nest once.
+(The arguments are named after the first call's values.)
+
+Functions with `min-nests` nests or fewer are left as they are: there, one function is
+cheap, and LLVM sees the whole kernel. `compile()` runs the pass after
+convert-loom-to-affine (compiler/pipelines.py), before any schedule.
+
+```mlir
+func.func @chain(%x0: memref<64xf32>, %b: memref<64xf32>, %x2: memref<64xf32>) {
+  %x1 = memref.alloc() : memref<64xf32>
+  affine.for %i = 0 to 64 { ... %x0 ... %b ... %x1 ... } {loom.tag = "add"}
+  affine.for %i = 0 to 64 { ... %x1 ... %b ... %x2 ... } {loom.tag = "add"}
+  ...
+}
+// becomes (loom-outline{min-nests=1})
+func.func @chain(%x0: memref<64xf32>, %b: memref<64xf32>, %x2: memref<64xf32>) {
+  %x1 = memref.alloc() : memref<64xf32>
+  func.call @chain_nest0(%x0, %b, %x1) : (memref<64xf32>, memref<64xf32>, memref<64xf32>) -> ()
+  func.call @chain_nest0(%x1, %b, %x2) : (memref<64xf32>, memref<64xf32>, memref<64xf32>) -> ()
+  ...
+}
+func.func private @chain_nest0(%x0: memref<64xf32>, %b: memref<64xf32>, %x1: memref<64xf32>) attributes {no_inline} {
+  affine.for %i = 0 to 64 { ... %x0 ... %b ... %x1 ... } {loom.tag = "add"}
+  func.return
+}
+```
+
+Aliasing: a memref argument of the new function is always a whole buffer (a function
+argument or an allocation: views of it are rebuilt inside, with the constants the nest
+uses), and distinct arguments are distinct buffers, so the `noalias` that
+loom-convert-to-llvm gives every memref argument holds, as it does for the caller's.
+A nest that reads a buffer made some other way (returned by a call, say), or that has
+results, stays where it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, func, memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.traits import is_side_effect_free
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+
+PASS = "loom-outline"
+_NESTS = (affine.ForOp, affine.ParallelOp)
+_BUFFERS = (memref.AllocOp, memref.AllocaOp)
+
+
+@dataclass
+class _Inputs:
+    """What a nest reads from outside it: the new function's arguments, and the pure ops
+    (constants, views) to rebuild inside it, in order."""
+
+    arguments: list[SSAValue]
+    rebuilt: list[Operation]
+
+
+def _defined_inside(nest: Operation) -> set[SSAValue]:
+    values: set[SSAValue] = set()
+    for op in nest.walk():
+        values.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                values.update(block.args)
+    return values
+
+
+def _inputs(nest: Operation, entry: Block) -> _Inputs | None:
+    """The nest's inputs, or None when a buffer it reads is not a whole buffer of the
+    function (an argument or an allocation) or a view of one."""
+    inside = _defined_inside(nest)
+    found = _Inputs([], [])
+    seen: set[SSAValue] = set()
+
+    def visit(value: SSAValue) -> bool:
+        if value in inside or value in seen:
+            return True
+        seen.add(value)
+        owner = value.owner
+        if isinstance(value, BlockArgument):
+            if value.block is not entry:
+                return False
+            found.arguments.append(value)
+            return True
+        assert isinstance(owner, Operation)
+        if isinstance(owner, _BUFFERS):
+            found.arguments.append(value)
+            return True
+        if not owner.regions and not owner.successors and is_side_effect_free(owner):
+            if not all(visit(v) for v in owner.operands):
+                return False
+            found.rebuilt.append(owner)
+            return True
+        if isinstance(value.type, MemRefType):
+            return False  # a buffer of unknown origin: it may alias another argument
+        found.arguments.append(value)
+        return True
+
+    for op in nest.walk():
+        if not all(visit(v) for v in op.operands):
+            return None
+    return found
+
+
+def _structure(block: Block) -> Hashable:
+    """A key equal for two blocks exactly when they hold the same ops (names, operands,
+    types, properties, attributes, regions; not locations or SSA names)."""
+    numbers: dict[SSAValue, int] = {}
+
+    def block_key(b: Block) -> tuple:
+        for arg in b.args:
+            numbers[arg] = len(numbers)
+        return (tuple(a.type for a in b.args), tuple(op_key(op) for op in b.ops))
+
+    def op_key(op: Operation) -> tuple:
+        operands = tuple(numbers.get(v, -1) for v in op.operands)
+        regions = tuple(tuple(block_key(b) for b in r.blocks) for r in op.regions)
+        for result in op.results:
+            numbers[result] = len(numbers)
+        return (op.name, operands, tuple(r.type for r in op.results),
+                tuple(sorted(op.properties.items())), tuple(sorted(op.attributes.items())),
+                len(op.successors), regions)
+
+    return block_key(block)
+
+
+def _body(nest: Operation, found: _Inputs) -> Block:
+    """The new function's body: the rebuilt ops, then `nest` (moved, reading the block's
+    arguments and the rebuilt values), then the return."""
+    body = Block(arg_types=[v.type for v in found.arguments])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for outside, arg in zip(found.arguments, body.args):
+        arg.name_hint = outside.name_hint
+        mapping[outside] = arg
+    for op in found.rebuilt:
+        clone = op.clone(value_mapper=mapping)
+        body.add_op(clone)
+        mapping.update(zip(op.results, clone.results))
+    nest.detach()
+    body.add_op(nest)
+    for op in nest.walk():
+        for i, operand in enumerate(op.operands):
+            if (inner := mapping.get(operand)) is not None:
+                op.operands[i] = inner  # one use moved: O(1), where replace_all_uses_with would walk them all
+    body.add_op(func.ReturnOp())
+    return body
+
+
+@dataclass
+class _Outliner:
+    """Outlines the nests of one function, one new function per distinct nest."""
+
+    fn: func.FuncOp
+    module: ModuleOp
+    taken: set[str]
+    shared: dict[Hashable, func.FuncOp]
+    anchor: Operation  # the new functions follow the function, in order
+
+    def outline(self, nest: Operation) -> _Inputs | None:
+        """Replace `nest` by a call; None (and a remark) when it must stay."""
+        entry = self.fn.body.blocks[0]
+        found = _inputs(nest, entry)
+        if found is None:
+            remark(PASS, nest, "nest left in its function: it reads a buffer that is neither an "
+                   "argument nor an allocation of the function (it might alias another)")
+            return None
+        location, after = nest.location, nest.next_op
+        assert after is not None  # the function's terminator, at least
+        body = _body(nest, found)
+        callee = self._function_for(body, found)
+        call = func.CallOp(callee.sym_name.data, found.arguments, [])
+        call.location = location
+        entry.insert_op_before(call, after)
+        return found
+
+    def _function_for(self, body: Block, found: _Inputs) -> func.FuncOp:
+        """The function with this body: an earlier one with the same body, or a new one."""
+        key = _structure(body)
+        callee = self.shared.get(key)
+        if callee is not None:
+            body.erase()
+            return callee
+        name = _fresh_name(f"{self.fn.sym_name.data}_nest{len(self.shared)}", self.taken)
+        callee = func.FuncOp(name, ([v.type for v in found.arguments], []), Region(body), "private")
+        callee.attributes["no_inline"] = UnitAttr()
+        self.module.body.block.insert_op_after(callee, self.anchor)
+        self.anchor = self.shared[key] = callee
+        return callee
+
+
+def _erase_unused(ops: list[Operation]) -> None:
+    """Erase the ops (pure: constants, views) that only the moved nests used; users come
+    after what they use in `ops`, so erasing in reverse frees each op's operands first."""
+    for op in reversed(ops):
+        if op.parent is not None and not any(r.uses for r in op.results):
+            op.detach()
+            op.erase()
+
+
+def _outline_function(fn: func.FuncOp, module: ModuleOp, min_nests: int, taken: set[str]) -> None:
+    """Outline the nests of `fn` when it has more than `min_nests` of them."""
+    if len(fn.body.blocks) != 1:
+        return
+    nests = [op for op in fn.body.blocks[0].ops if isinstance(op, _NESTS) and not op.results]
+    if len(nests) <= min_nests:
+        return
+    outliner = _Outliner(fn, module, taken, {}, fn)
+    rebuilt: dict[Operation, None] = {}  # in order, once each
+    moved = 0
+    for nest in nests:
+        found = outliner.outline(nest)
+        if found is not None:
+            moved += 1
+            rebuilt.update(dict.fromkeys(found.rebuilt))
+    _erase_unused(list(rebuilt))
+    made = len(outliner.shared)
+    remark(PASS, fn, f"{moved} of {len(nests)} loop nests moved into {made} function{'s' * (made != 1)} "
+           "(one per distinct nest)")
+
+
+def _symbol_names(module: ModuleOp) -> set[str]:
+    return {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
+
+
+def _fresh_name(base: str, taken: set[str]) -> str:
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
+
+
+@dataclass(frozen=True)
+class LoomOutlinePass(ModulePass):
+    """Move the loop nests of functions with more than `min_nests` of them into private
+    no_inline functions, one per distinct nest."""
+
+    name = "loom-outline"
+
+    min_nests: int = 16
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.min_nests < 0:
+            raise LoomError(f"{PASS}: option 'min-nests' must be a non-negative integer, got {self.min_nests}")
+        taken = _symbol_names(op)
+        for fn in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            _outline_function(fn, op, self.min_nests, taken)
