@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
     FileLineColLoc,
+    Float80Type,
+    Float128Type,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -227,7 +229,8 @@ def verify_ops(root: Operation) -> None:
     while stack:
         op, regions_done = stack.pop()
         if regions_done:
-            _verify_op(op)
+            _verify_op(op)  # first: a loom op's own message names the operand
+            _check_float_types(op)
             continue
         if type(op).verify is Operation.verify:  # a few ops (llvm casts) check it themselves
             _verify_structure(op, count)
@@ -295,6 +298,21 @@ def _check_index_constants(op: Operation) -> None:
                 if isinstance(node, AffineConstantExpr) and node.value not in _INT64:
                     raise LoomError(f"'{op.name}' op has the constant {node.value} in {attr}: affine "
                                     f"constants are 64-bit integers", op)
+
+
+_UNSUPPORTED_FLOATS = (Float80Type, Float128Type)
+
+
+def _check_float_types(op: Operation) -> None:
+    """f80 and f128 values are refused where they appear: Loom computes in f32 and f64
+    (f16 where LLVM takes it), and xDSL 0.74 can neither print nor lower f80/f128
+    constants (a bare NotImplementedError from its float format)."""
+    for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+        t = value.type
+        element = t.get_element_type() if hasattr(t, "get_element_type") else t
+        if isinstance(element, _UNSUPPORTED_FLOATS):
+            raise LoomError(f"'{op.name}' op has a value of type {t}: {element} is not supported "
+                            "(Loom computes in f32 and f64)", op)
 
 
 def _verify_op(op: Operation) -> None:

@@ -14,7 +14,8 @@ for Loom, without forking it:
 * getelementptr on opaque pointers without xDSL's pointer bitcast;
 * function linkage and attributes: `no_unwind`, `no_inline`, `optimize_none`,
   `passthrough`, `target_cpu`/`target_features`/`tune_cpu`, `frame_pointer`;
-* blocks converted in dominance order, so phi operands from later blocks resolve.
+* blocks converted in dominance order, so phi operands from later blocks resolve; a
+  conditional branch to one block on both edges gets a block on its false edge.
 
 Every op is tried against Loom's handlers first and falls back to xDSL's `convert_op`.
 `to_llvm_ir(module)` is the entry point; `LoomLLVMTarget` is the `-t llvm` target of
@@ -277,12 +278,27 @@ def _define(op: llvm.FuncOp, fn: ir.Function) -> None:
                 handler = LOOM_HANDLERS.get(inner.name)
                 if handler is not None:
                     handler(inner, builder, vals)
+                elif isinstance(inner, llvm.CondBrOp) and inner.then_block is inner.else_block:
+                    _cond_br_to_one_block(inner, builder, vals, block_map)
                 else:
                     convert_op(inner, builder, vals, block_map)
             except (NotImplementedError, LLVMTranslationException, KeyError, TypeError) as e:
                 raise LoomError(f"cannot emit '{inner.name}' as LLVM IR: {e}", inner) from None
             for result in inner.results:
                 _name(vals.get(result), result)
+
+
+def _cond_br_to_one_block(op: llvm.CondBrOp, builder: ir.IRBuilder, vals: ValueMap,
+                          block_map: dict[Block, ir.Block]) -> None:
+    """`llvm.cond_br %c, ^b(%x), ^b(%y)`: a phi takes one value per predecessor block, so
+    the false edge goes through a block of its own (MLIR's `ensureDistinctSuccessors`)."""
+    join = block_map[op.then_block]
+    edge = builder.function.append_basic_block(name=f"{join.name}.else")
+    for arg, then_value, else_value in zip(op.then_block.args, op.then_arguments, op.else_arguments):
+        vals[arg].add_incoming(vals[then_value], builder.block)
+        vals[arg].add_incoming(vals[else_value], edge)
+    builder.cbranch(vals[op.cond], join, edge)
+    ir.IRBuilder(edge).branch(join)
 
 
 def _name(value: ir.Value | None, source: SSAValue) -> None:

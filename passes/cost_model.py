@@ -98,7 +98,7 @@ class MatmulPlan:
                      f"k, i, j), k unroll-jammed by 4, j in {self.lanes}-lane vectors"]
         else:
             words = [
-                f"register tile {self.mr}x{self.nr} ({self.mr * self.nr // self.lanes} accumulators of "
+                f"register tile {self.mr}x{self.nr} ({self.mr * -(-self.nr // self.lanes)} accumulators of "
                 f"{self.lanes} lanes)",
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]

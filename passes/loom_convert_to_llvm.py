@@ -74,7 +74,6 @@ from xdsl.dialects import arith, cf, func, llvm, math, memref, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -125,8 +124,8 @@ PASS = "loom-convert-to-llvm"
 # Types
 # --------------------------------------------------------------------------------------
 
-_SCALARS = (IntegerType, Float16Type, BFloat16Type, Float32Type, Float64Type)
-_FLOATS = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+_SCALARS = (IntegerType, Float16Type, Float32Type, Float64Type)
+_FLOATS = (Float16Type, Float32Type, Float64Type)  # bf16: xDSL's LLVM emitter has no bfloat
 
 
 def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
@@ -214,7 +213,7 @@ I64_MAX = 2**63 - 1
 def _byte_size(t: Attribute) -> int:
     if isinstance(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
-    if isinstance(t, (Float16Type, BFloat16Type)):
+    if isinstance(t, Float16Type):
         return 2
     if isinstance(t, Float32Type):
         return 4
@@ -236,7 +235,7 @@ def mangle(t: Attribute) -> str:
         return f"v{t.element_count()}{mangle(t.element_type)}"
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    names = {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float64Type: "f64"}
+    names = {Float16Type: "f16", Float32Type: "f32", Float64Type: "f64"}
     if type(t) in names:
         return names[type(t)]
     if isinstance(t, llvm.LLVMPointerType):

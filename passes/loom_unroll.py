@@ -31,7 +31,7 @@ trip count the one-iteration loop left is dropped (MLIR's promoteIfSingleIterati
 copies replace it, the iv read as its lower bound (unless it is the nest's outermost
 loop, which keeps the nest's tag). Factor 1 changes nothing.
 Refused (LoomError, nothing changed): a factor < 1; copies that would make a nest larger
-than `loop_utils.MAX_UNROLLED_OPS` (100,000 ops; the estimate is the loop bodies times
+than `loop_utils.MAX_UNROLLED_OPS` (20,000 ops; the estimate is the loop bodies times
 the copies), checked for every nest before any is changed. Skipped with a remark: a loop
 with no iterations or a single one, and (with a non-constant extent) a loop whose lower
 bound is a max of several expressions.

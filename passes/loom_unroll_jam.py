@@ -55,7 +55,7 @@ than the band has outer loops (for a nest named by `op=`; other nests are skippe
 a remark, unless that is every nest), a jam that breaks a dependence (unroll-jam of L is
 legal iff moving L innermost is: no non-reduction dependence with `<` on L and `>` on a
 loop inside it),
-copies that would make the nest larger than `loop_utils.MAX_UNROLLED_OPS` (100,000 ops:
+copies that would make the nest larger than `loop_utils.MAX_UNROLLED_OPS` (20,000 ops:
 the innermost body times the product of the factors, plus cleanup loops).
 """
 

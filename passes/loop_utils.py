@@ -214,10 +214,12 @@ def used_positions(exprs: Sequence[AffineExpr], num_dims: int) -> set[int]:
 
 
 def simplify(expr: AffineExpr, num_dims: int, num_symbols: int = 0) -> AffineExpr:
-    """The canonical (flattened) form of a pure affine expression; others as they are."""
+    """The canonical (flattened) form of a pure affine expression; others as they are
+    (semi-affine ones, and a division or mod by a non-positive constant, which xDSL's
+    flattener refuses with a ValueError and loom-lower-affine refuses with a location)."""
     try:
         return expr.simplify(num_dims, num_symbols)
-    except NotImplementedError:
+    except (NotImplementedError, ValueError):
         return expr
 
 
@@ -388,10 +390,13 @@ def describe_access(op: affine.LoadOp | affine.StoreOp) -> str:
 # --------------------------------------------------------------------------------------
 
 
-#: the most ops one unroll or unroll-and-jam may leave in a nest: beyond it compile time and
-#: memory (Python IR, then LLVM) run to minutes and gigabytes, for register pressure no CPU
-#: has (loom-default's largest register tile is 14 x 2 vectors: a few hundred ops)
-MAX_UNROLLED_OPS = 100_000
+#: the most ops one unroll or unroll-and-jam may leave in a nest. LLVM's time on one loop
+#: body grows with the square of its memory accesses and more (alias queries between them
+#: in DSE, GVN and LICM; register allocation of the live values): unroll-jam of a 256^3
+#: matmul's i and j by 32 (about 6,000 ops) takes 3.8 s in LLVM, by 64 (about 25,000) 83 s
+#: and 740 MB. Past this limit compile time runs to minutes, for register pressure no CPU
+#: has (loom-default's largest register tile, 14 x 2 vectors, is a few hundred ops).
+MAX_UNROLLED_OPS = 20_000
 
 
 def op_count(op: Operation) -> int:

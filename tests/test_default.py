@@ -429,6 +429,14 @@ def test_plan_no_packing_when_a_and_b_fit_in_l1():
     assert "no packing: A and B fit in L1 together" in plan.describe()
 
 
+def test_plan_counts_a_masked_vector_as_an_accumulator():
+    """A peeled copy 15 columns wide keeps a full and a masked vector per row: 12 vector
+    registers for a 6x15 tile, not 6*15/8 = 11."""
+    plan = plan_matmul(126, 15, 511, AVX2_TARGET)
+    assert (plan.mr, plan.nr) == (6, 15)
+    assert "register tile 6x15 (12 accumulators of 8 lanes)" in plan.describe()
+
+
 @pytest.mark.parametrize("m", [1, 3, 5])
 def test_plan_no_packing_with_fewer_rows_than_mr(m):
     plan = plan_matmul(m, 4096, 4096, AVX2_TARGET)

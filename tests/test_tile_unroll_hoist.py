@@ -164,7 +164,7 @@ def test_invalid_options_from_compile(pipeline, message):
 
 MICRO_KERNEL = (
     "loom-tile{sizes=6,16 op=matmul},loom-interchange{order=0,1,4,2,3 op=matmul},"
-    "loom-unroll-jam{factors=1,1,1,6 op=matmul},loom-vectorize{op=matmul},"
+    "loom-unroll-jam{factors=1,1,1,6 op=matmul},loom-vectorize{width=8 op=matmul},"
     "loom-unroll{factor=2 op=matmul},loom-hoist{op=matmul}"
 )
 

@@ -352,3 +352,20 @@ func.func @index_constant(%m: memref<8xf32>) {
   }
   func.return
 }
+
+// -----
+
+// f80 and f128 are refused wherever they appear (xDSL can neither print nor lower their
+// constants; the fuzzer reached a bare NotImplementedError through loop-level input).
+func.func @f80_argument(%a: memref<8xf80>) {
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'func.func' op has a value of type memref<8xf80>: f80 is not supported (Loom computes in f32 and f64)
+
+// -----
+
+func.func @f128_constant() {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'arith.constant' op has a value of type f128: f128 is not supported
+  %zero = arith.constant 0.000000e+00 : f128
+  func.return
+}

@@ -24,6 +24,14 @@ func.func @v(%x: vector<8xf32>, %y: f32) -> vector<8xf32> {
   func.return %c : vector<8xf32>
 }
 
+// A conditional branch to one block on both edges, with different arguments: a phi takes
+// one value per predecessor, so the false edge gets a block of its own.
+func.func @pick(%c: i1, %x: f32, %y: f32) -> f32 {
+  cf.cond_br %c, ^join(%x : f32), ^join(%y : f32)
+^join(%m: f32):
+  func.return %m : f32
+}
+
 // @f allocates, so it returns a status: 0, or 1 when allocation site 1 (%t) got null.
 // CHECK:       ; Function Attrs: nounwind
 // CHECK-NEXT:  define i32 @f(ptr noalias captures(none) %A, ptr noalias captures(none) %B, i64 %i, i64 %j) #0 {
@@ -64,6 +72,17 @@ func.func @v(%x: vector<8xf32>, %y: f32) -> vector<8xf32> {
 // CHECK-NEXT:    %b = call float @llvm.fabs.f32(float %y)
 // CHECK-NEXT:    %c = call contract <8 x float> @llvm.fma.v8f32(<8 x float> %a, <8 x float> %a, <8 x float> %x)
 // CHECK-NEXT:    ret <8 x float> %c
+
+// CHECK:       define float @pick(i1 %c, float %x, float %y) #0 {
+// CHECK-NEXT:  entry:
+// CHECK-NEXT:    br i1 %c, label %[[JOIN:.*]], label %[[ELSE:.*]]
+// CHECK-EMPTY:
+// CHECK-NEXT:  [[JOIN]]:
+// CHECK-NEXT:    %m = phi float [ %x, %entry ], [ %y, %[[ELSE]] ]
+// CHECK-NEXT:    ret float %m
+// CHECK-EMPTY:
+// CHECK-NEXT:  [[ELSE]]:
+// CHECK-NEXT:    br label %[[JOIN]]
 
 // CHECK-DAG:   declare ptr @aligned_alloc(i64, i64)
 // CHECK-DAG:   declare void @free(ptr)

@@ -79,3 +79,22 @@ func.func @too_large() {
 }
 
 // CHECK: refuse.mlir:[[# @LINE - 5]]:3: error: loom-convert-to-llvm: memref<4611686018427387904x2xf32> spans 36893488147419103232 bytes, more than a 64-bit address or size can hold (2^63 - 1)
+
+// -----
+
+// bf16 has no lowering (xDSL's LLVM emitter has no bfloat type): refused here, not as an
+// internal error at emission.
+func.func @bf16_memref(%a: memref<8xbf16>) {
+  func.return
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 4]]:1: error: loom-convert-to-llvm: unsupported memref element type bf16
+
+// -----
+
+func.func @bf16_value() -> bf16 {
+  %zero = arith.constant 0.000000e+00 : bf16
+  func.return %zero : bf16
+}
+
+// CHECK: refuse.mlir:[[# @LINE - 5]]:1: error: loom-convert-to-llvm: no LLVM type for bf16
