@@ -15,7 +15,6 @@ Every kernel is checked against the float64 numpy product within `error_bound`.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +24,8 @@ from itertools import groupby
 import numpy as np
 
 from compiler.driver import compile
-from compiler.runner import error_bound, median_times
+from compiler.jit import Timings
+from compiler.runner import error_bound, run_and_check, timed_rounds
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,6 @@ class Row:
         return self.max_err <= self.bound
 
 
-def repeats_for(seconds: float, budget: float, at_most: int) -> int:
-    """How many timed runs fit the per-stage budget (at least 3 for a median)."""
-    return max(3, min(at_most, int(budget / max(seconds, 1e-6))))
-
-
 def run_stages(
     sizes=SIZES, stages=STAGES, *, repeat: int = 10, budget: float = 2.0, seed: int = 0,
     on_row: Callable[[Row, dict], None] | None = None, keep_stages: bool = False,
@@ -106,12 +101,10 @@ def run_stages(
             t0 = time.perf_counter()
             kernel = compile(matmul_source(n), pipeline=pipeline, stages=keep_stages)
             compile_seconds = time.perf_counter() - t0
-            got = kernel(a, b)
+            got = kernel(a, b)  # also the warm-up run
             err = float(np.abs(got - want).max())
-            t0 = time.perf_counter()
-            kernel(a, b)
-            reps = repeats_for(time.perf_counter() - t0, budget, repeat)
-            seconds, numpy_seconds = median_times([lambda: kernel(a, b), lambda: np.matmul(a, b)], reps)
+            timing = timed_rounds([lambda: kernel(a, b), lambda: np.matmul(a, b)], budget=budget, at_most=repeat)
+            seconds, numpy_seconds = timing.median(0), timing.median(1)
             row = Row(n, stage.name, pipeline, seconds, flops / seconds / 1e9, numpy_seconds,
                       flops / numpy_seconds / 1e9, err, bound, compile_seconds)
             rows.append(row)
@@ -171,16 +164,11 @@ def torch_matmul(a: np.ndarray, b: np.ndarray) -> Callable[[], object] | None:
     return lambda: torch.matmul(ta, tb)
 
 
-_fresh = itertools.count()
-
-
 def compile_fresh(source: str, pipeline: str):
-    """compile() and its wall time, made a real compile: the driver caches kernels per
-    (source, pipeline), so the source gets a comment of its own (at the end, so that
-    error locations still point at the kernel's lines)."""
-    source = f"{source}// loom-bench: compile #{next(_fresh)}\n"
+    """compile() and its wall time, a real compile: a compile asked for its timings is
+    never served from the cache."""
     t0 = time.perf_counter()
-    kernel = compile(source, pipeline=pipeline)
+    kernel = compile(source, pipeline=pipeline, timings={})
     return kernel, time.perf_counter() - t0
 
 
@@ -226,10 +214,9 @@ class _Problem:
 
 def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rounds: int = 1) -> Measurement:
     """Compile `pipeline` for the problem's shape, check it, and time it interleaved with
-    numpy (and torch): medians of `repeats_for(...)` runs each. With `rounds` > 1 that
-    is done `rounds` times: the times are the medians over the rounds, and each round's
-    loom/numpy is kept (on a shared machine the ratio of one round can be a few percent
-    off)."""
+    numpy (and torch): `timed_rounds`. With `rounds` > 1 the times are the medians over
+    the rounds, and each round's loom/numpy is kept (on a shared machine the ratio of one
+    round can be a few percent off)."""
     a, b = problem.a, problem.b
     kernel, compile_seconds = compile_fresh(matmul_source(*problem.shape), pipeline)
     got = kernel(a, b)  # also the warm-up run
@@ -237,14 +224,11 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rou
     np.matmul(a, b)
     if problem.torch:
         problem.torch()
-    t0 = time.perf_counter()
-    kernel(a, b)
-    reps = repeats_for(time.perf_counter() - t0, budget, repeat)
     fns = [lambda: kernel(a, b), lambda: np.matmul(a, b)] + ([problem.torch] if problem.torch else [])
-    per_round = [median_times(fns, reps) for _ in range(rounds)]
-    seconds, numpy_seconds = (float(np.median([t[i] for t in per_round])) for i in (0, 1))
-    torch_seconds = float(np.median([t[2] for t in per_round])) if problem.torch else None
-    ratios = tuple(t[1] / t[0] for t in per_round) if rounds > 1 else ()
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
+    seconds, numpy_seconds = timing.median(0), timing.median(1)
+    torch_seconds = timing.median(2) if problem.torch else None
+    ratios = timing.ratios() if rounds > 1 else ()
     f = problem.flops / 1e9
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
@@ -370,45 +354,6 @@ def chain_source(n: int, shape: tuple[int, ...] = (64, 64), dtype: str = "f32") 
     return "\n".join(lines)
 
 
-Timings = dict[str, tuple[float, float]]  # stage -> (CPU seconds, wall seconds)
-
-
-def compile_stages(source: str, pipeline: str, filename: str = "<source>") -> Timings:
-    """compile()'s steps one at a time, each timed (CPU and wall seconds), in order:
-    `parse+verify`; each pass of the completed pipeline (a pass that comes twice is
-    `name#2`); `verify` (the final module); `LLVM emission`; then the JIT's `LLVM parse`,
-    `LLVM O3` and `machine code` (compiler.jit.compile_ir). Nothing is cached."""
-    from compiler.context import make_context
-    from compiler.diagnostics import verify
-    from compiler.driver import load_module
-    from compiler.jit import compile_ir, timed
-    from compiler.llvm_emit import to_llvm_ir
-    from compiler.pipelines import build
-
-    timings: Timings = {}
-    with timed(timings, "parse+verify"):
-        module = load_module(source, filename)
-    clock = [time.process_time(), time.perf_counter()]
-
-    def between_passes(previous, _module, _next) -> None:
-        cpu, wall = time.process_time(), time.perf_counter()
-        if previous is not None:
-            name, n = previous.name, 1
-            while name in timings:
-                n += 1
-                name = f"{previous.name}#{n}"
-            timings[name] = (cpu - clock[0], wall - clock[1])
-        clock[:] = [time.process_time(), time.perf_counter()]
-
-    build(pipeline, between_passes, literal=False).apply(make_context(), module)
-    with timed(timings, "verify"):
-        verify(module)
-    with timed(timings, "LLVM emission"):
-        llvm_ir = to_llvm_ir(module)
-    compile_ir(llvm_ir, timings)
-    return timings
-
-
 @dataclass
 class CompileRow:
     """One kernel's compile time by stage, and its compile() checked against numpy."""
@@ -433,47 +378,61 @@ class CompileRow:
         return bool(self.max_err <= self.bound)
 
 
-def _checked_row(name: str, source: str, pipeline: str, stages: Timings) -> CompileRow:
-    """The row of a kernel whose stages were timed: compile() it (fresh, not a cache hit)
-    and check it against the float64 reference on random inputs."""
-    from compiler.runner import run_and_check
+def checked_compile(name: str, source: str, pipeline: str) -> CompileRow:
+    """Compile `source` once, timed stage by stage (`compile(timings=...)`: a real
+    compile, never a cache hit), and check the kernel against the float64 reference on
+    random inputs."""
+    timings: Timings = {}
+    report = run_and_check(source, filename=name, pipeline=pipeline, repeat=3, budget=1e-3, rounds=1,
+                           timings=timings)
+    return CompileRow(name, pipeline, timings, report.compile_seconds, report.max_err, report.bound)
 
-    report = run_and_check(f"{source}// loom-bench: compile #{next(_fresh)}\n", filename=name,
-                           pipeline=pipeline, repeat=3, budget=1e-3, rounds=1)
-    return CompileRow(name, pipeline, stages, report.compile_seconds, report.max_err, report.bound)
 
-
-#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul's
-#: stages cold (the first compile: lazy imports, LLVM's set-up) and warm
+#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul compiled
+#: cold (the first compile: lazy imports, LLVM's set-up) and warm, the warm one checked
 _COLD_PROBE = """
 import json, sys, time
 cpu, wall = time.process_time(), time.perf_counter()
 import compiler
 imported = (time.process_time() - cpu, time.perf_counter() - wall)
-from compiler.bench import compile_stages, matmul_source
+from compiler.bench import checked_compile, matmul_source
 source = matmul_source(*json.loads(sys.argv[1]))
-cold = compile_stages(source, "default")
-warm = compile_stages(source + "// warm\\n", "default")
-print(json.dumps({"import": imported, "cold": cold, "warm": warm}))
+cold = {}
+try:
+    compiler.compile(source, pipeline="default", timings=cold)
+    warm = checked_compile("matmul", source, "default")
+except (ValueError, TypeError, MemoryError) as e:  # a matmul too big for memory, say
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+    sys.exit(0)
+print(json.dumps({"import": imported, "cold": cold, "warm": warm.stages, "compile_seconds": warm.compile_seconds,
+                  "max_err": warm.max_err, "bound": warm.bound}))
 """
 
 
 def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     """In a fresh Python process: the CPU and wall seconds of `import compiler` ("import"),
     and the stages of the default pipeline's matmul of `shape` compiled first ("cold")
-    and again ("warm")."""
+    and again ("warm"); the warm kernel's compile() seconds and check ("compile_seconds",
+    "max_err", "bound")."""
     import json
     import subprocess
     import sys
 
+    from compiler.diagnostics import LoomError
+
     done = subprocess.run([sys.executable, "-c", _COLD_PROBE, json.dumps(list(shape))],
                           capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        from compiler.diagnostics import LoomError
-
-        raise LoomError(f"loom-bench: the cold compile in a fresh process failed: {done.stderr.strip()[-2000:]}")
+    what = f"the matmul {shape_label(shape)}, compiled in a fresh process"
+    if done.returncode != 0:  # a crash or a bug: its traceback's last line
+        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+        raise LoomError(f"{what}, failed (exit status {done.returncode}): {last.strip()}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return {k: ({s: tuple(t) for s, t in v.items()} if k != "import" else tuple(v)) for k, v in result.items()}
+    if "error" in result:
+        raise LoomError(f"{what}: {result['error']}")
+    for when in ("cold", "warm"):
+        result[when] = {stage: tuple(t) for stage, t in result[when].items()}
+    result["import"] = tuple(result["import"])
+    return result
 
 
 def run_compile(
@@ -483,8 +442,8 @@ def run_compile(
     """Compile time by stage: each example (name, source) and each chain of `chains` ops
     with `pipeline`, in this process after a warm-up compile; then, in a fresh process,
     the default pipeline's matmul of shape `matmul` cold and warm. Every kernel is
-    also compiled with compile() and checked. Returns the rows and the (CPU, wall)
-    seconds of `import compiler` in the fresh process (None without `matmul`)."""
+    checked (the one compile timed). Returns the rows and the (CPU, wall) seconds of
+    `import compiler` in the fresh process (None without `matmul`)."""
     compile_fresh(chain_source(2), pipeline)  # lazy imports and LLVM's set-up: not the rows' cost
     rows: list[CompileRow] = []
 
@@ -494,19 +453,16 @@ def run_compile(
             on_row(row)
 
     for name, source in examples:
-        add(_checked_row(name, source, pipeline, compile_stages(source, pipeline, name)))
+        add(checked_compile(name, source, pipeline))
     for n in chains:
-        source = chain_source(n)
-        add(_checked_row(f"chain of {n} adds", source, pipeline, compile_stages(source, pipeline)))
+        add(checked_compile(f"chain of {n} adds", chain_source(n), pipeline))
     if matmul is None:
         return rows, None
     probe = cold_compile(matmul)
     label = f"matmul {shape_label(matmul)}"
-    source = matmul_source(*matmul)
-    checked = _checked_row(label, source, "default", probe["warm"])
     for when in ("cold", "warm"):
-        add(CompileRow(f"{label} ({when})", "default", probe[when], checked.compile_seconds,
-                       checked.max_err, checked.bound))
+        add(CompileRow(f"{label} ({when})", "default", probe[when], probe["compile_seconds"], probe["max_err"],
+                       probe["bound"]))
     return rows, probe["import"]
 
 
@@ -597,6 +553,6 @@ def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
 def bench_machine() -> str:
     import platform
 
-    import llvmlite.binding as llvm
+    from compiler.target import machine
 
-    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {llvm.get_host_cpu_name()}"
+    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {machine().cpu}"

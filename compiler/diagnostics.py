@@ -13,11 +13,11 @@ loom-opt, after every pass, so it is one linear walk.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from xdsl.context import Context
+from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
@@ -35,6 +35,8 @@ from xdsl.ir.affine import AffineConstantExpr
 from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from compiler.session import RECURSION_LIMIT, session
 
 
 class LoomError(ValueError):
@@ -71,13 +73,6 @@ def text_location(data: bytes, offset: int, filename: str) -> str:
 # Deeply nested IR
 # --------------------------------------------------------------------------------------
 
-#: Python's recursion limit while Loom parses, verifies, transforms and prints IR. xDSL does
-#: all four recursively, about 7 frames per level of nested regions, so Python's default
-#: (1,000) stops at about 140 levels; 20,000 takes about 2,800. Measured on a nest of
-#: affine.for 10,000 deep: the parser still raises RecursionError cleanly at a limit of
-#: 50,000 frames and overflows the C stack (SIGSEGV) at 100,000, so 20,000 leaves a margin.
-RECURSION_LIMIT = 20_000
-
 
 def nesting_depth(root: Operation) -> tuple[int, Operation]:
     """The first deepest op under `root` and how many regions enclose it (iteratively:
@@ -96,24 +91,20 @@ def nesting_depth(root: Operation) -> tuple[int, Operation]:
 
 @contextmanager
 def deep_nesting(root: Operation | None = None, what: str = "verifying") -> Iterator[None]:
-    """Run xDSL's recursive parser, verifier, passes or printer with room for deeply nested
-    IR, and turn what still recurses too deep into a LoomError at the deepest op of `root`.
+    """Run xDSL's recursive parser, verifier, passes or printer in a session
+    (compiler/session.py: room for deeply nested IR, the garbage collector paused), and
+    turn what still recurses too deep into a LoomError at the deepest op of `root`.
     A RecursionError in IR that is not deeply nested is a bug and is raised as it is."""
-    old = sys.getrecursionlimit()
-    if old < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)
-    try:
-        yield
-    except RecursionError:
-        if root is None:
-            raise
-        depth, deepest = nesting_depth(root)
-        if depth < RECURSION_LIMIT // 100:
-            raise
-        raise LoomError(too_deep(depth, what), deepest) from None
-    finally:
-        if old < RECURSION_LIMIT:
-            sys.setrecursionlimit(old)
+    with session():
+        try:
+            yield
+        except RecursionError:
+            if root is None:
+                raise
+            depth, deepest = nesting_depth(root)
+            if depth < RECURSION_LIMIT // 100:
+                raise
+            raise LoomError(too_deep(depth, what), deepest) from None
 
 
 def too_deep(depth: int | None, what: str) -> str:
@@ -231,6 +222,7 @@ def verify_ops(root: Operation) -> None:
         if regions_done:
             _verify_op(op)  # first: a loom op's own message names the operand
             _check_float_types(op)
+            _check_loop_step(op)
             continue
         if type(op).verify is Operation.verify:  # a few ops (llvm casts) check it themselves
             _verify_structure(op, count)
@@ -313,6 +305,26 @@ def _check_float_types(op: Operation) -> None:
         if isinstance(element, _UNSUPPORTED_FLOATS):
             raise LoomError(f"'{op.name}' op has a value of type {t}: {element} is not supported "
                             "(Loom computes in f32 and f64)", op)
+
+
+def _check_loop_step(op: Operation) -> None:
+    """A loop's step must be positive, as MLIR's verifiers say (xDSL 0.74 parses
+    `affine.for ... step 0`, an affine.parallel's zero step and an scf.for with a constant
+    step of 0 or less: the first divided by zero in every schedule pass, the others never
+    end)."""
+    if isinstance(op, affine.ForOp):
+        step = op.step.value.data
+    elif isinstance(op, affine.ParallelOp):
+        step = min((s.value.data for s in op.steps), default=1)
+    elif isinstance(op, scf.ForOp) and isinstance(op.step.owner, arith.ConstantOp):
+        value = op.step.owner.value
+        if not isinstance(value, IntegerAttr):
+            return
+        step = value.value.data
+    else:
+        return
+    if step <= 0:
+        raise LoomError(f"'{op.name}' op has the step {step}: a loop's step must be positive", op)
 
 
 def _verify_op(op: Operation) -> None:

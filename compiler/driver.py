@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import affine, func, memref, vector
@@ -20,9 +22,12 @@ from compiler import numpy_reference as ref
 from compiler.context import make_context
 from compiler.diagnostics import LoomError, op_location, parse_module, verify
 from compiler.kernel import AllocationSite, ArgSpec, Kernel
-from compiler.pipelines import build
+from compiler.pipelines import Callback, build
 from compiler.remarks import collect
-from dialects.loom import LoomComputeOp, PrefetchOp
+from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp
+
+if TYPE_CHECKING:  # compiler.jit imports LLVM: not at `import compiler`
+    from compiler.jit import Timings
 
 
 class KernelCache:
@@ -40,10 +45,14 @@ class KernelCache:
     @property
     def size(self) -> int:
         if self._size is None:
-            text = os.environ.get("LOOM_CACHE_SIZE", "64").strip()
-            if not text.isdigit():
-                raise LoomError(f"LOOM_CACHE_SIZE must be a non-negative integer, got {text!r}")
-            self._size = int(text)
+            text = os.environ.get("LOOM_CACHE_SIZE", "64")
+            try:
+                size = int(text)  # not str.isdigit(), which takes "²" and then int() fails
+            except ValueError:
+                size = -1
+            if size < 0:
+                raise LoomError(f"LOOM_CACHE_SIZE must be a non-negative integer, got {text.strip()!r}")
+            self._size = size
         return self._size
 
     def get(self, key: tuple) -> Kernel | None:
@@ -98,13 +107,6 @@ def _print(op) -> str:
     return out.getvalue()
 
 
-def host_cpu_name() -> str:
-    """The LLVM name of the CPU the JIT compiles for (compiler/jit.py: the host)."""
-    from llvmlite import binding
-
-    return binding.get_host_cpu_name()
-
-
 def load_module(source: str | ModuleOp, filename: str = "<source>") -> ModuleOp:
     """Parse MLIR text (or clone a module) and verify it; errors are LoomError."""
     if isinstance(source, ModuleOp):
@@ -134,8 +136,6 @@ def find_entry(module: ModuleOp, entry: str | None, *, option: str = "entry=") -
 
 #: ops that only read the memref operand they are given (a view's results are followed)
 _READS = (memref.LoadOp, memref.DimOp, affine.LoadOp, vector.LoadOp, vector.MaskedLoadOp, PrefetchOp)
-_VIEWS = (memref.SubviewOp, memref.CastOp, memref.ReinterpretCastOp, memref.CollapseShapeOp,
-          memref.ExpandShapeOp, memref.AssumeAlignmentOp)
 
 
 def _may_write(value: SSAValue) -> bool:
@@ -149,7 +149,7 @@ def _may_write(value: SSAValue) -> bool:
         elif isinstance(op, memref.CopyOp):
             if use.index == 1:
                 return True
-        elif isinstance(op, _VIEWS):
+        elif isinstance(op, VIEW_OPS):
             if any(_may_write(r) for r in op.results):
                 return True
         elif not isinstance(op, _READS):
@@ -183,7 +183,7 @@ def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, Alloca
     the allocation sites loom-convert-to-llvm tagged (`ALLOC_SITE`)."""
     from xdsl.dialects import llvm
 
-    from passes.loom_convert_to_llvm import ALLOC_SITE, STATUS, memref_layout
+    from passes.loom_convert_to_llvm import ALLOC_SITE, STATUS
 
     fn = next((op for op in module.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == entry), None)
     if fn is None:
@@ -196,11 +196,9 @@ def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, Alloca
             info = call.attributes.get(ALLOC_SITE)
             if not isinstance(call, llvm.CallOp) or not isinstance(info, DictionaryAttr):
                 continue
-            t = info.data["type"]
-            layout = memref_layout(t)
             name = info.data["name"].data
             sites[info.data["site"].value.data] = AllocationSite(
-                f.sym_name.data, f"%{name}" if name else "", str(t), layout.extent() * layout.element_bytes(),
+                f.sym_name.data, f"%{name}" if name else "", str(info.data["type"]), info.data["bytes"].value.data,
                 op_location(call))
     return fn.function_type.output == STATUS, sites
 
@@ -214,55 +212,67 @@ def compile(
     remarks: bool = False,
     stages: bool = False,
     filename: str = "<source>",
+    timings: Timings | None = None,
 ) -> Kernel:
     """Compile a loom function to machine code.
 
     `source` is MLIR text or a module; `entry` names the function (optional when there is
     one); `pipeline` is a named pipeline (`naive`) or a pass-list string, completed with
-    the steps it leaves out (`compiler.pipelines.complete`). With
+    the steps it leaves out (`compiler.pipelines.complete`); `filename` is what error
+    locations and allocation failures name. With
     `remarks=True` the kernel's `remarks` say what each schedule pass did. With
     `stages=True` every pass's output is verified and kept as text in `kernel.stages`
     (a debugging aid: it costs about a third of the compile time); by default the input
     and the final module are verified. The result is cached in memory per (source,
-    entry, pipeline, num_threads, remarks, stages): the last 64 kernels used
-    (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`).
+    filename, entry, pipeline, num_threads, remarks, stages, `LOOM_TARGET`): the last 64
+    kernels used (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`).
+
+    `timings`, a dict, receives the CPU and wall seconds of each stage, in order:
+    `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
+    pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
+    pass's output); `LLVM emission`; then the JIT's `LLVM parse`, `LLVM O3` and `machine
+    code` (`compiler.jit.compile_ir`). A timed compile neither uses nor fills the cache:
+    it is a real compile (what `loom-bench --compile` measures).
     """
+    from compiler.jit import compile_ir, timed
+    from compiler.llvm_emit import to_llvm_ir
+
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     if not isinstance(source, str | ModuleOp):
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
-    key = (source if isinstance(source, str) else _print(source), entry, pipeline, num_threads, remarks, stages,
-           os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
-    cached = kernel_cache.get(key)
+    key = (source if isinstance(source, str) else _print(source), filename, entry, pipeline, num_threads, remarks,
+           stages, os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
+    cached = kernel_cache.get(key) if timings is None else None
     if cached is not None:
         return cached
 
-    module = load_module(source, filename)
-    fn = find_entry(module, entry)
-    name = fn.sym_name.data
-    inputs, outputs = signature(fn)
-    flops = ref.flops(fn)
+    with timed(timings, "parse+verify"):
+        module = load_module(source, filename)
+    with timed(timings, "set-up"):
+        fn = find_entry(module, entry)
+        name = fn.sym_name.data
+        inputs, outputs = signature(fn)
+        flops = ref.flops(fn)
+        kept: dict[str, str] = {"input": _print(module)} if stages else {}
 
-    kept: dict[str, str] = {"input": _print(module)} if stages else {}
+        def record(prev, mod, _next):
+            verify(mod)
+            if prev is not None:
+                kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = _print(mod)
 
-    def record(prev, mod, _next):
-        verify(mod)
-        if prev is not None:
-            kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = _print(mod)
-
+        passes = build(pipeline, _pass_clock(timings, record if stages else None), literal=False)
     with collect() as collected:
-        build(pipeline, record if stages else None, literal=False).apply(make_context(), module)
+        passes.apply(make_context(), module)
     if not stages:
-        verify(module)
-
-    from compiler.jit import compile_ir
-    from compiler.llvm_emit import to_llvm_ir
-
-    llvm_ir = to_llvm_ir(module)
-    returns_status, sites = _failure_table(module, name)
-    jit_module = compile_ir(llvm_ir)
+        with timed(timings, "verify"):
+            verify(module)
+    with timed(timings, "LLVM emission"):
+        llvm_ir = to_llvm_ir(module)
+        returns_status, sites = _failure_table(module, name)
+    jit_module = compile_ir(llvm_ir, timings)
     kernel = Kernel(
         entry=name,
         inputs=inputs,
@@ -275,13 +285,39 @@ def compile(
         pipeline=pipeline,
         num_threads=num_threads,
         remarks=[str(r) for r in collected] if remarks else [],
-        target=host_cpu_name(),
+        target=jit_module.cpu,
         returns_status=returns_status,
         allocation_sites=sites,
         _module=jit_module,
     )
-    kernel_cache.put(key, kernel)
+    if timings is None:
+        kernel_cache.put(key, kernel)
     return kernel
+
+
+def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | None:
+    """The pipeline's callback for `timings`: the CPU and wall seconds of each pass (a pass
+    that comes twice is `name#2`), then `then` (timed as `verify`: what `stages` adds)."""
+    if timings is None:
+        return then
+    from compiler.jit import timed
+
+    clock = [0.0, 0.0]
+
+    def between_passes(previous, module, following) -> None:
+        cpu, wall = time.process_time(), time.perf_counter()
+        if previous is not None:
+            name, n = previous.name, 1
+            while name in timings:
+                n += 1
+                name = f"{previous.name}#{n}"
+            timings[name] = (cpu - clock[0], wall - clock[1])
+        if then is not None:
+            with timed(timings, "verify"):
+                then(previous, module, following)
+        clock[:] = [time.process_time(), time.perf_counter()]
+
+    return between_passes
 
 
 def reference(source: str | ModuleOp, *arrays: np.ndarray, entry: str | None = None):

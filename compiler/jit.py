@@ -5,7 +5,8 @@ new pass manager at O3 for the host CPU (its name and features; loop and SLP
 vectorization on), then compiled by an MCJIT engine of its own.
 
     optimize(ir_text) -> str          the optimized IR, for tests and --remarks
-    compile_ir(ir_text) -> JITModule  .function_address(name), .optimized_ir, .asm()
+    assembly(ir_text) -> str          the host's assembly of the optimized IR (loom-opt -t asm)
+    compile_ir(ir_text) -> JITModule  .function_address(name), .optimized_ir, .asm(), .cpu
 
 A module's machine code lives as long as its `JITModule` (a `Kernel` holds one): when the
 JITModule is garbage, its engine, and with it the code and LLVM's copy of the module, is
@@ -53,8 +54,9 @@ _retired: list[llvm.ExecutionEngine] = []  # engines of dropped JITModules, free
 
 @dataclass(frozen=True)
 class _Host:
-    """What every module is compiled for: the host CPU, its features, and a target
-    machine for the O3 pipeline and for assembly listings."""
+    """What every module is compiled for: the host CPU (`compiler.target.machine()`'s,
+    the one name Loom gives it), its features, and a target machine for the O3 pipeline
+    and for assembly listings."""
 
     target: llvm.Target
     cpu: str
@@ -73,8 +75,10 @@ def _get_host() -> _Host:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
+        from compiler.target import machine
+
         target = llvm.Target.from_default_triple()
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        cpu, features = machine().cpu, llvm.get_host_cpu_features().flatten()
         _host = _Host(target, cpu, features,
                       target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True))
     return _host
@@ -183,16 +187,35 @@ def optimize(llvm_ir: str) -> str:
         return str(mod)
 
 
+def _emit_assembly(optimized_ir: str, host: _Host) -> str:
+    """The host's assembly of optimized IR text (code generation mutates its module: a
+    fresh one). Call with _lock held."""
+    mod = llvm.parse_assembly(optimized_ir)
+    mod.triple = host.target_machine.triple
+    return host.target_machine.emit_assembly(mod)
+
+
+def assembly(llvm_ir: str) -> str:
+    """The host's assembly of `llvm_ir` optimized at O3: the code `compile_ir` would
+    generate, without an engine. Nothing is linked, so a call to an external symbol the
+    process lacks is a `call` in the listing, not an error."""
+    optimized = optimize(llvm_ir)
+    with _lock:
+        return _emit_assembly(optimized, _get_host())
+
+
 class JITModule:
     """A module compiled by an engine of its own: its machine code lives as long as this
     object (see the module's docstring)."""
 
-    def __init__(self, engine: llvm.ExecutionEngine, optimized_ir: str, symbols: dict[str, str], obj: bytes):
+    def __init__(self, engine: llvm.ExecutionEngine, optimized_ir: str, symbols: dict[str, str], obj: bytes,
+                 cpu: str):
         self._engine: llvm.ExecutionEngine | None = engine
         self._symbols = symbols
         self._asm: str | None = None
         self.optimized_ir = optimized_ir
         self.object_code = obj  # the relocatable object MCJIT linked (ELF on Linux)
+        self.cpu = cpu  # the LLVM CPU the machine code was generated for
 
     @property
     def functions(self) -> list[str]:
@@ -216,10 +239,7 @@ class JITModule:
         """Assembly of the optimized module for the host CPU."""
         with _lock:
             if self._asm is None:
-                host = _get_host()
-                fresh = llvm.parse_assembly(self.optimized_ir)  # codegen mutates its input
-                fresh.triple = host.target_machine.triple
-                self._asm = host.target_machine.emit_assembly(fresh)
+                self._asm = _emit_assembly(self.optimized_ir, _get_host())
             return self._asm
 
     def close(self) -> None:
@@ -297,7 +317,8 @@ def compile_ir(llvm_ir: str, timings: Timings | None = None) -> JITModule:
                 _resolve_symbols(undefined_symbols(obj))
 
             engine = llvm.create_mcjit_compiler(mod, host.new_target_machine())
-            jit_module = JITModule(engine, optimized, symbols, b"")  # from here on, frees the engine when dropped
+            # from here on, jit_module frees the engine when dropped
+            jit_module = JITModule(engine, optimized, symbols, b"", host.cpu)
             engine.set_object_cache(notify_func=on_object)
             engine.finalize_object()  # codegen → on_object → link
         jit_module.object_code = obj = objects[-1] if objects else b""

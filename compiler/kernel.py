@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, TensorTy
 from xdsl.ir import Attribute, Operation
 
 from compiler.diagnostics import LoomError
+from dialects.loom import is_injective
 
 _ffi = cffi.FFI()
 _DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}
@@ -149,6 +150,27 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return True
 
 
+def _layout_message(where: str, spec: ArgSpec, arr: np.ndarray) -> str:
+    """Why `arr` does not fit `spec`'s layout, and what to pass instead. The kernel takes
+    the array's memory as it is: a copy fits an argument it only reads, but one it writes
+    would leave its results in the copy, so the message says to copy them back."""
+    name = spec.name.lstrip("%")
+    if spec.contiguous:
+        head = f"{where} is not C-contiguous (strides {arr.strides}, expected {spec.strides}): "
+        if not spec.in_place:
+            return (f"{head}the kernel reads {spec.name} in place with row-major strides; pass "
+                    f"np.ascontiguousarray({name})")
+        return (f"{head}the kernel writes {spec.name} in place with row-major strides, so a copy would get its "
+                f"results: pass a C-contiguous array (buf = np.ascontiguousarray({name})) and copy them back "
+                f"({name}[...] = buf)")
+    head = f"{where} has strides {arr.strides}, expected {spec.strides} (bytes): the kernel "
+    if not spec.in_place:
+        return (f"{head}reads {spec.name} in place with the layout of {spec.type}; pass an array with exactly "
+                "those strides (a view into a larger array)")
+    return (f"{head}writes {spec.name} in place with the layout of {spec.type}, so a copy would get its results: "
+            "pass a view with exactly those strides into a larger array, and copy the results from it")
+
+
 @dataclass(repr=False)
 class Kernel:
     """A compiled entry function. Call it with the input arrays; it returns the result
@@ -214,8 +236,14 @@ class Kernel:
 
     def _check_overlap(self, arrays: tuple) -> None:
         """An argument the kernel writes must not share memory with any other (the code
-        assumes no aliasing); arguments it only reads may."""
+        assumes no aliasing), nor reach one element from two indices (the schedule passes
+        take distinct indices for distinct elements); arguments it only reads may."""
         for i in self._written:
+            a = arrays[i]
+            if not a.flags.c_contiguous and not is_injective(a.shape, a.strides, a.itemsize):
+                raise ValueError(f"@{self.entry} argument #{i} ({self.inputs[i].name}) is written by the kernel but "
+                                 f"its strides {a.strides} reach some elements from several indices (a broadcast or "
+                                 "as_strided view): an argument the kernel writes must not overlap itself")
             for j, other in enumerate(arrays):
                 if j != i and _overlap(arrays[i], other):
                     raise ValueError(f"@{self.entry} argument #{i} ({self.inputs[i].name}) is written by the kernel "
@@ -237,13 +265,7 @@ class Kernel:
             if arr.shape != spec.shape:
                 raise ValueError(f"{where} has shape {arr.shape}, expected {spec.shape}")
             if not spec.fits(arr):
-                if spec.contiguous:
-                    raise ValueError(f"{where} is not C-contiguous (strides {arr.strides}, expected {spec.strides}): "
-                                     f"the kernel reads {spec.name} in place with row-major strides; pass "
-                                     f"np.ascontiguousarray({spec.name.lstrip('%')})")
-                raise ValueError(f"{where} has strides {arr.strides}, expected {spec.strides} (bytes): the kernel "
-                                 f"reads {spec.name} in place with the layout of {spec.type}; pass an array with "
-                                 "exactly those strides (a view into a larger array)")
+                raise ValueError(_layout_message(where, spec, arr))
             if not arr.flags.aligned:
                 raise ValueError(f"{where} is not aligned to its element size")
             if spec.in_place and not arr.flags.writeable:

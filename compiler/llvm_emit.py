@@ -343,9 +343,9 @@ def to_llvm_ir(module: ModuleOp) -> str:
     reads like clang's: `define void @f(ptr noalias captures(none) %A)`)."""
     from llvmlite import binding
 
-    from compiler.gcpause import paused
+    from compiler.session import session
 
-    with paused():
+    with session():  # the garbage collector paused: see compiler/session.py
         text = str(to_llvmlite_module(module))
     try:  # a private context: LLVM's global one belongs to the JIT (compiler/jit.py)
         parsed = binding.parse_assembly(text, context=binding.create_context())
@@ -368,14 +368,15 @@ class LoomLLVMTarget(Target):
 @dataclass(frozen=True)
 class LoomAsmTarget(Target):
     """`loom-opt -t asm`: the host's assembly of an llvm-dialect module, optimized at O3
-    and compiled for the host CPU as `compile()` does (`kernel.asm()`)."""
+    and compiled for the host CPU as `compile()` does (`kernel.asm()`), with no engine
+    and no linking: a listing needs neither."""
 
     name = "asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from compiler.jit import compile_ir
+        from compiler.jit import assembly
 
-        print(compile_ir(to_llvm_ir(module)).asm(), file=output)
+        print(assembly(to_llvm_ir(module)), file=output)
 
 
 @dataclass(frozen=True)

@@ -50,18 +50,21 @@ def complete(pipeline: str) -> str:
     is; a pass list gets the steps it leaves out, bufferization and the lowering to affine
     in front, the lowering to LLVM behind. So `loom-tile{sizes=32,32,32}` just works.
     An empty pipeline is an error here (there is nothing to complete: name `naive`)."""
+    return ",".join(str(p) for p in completed(pipeline))
+
+
+def completed(pipeline: str) -> list[ArgSpec]:
+    """The passes of `complete(pipeline)`, the pipeline parsed once."""
     if not pipeline.strip():
         raise LoomError(f"empty pass pipeline: name a pipeline ({', '.join(PIPELINES)}) or list "
                         f"passes, e.g. 'loom-tile{{sizes=32,32,32}}'")
-    spec = resolve(pipeline)
-    if spec != pipeline:
-        return spec
-    names = {p.name for p in parse(pipeline)}
-    if names & set(WHOLE_PIPELINE_PASSES):
-        return spec
-    before = [p for p in TO_AFFINE if p not in names]
-    after = [p for p in TO_LLVM if p not in names]
-    return ",".join([*before, spec.strip(), *after])
+    specs = parse(pipeline)
+    names = {p.name for p in specs}
+    if resolve(pipeline) != pipeline or names & set(WHOLE_PIPELINE_PASSES):
+        return specs
+    before = [ArgSpec(p, {}) for p in TO_AFFINE if p not in names]
+    after = [ArgSpec(p, {}) for p in TO_LLVM if p not in names]
+    return [*before, *specs, *after]
 
 
 def parse(pipeline: str) -> list[ArgSpec]:
@@ -141,12 +144,10 @@ Callback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 class LoomPipeline(PassPipeline):
     """A pass pipeline whose passes may recurse as deep as the IR is nested (xDSL's
     rewriters and walkers recurse per region); too deep is a LoomError at the deepest op.
-    The cyclic garbage collector waits until the pipeline is done (compiler/gcpause.py)."""
+    The cyclic garbage collector waits until the pipeline is done (compiler/session.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from compiler.gcpause import paused
-
-        with deep_nesting(op, "running the pass pipeline"), paused():
+        with deep_nesting(op, "running the pass pipeline"):
             super().apply(ctx, op)
 
 
@@ -155,8 +156,10 @@ def build(spec: str, callback: Callback | None = None, *, literal: bool = True) 
     completes it first (see `complete`)."""
     from passes import get_all_passes
 
-    full = resolve(spec) if literal else complete(spec)
-    specs = parse(full) if full.strip() else []
+    if literal:
+        specs = parse(spec) if resolve(spec).strip() else []
+    else:
+        specs = completed(spec)
     available = get_all_passes()
     try:
         passes = tuple(available[p.name]().from_pass_spec(p) for p in specs)

@@ -4,20 +4,25 @@ What is checked: every result of a function on tensors, and for a function on me
 every argument the kernel writes (the reference writes its `outs` into copies of the
 same inputs). A memref argument with a strided layout is made as a view into a larger
 buffer of NaNs, so a read outside the view shows up as a NaN in the result and a write
-outside it as a changed padding element. Timing is loom-bench's (compiler/bench.py): a
-time budget per round, several rounds, the runs of loom and numpy interleaved.
+outside it (before its first element too) as a changed padding element. Timing is
+`timed_rounds`, loom-bench's too: a time budget per round, several rounds, the runs of
+loom and numpy interleaved.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compiler import numpy_reference as ref
 from compiler.driver import compile, find_entry, load_module
 from compiler.kernel import ArgSpec
+
+if TYPE_CHECKING:
+    from compiler.jit import Timings
 
 
 def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:
@@ -28,14 +33,14 @@ def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:
 
 def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
     """`values` in an array with `spec`'s layout: itself when that is C-contiguous, else a
-    view with the spec's strides into a buffer that reaches from the pointer the kernel is
-    passed (the layout's offset before element 0), the rest of it `fill`."""
+    view with the spec's strides into a buffer (its `base`) that reaches from the pointer
+    the kernel is passed (the layout's offset before element 0), the rest of it `fill`."""
     if spec.contiguous:
         return np.ascontiguousarray(values, dtype=spec.dtype)
     itemsize = spec.dtype.itemsize
     reach = sum(max(0, (n - 1) * s) for n, s in zip(spec.shape, spec.strides)) if 0 not in spec.shape else 0
     base = np.full(spec.offset + reach // itemsize + 1, fill, dtype=spec.dtype)
-    view = np.lib.stride_tricks.as_strided(base[spec.offset:], spec.shape, spec.strides)
+    view = np.ndarray(spec.shape, spec.dtype, buffer=base, offset=spec.offset * itemsize, strides=spec.strides)
     view[...] = values
     return view
 
@@ -47,15 +52,25 @@ def random_inputs(specs, seed: int) -> list[np.ndarray]:
 
 
 def outside_view(a: np.ndarray) -> np.ndarray:
-    """The elements of a strided view's buffer (from its first element) that it does not
-    show: the NaN padding `array_with_layout` put there."""
-    if a.base is None or a.size == 0 or a.flags.c_contiguous or min(a.strides) < 0:
+    """The elements of the buffer under a view made by `array_with_layout` that the view
+    does not show: the `fill` padding, the `offset` elements before the view's first
+    element included (where a wrong base pointer would write). Empty for an array that
+    is not such a view."""
+    base = a.base
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != a.dtype or not base.flags.c_contiguous:
         return np.empty(0, a.dtype)
-    reach = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // a.itemsize + 1
-    span = np.lib.stride_tricks.as_strided(a, (reach,), (a.itemsize,))
-    shown = np.zeros(reach, bool)
-    np.lib.stride_tricks.as_strided(shown, a.shape, tuple(s // a.itemsize for s in a.strides))[...] = True
-    return span[~shown]
+    shown = np.zeros(base.size, bool)
+    if a.size:
+        start = (a.ctypes.data - base.ctypes.data) // a.itemsize
+        strides = tuple(s // a.itemsize for s in a.strides)
+        np.ndarray(a.shape, bool, buffer=shown, offset=start, strides=strides)[...] = True
+    return base[~shown]
+
+
+def repeats_for(seconds: float, budget: float, at_most: int) -> int:
+    """How many timed runs of `seconds` each fit `budget` (at least 3 for a median, at
+    most `at_most`)."""
+    return max(3, min(at_most, int(budget / max(seconds, 1e-6))))
 
 
 def median_times(fns, repeat: int) -> list[float]:
@@ -68,6 +83,39 @@ def median_times(fns, repeat: int) -> list[float]:
             f()
             ts.append(time.perf_counter() - t0)
     return [float(np.median(ts)) for ts in times]
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What `timed_rounds` measured: `runs` timed runs of each function per round, and
+    each round's median seconds of each function (`per_round[r][f]`)."""
+
+    runs: int
+    per_round: tuple[tuple[float, ...], ...]
+
+    def median(self, f: int = 0) -> float:
+        """Function `f`'s seconds: the median of its rounds' medians."""
+        return float(np.median([t[f] for t in self.per_round]))
+
+    def round_medians(self, f: int = 0) -> tuple[float, ...]:
+        return tuple(t[f] for t in self.per_round)
+
+    def ratios(self, f: int = 1) -> tuple[float, ...]:
+        """Each round's speed of function 0 relative to `f` (its seconds over function 0's):
+        loom/numpy with numpy as function 1."""
+        return tuple(t[f] / t[0] for t in self.per_round)
+
+
+def timed_rounds(fns, *, budget: float, at_most: int, rounds: int = 1) -> Rounds:
+    """Time `fns` (their first is the kernel) as loom-run and loom-bench do: one run of the
+    first, warm (the caller has run it once: the check), sizes the rounds: as many runs as
+    fit `budget` seconds (`repeats_for`); then `rounds` rounds of that many runs each, the
+    functions interleaved (`median_times`). A shared machine's noise moves one round: the
+    caller reports the median of the rounds, and their range."""
+    t0 = time.perf_counter()
+    fns[0]()
+    runs = repeats_for(time.perf_counter() - t0, budget, at_most)
+    return Rounds(runs, tuple(tuple(median_times(fns, runs)) for _ in range(rounds)))
 
 
 @dataclass
@@ -146,23 +194,22 @@ def run_and_check(
     seed: int = 0,
     num_threads: int | None = None,
     compare_numpy: bool = False,
+    timings: Timings | None = None,
 ) -> Report:
     """Compile, run once on random inputs and check against the float64 reference, then
     time: `rounds` rounds of at most `repeat` runs each, as many as fit `budget` seconds
-    (at least 3), interleaved with numpy's runs when `compare_numpy`."""
-    from compiler.bench import repeats_for  # bench imports this module
-
+    (at least 3), interleaved with numpy's runs when `compare_numpy` (`timed_rounds`).
+    With `timings`, the compile is timed stage by stage into it (see `compile`)."""
     module = load_module(text, filename)
     fn = find_entry(module, entry, option="--entry")
     t0 = time.perf_counter()
-    kernel = compile(text, entry=fn.sym_name.data, pipeline=pipeline, num_threads=num_threads, filename=filename)
+    kernel = compile(text, entry=fn.sym_name.data, pipeline=pipeline, num_threads=num_threads, filename=filename,
+                     timings=timings)
     compile_seconds = time.perf_counter() - t0
 
     arrays = random_inputs(kernel.inputs, seed)
     reference_args = [a.astype(np.float64) for a in arrays]  # the reference writes outs into these
-    t0 = time.perf_counter()
     got = kernel(*arrays)
-    first_seconds = time.perf_counter() - t0
     want = list(ref.evaluate(fn, reference_args))
     written = [i for i, s in enumerate(kernel.inputs) if s.in_place]
     got_list = ([got] if len(kernel.outputs) == 1 else list(got or ())) + [arrays[i] for i in written]
@@ -177,15 +224,13 @@ def run_and_check(
     fns = [lambda: kernel(*arrays)]
     if compare_numpy:  # numpy on the same work, in the inputs' own dtype
         fns.append(lambda: ref.evaluate(fn, arrays, dtype=arrays[0].dtype))
-    runs = repeats_for(first_seconds, budget, repeat)
-    per_round = [median_times(fns, runs) for _ in range(rounds)]
-    seconds = float(np.median([t[0] for t in per_round]))
-    numpy_seconds = float(np.median([t[1] for t in per_round])) if compare_numpy else None
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
+    seconds = timing.median()
     shapes = ", ".join("x".join(map(str, s.shape)) + f" {s.dtype}" for s in kernel.inputs)
     return Report(
         filename=filename, entry=kernel.entry, pipeline=pipeline, shapes=f"({shapes})",
         max_err=max_err, bound=bound, seconds=seconds, gflops=kernel.flops / seconds / 1e9,
-        compile_seconds=compile_seconds, numpy_seconds=numpy_seconds, notes=notes, checked=checked,
-        runs=runs, round_seconds=tuple(t[0] for t in per_round),
-        ratios=tuple(t[1] / t[0] for t in per_round) if compare_numpy else (),
+        compile_seconds=compile_seconds, numpy_seconds=timing.median(1) if compare_numpy else None, notes=notes,
+        checked=checked, runs=timing.runs, round_seconds=timing.round_medians(),
+        ratios=timing.ratios() if compare_numpy else (),
     )

@@ -23,9 +23,11 @@ to loops and the numpy reference.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -41,7 +43,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Dialect, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -63,17 +65,82 @@ ShapedT = TensorType | MemRefType
 ELEMENT_TYPES = (f32, f64)
 
 
-def memref_root(value: SSAValue) -> SSAValue:
-    """The buffer a memref value views: through any op that makes a memref out of another
-    (subview, cast, reinterpret_cast, collapse_shape, expand_shape, ...), up to an argument
-    or allocation. Distinct roots are distinct buffers (function arguments are noalias).
+#: ops whose memref result views the buffer of their first operand and no other (a
+#: subview, a cast, a reshape): what `memref_root` follows. Shared with compiler/driver.py's
+#: written-argument analysis. Any other op that makes a memref (arith.select of two, an
+#: scf.if or a call's result) may give any buffer.
+VIEW_OPS = (
+    memref.SubviewOp, memref.CastOp, memref.ReinterpretCastOp, memref.CollapseShapeOp,
+    memref.ExpandShapeOp, memref.ViewOp, memref.MemorySpaceCastOp, memref.AssumeAlignmentOp,
+)
+#: ops whose memref result is a new buffer, distinct from every other
+BUFFER_OPS = (memref.AllocOp, memref.AllocaOp)
+
+
+def memref_root(value: SSAValue) -> SSAValue | None:
+    """The buffer a memref value views: through VIEW_OPS up to a function's argument or an
+    allocation (BUFFER_OPS). Distinct roots are distinct buffers (function arguments are
+    noalias). None for a buffer of unknown origin (`arith.select %c, %a, %b`, an scf.if's
+    or a call's result, a loop's iter_arg), which may be any buffer: see `may_alias`.
     Shared by the aliasing rule of the verifiers below and the schedule passes."""
-    while isinstance(owner := value.owner, Operation) and not owner.regions:
-        sources = [v for v in owner.operands if isinstance(v.type, MemRefType)]
-        if not sources:
-            break
-        value = sources[0]
-    return value
+    while isinstance(owner := value.owner, VIEW_OPS):
+        value = owner.operands[0]
+    if isinstance(value.owner, BUFFER_OPS) or _is_function_argument(value):
+        return value
+    return None
+
+
+def _is_function_argument(value: SSAValue) -> bool:
+    if not isinstance(value, BlockArgument):
+        return False
+    fn = value.block.parent_op()
+    return isinstance(fn, func.FuncOp) and value.block is fn.body.blocks.first
+
+
+def unknown_origin(value: SSAValue) -> str:
+    """Where a memref that `memref_root` cannot follow comes from, for messages: `the
+    result of 'arith.select'`, `a block argument of 'scf.for'`."""
+    while isinstance(owner := value.owner, VIEW_OPS):
+        value = owner.operands[0]
+    if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        return f"a block argument of '{parent.name}'" if parent is not None else "a block argument"
+    return f"the result of '{value.owner.name}'"
+
+
+def may_alias(a: SSAValue, b: SSAValue) -> bool:
+    """Whether memrefs `a` and `b` may reach elements of one buffer: they have one root,
+    or either root is unknown."""
+    root_a, root_b = memref_root(a), memref_root(b)
+    return root_a is None or root_b is None or root_a is root_b
+
+
+def is_injective(shape: Sequence[int], strides: Sequence[int], itemsize: int = 1) -> bool:
+    """Whether a strided layout reaches a distinct element from each index tuple, so that
+    distinct subscripts are distinct elements. Sorted by |stride|, each dimension longer
+    than 1 must step at least past the span of those inside it: a zero stride (a
+    broadcast) or `strided<[1, 1]>` on 9x9 fails. Sufficient, not necessary (a layout it
+    refuses is treated as overlapping). A dynamic extent (< 0) counts as unbounded;
+    `itemsize` is an element's size in the strides' unit (numpy's strides are in bytes)."""
+    if 0 in shape:
+        return True  # no element at all
+    span: float = itemsize  # the extent the inner dimensions reach, from one element
+    for n, stride in sorted(((n, abs(s)) for n, s in zip(shape, strides) if n != 1), key=lambda d: d[1]):
+        if stride < span:
+            return False
+        span = math.inf if n < 0 else span + stride * (n - 1)
+    return True
+
+
+def layout_is_injective(t: MemRefType) -> bool:
+    """`is_injective` for a memref type: true for the identity layout, false for a layout
+    with dynamic strides or one that is not strided (what it reaches is unknown)."""
+    if isinstance(t.layout, NoneAttr):
+        return True
+    strides = t.get_strides()
+    if strides is None or any(s is None for s in strides):
+        return False
+    return is_injective(t.get_shape(), strides)  # type: ignore[arg-type]
 
 
 def _static_layout(t: MemRefType) -> bool:
@@ -217,15 +284,25 @@ class LoomComputeOp(IRDLOperation):
         """The outs buffer must not be an input's, nor overlap one through a view: the
         loops read the inputs while they write the output (matmul's zero fill of C would
         wipe A first). Elementwise ops may write over an input with the output's shape and
-        layout, which each iteration reads before it writes the same element."""
+        layout, which each iteration reads before it writes the same element. A buffer of
+        unknown origin (`memref_root`) may be any other: only the outs value itself is
+        known to be the same."""
         out = self.outs[0]
         root = memref_root(out)
         for i, v in enumerate(self.ins):
-            if memref_root(v) is not root:
+            if not may_alias(v, out):
                 continue
-            same = v is out or (v.type == out.type and _static_layout(out.type))
+            known = root is not None and memref_root(v) is root
+            same = v is out or (known and v.type == out.type and _static_layout(out.type))
             if self.IN_PLACE and same:
                 continue
+            if not known and v is not out:
+                which = f"the outs operand is {unknown_origin(out)}" if root is None else f"it is {unknown_origin(v)}"
+                raise VerifyException(
+                    f"outs operand may view the same buffer as {self._describe(i)}: {which}, which may be any "
+                    f"buffer, and {self.name} needs its output to be a separate buffer"
+                    f"{' or the input itself' if self.IN_PLACE else ''}"
+                )
             what = "is" if v is out else "views the same buffer as"
             if not self.IN_PLACE:
                 raise VerifyException(

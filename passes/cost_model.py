@@ -139,8 +139,9 @@ def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]
 
 
 def _fit(extent: int, budget: int, multiple: int) -> int:
-    """The largest multiple of `multiple` that is at most `budget` (at least `multiple`),
-    clamped to `extent` rounded up to a multiple."""
+    """The largest multiple of `multiple` that is at most `budget`, clamped to `extent`
+    rounded up to a multiple, and never below `multiple` itself: a budget smaller than
+    one multiple, or an extent of 0, still gives `multiple`."""
     size = max(multiple, budget // multiple * multiple)
     return max(multiple, min(size, -(-extent // multiple) * multiple))
 

@@ -33,9 +33,14 @@ floordiv/mod of a loop variable, an index computed by a non-affine op or in an i
 loop, `memref.load`/`store` or another op that touches the memref) gets a conservative
 `*` on every loop, and so does a pair that reaches one buffer through different memref
 values (the buffer and a `memref.subview` of it, say: their subscripts count in different
-index spaces). Distinct buffers never alias (function arguments are noalias,
-`loop_utils.memref_root` follows views to the buffer); the same memref accessed through
-different maps is analysed. On a loop with
+index spaces), and a pair on a memref whose layout reaches one element from several
+index tuples (`strided<[1, 1]>`, a zero stride: `dialects.loom.layout_is_injective`),
+where distinct subscripts need not be distinct elements. Distinct buffers never alias:
+`dialects.loom.memref_root` follows view ops to a function argument (noalias) or an
+allocation. A memref of unknown origin (`arith.select` of two buffers, an `scf.if`'s or
+a call's result) may be any buffer: its accesses pair with those of every buffer, `*`
+on every loop (with its own accesses through the same value, analysed). The same memref
+accessed through different maps is analysed. On a loop with
 constant bounds a distance must also be a multiple of the step, shorter than the extent.
 
 Accumulations `x = load M[f]; ...; store x + y, M[f]` (a chain of adds, nothing else
@@ -69,7 +74,8 @@ from xdsl.ir.affine import (
 )
 from xdsl.traits import MemoryEffectKind, get_effects
 
-from passes.loop_utils import constant_bounds, describe_access, memref_root, step_of, value_name
+from dialects.loom import layout_is_injective, memref_root, unknown_origin
+from passes.loop_utils import constant_bounds, describe_access, step_of, value_name
 
 
 @dataclass
@@ -88,13 +94,17 @@ class Dependence:
     #: the exact distance per loop where known (None where the direction is `*`),
     #: None for a conservative dependence
     distance: tuple[int | None, ...] | None = None
+    #: why a conservative dependence is assumed, when it is for the memref rather than
+    #: the subscripts (a buffer of unknown origin, a layout that overlaps itself)
+    because: str = ""
 
     def describe(self) -> str:
         """`store %A[%i, %j] (line 12) -> load %A[%i - 1, %j + 1] (line 11), direction (<, >)`"""
         kind = " (reduction)" if self.is_reduction else ""
+        because = f" ({self.because})" if self.because else ""
         return (
             f"{access_text(self.source)} -> {access_text(self.sink)}, "
-            f"direction ({', '.join(self.directions)}){kind}"
+            f"direction ({', '.join(self.directions)}){kind}{because}"
         )
 
 
@@ -236,9 +246,10 @@ class _Access:
     width: int
 
     @property
-    def buffer(self) -> SSAValue:
+    def buffer(self) -> SSAValue | None:
         """The buffer behind the memref (a view's source): accesses to one buffer may
-        touch the same element, whatever memref value they go through."""
+        touch the same element, whatever memref value they go through. None: of unknown
+        origin, any buffer."""
         return memref_root(self.memref)
 
 
@@ -406,24 +417,30 @@ def band_dependences(band: list[affine.ForOp]) -> list[Dependence]:
     reductions = _accumulations(accesses)
     bounds = [_trip_bounds(loop) for loop in band]
     deps: list[Dependence] = []
-    # each access paired with those after it (itself included) of its own buffer, in
-    # order: the pairs of other buffers, most of an unrolled body's n^2, are never looked at
-    buffers = [a.buffer for a in accesses]
-    same_buffer: dict[SSAValue, list[_Access]] = {}
-    for a, buffer in zip(accesses, buffers):
-        same_buffer.setdefault(buffer, []).append(a)
-    seen: dict[SSAValue, int] = {}
-    for a, buffer in zip(accesses, buffers):
-        group = same_buffer[buffer]
-        start = seen[buffer] = seen.get(buffer, -1) + 1
-        for b in group[start:]:
-            if not (a.is_write or b.is_write) or (a is b and not a.is_write):
-                continue
-            reduction = (
-                a.op in reductions and b.op in reductions and a.subscripts == b.subscripts and a.width == b.width
-            )
-            deps.extend(_pair_dependences(a, b, bounds, reduction))
+    for a, b in _pairs(accesses):
+        if not (a.is_write or b.is_write) or (a is b and not a.is_write):
+            continue
+        reduction = a.op in reductions and b.op in reductions and a.subscripts == b.subscripts and a.width == b.width
+        deps.extend(_pair_dependences(a, b, bounds, reduction))
     return deps
+
+
+def _pairs(accesses: Sequence[_Access]) -> Iterable[tuple[_Access, _Access]]:
+    """The pairs of accesses that may touch one element, each in program order (an access
+    with itself included): those of one buffer, and those of a buffer of unknown origin
+    with every other. The pairs of distinct buffers, most of an unrolled body's n^2, are
+    never looked at."""
+    groups: dict[SSAValue | None, list[int]] = {}
+    for position, a in enumerate(accesses):
+        groups.setdefault(a.buffer, []).append(position)
+    anywhere = groups.pop(None, [])
+    for members in (*groups.values(), anywhere):
+        for i, first in enumerate(members):
+            for second in members[i:]:
+                yield accesses[first], accesses[second]
+    for members in groups.values():
+        for first, second in itertools.product(members, anywhere):
+            yield accesses[min(first, second)], accesses[max(first, second)]
 
 
 def _trip_bounds(loop: affine.ForOp) -> tuple[int, int] | None:
@@ -441,7 +458,7 @@ def _pair_dependences(
     n = len(bounds)
     rows = _uniform_rows(a, b)
     if rows is None:
-        return [Dependence(a.op, b.op, a.memref, ("*",) * n, False)]
+        return [Dependence(a.op, b.op, a.memref, ("*",) * n, False, because=_memref_reason(a, b))]
     deps = []
     for distance in _solutions(rows, tuple(bounds)):
         dirs = tuple("*" if d is None else "<" if d > 0 else ">" if d < 0 else "=" for d in distance)
@@ -456,12 +473,24 @@ def _pair_dependences(
     return _unique(deps)
 
 
+def _memref_reason(a: _Access, b: _Access) -> str:
+    """Why the pair's memrefs alone make its dependence conservative, if they do."""
+    unknown = next((v for v in (a.memref, b.memref) if memref_root(v) is None), None)
+    if unknown is not None:
+        return f"{value_name(unknown)}, {unknown_origin(unknown)}, may be any buffer"
+    if a.memref is b.memref and not layout_is_injective(a.memref.type):  # type: ignore[arg-type]
+        return f"the layout of {value_name(a.memref)} reaches some elements from several indices"
+    return ""
+
+
 def _uniform_rows(a: _Access, b: _Access) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] | None:
     """The equations on the distance d = (b's iteration - a's): per subscript, its
     coefficients and the constants it may equal (several along a vector's last
     dimension). None when the pair is not uniform (or not analysable)."""
     if a.memref is not b.memref or a.subscripts is None or b.subscripts is None:
         return None  # (through different views of the buffer: different index spaces)
+    if not layout_is_injective(a.memref.type):  # type: ignore[arg-type]
+        return None  # distinct subscripts may be one element
     if len(a.subscripts) != len(b.subscripts):
         return None
     rows = []

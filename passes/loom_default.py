@@ -96,12 +96,11 @@ class LoomDefaultPass(ModulePass):
                        "(a zero-size dimension), so the nest runs nothing")
                 continue
             if tag == "matmul":
-                self._matmul(ctx, op, nest, temporary, skip, target)
+                self._matmul(ctx, nest, temporary, skip, target)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
-                _run_on(ctx, op, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+                _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
 
-    def _matmul(self, ctx: Context, module: ModuleOp, nest: affine.ForOp, temporary: str, skip: set[str],
-                target: Target) -> None:
+    def _matmul(self, ctx: Context, nest: affine.ForOp, temporary: str, skip: set[str], target: Target) -> None:
         """Peel the nest for the register tile, then plan and schedule the main nest and
         each peeled copy for its own extents (a 1-row copy gets the matrix-vector plan)."""
         shape = _matmul_shape(nest)
@@ -126,13 +125,13 @@ class LoomDefaultPass(ModulePass):
             rows = plan.mr if plan.rows_tiled else 1
             sizes = _csv([1] * batch + [rows, plan.nr])
             nests = []
-            for sub in _run_on(ctx, module, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}"):
+            for sub in _run_on(ctx, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}"):
                 plan = plan_of(sub)
                 if plan.rows_tiled or plan.n % plan.nr == 0:
                     nests.append(sub)
                     continue
                 columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
-                nests += _run_on(ctx, module, sub, temporary, columns)
+                nests += _run_on(ctx, sub, temporary, columns)
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
@@ -141,7 +140,7 @@ class LoomDefaultPass(ModulePass):
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
             remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
-            _run_on(ctx, module, sub, tag, spec)
+            _run_on(ctx, sub, tag, spec)
 
 
 def _empty_loop(nest: affine.ForOp) -> affine.ForOp | None:
@@ -224,7 +223,7 @@ def _csv(values: list[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def _run_on(ctx: Context, module: ModuleOp, nest: affine.ForOp, tag: str, spec: str) -> list[affine.ForOp]:
+def _run_on(ctx: Context, nest: affine.ForOp, tag: str, spec: str) -> list[affine.ForOp]:
     """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
     tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their tag
     back after. Returns those nests. The passes see the nest's function alone (`_alone`)."""

@@ -62,6 +62,7 @@ from xdsl.traits import (
 )
 
 from compiler.remarks import remark
+from dialects.loom import layout_is_injective, unknown_origin
 from passes.affine_forms import access_in_bounds
 from passes.loop_transforms import (
     drop_unused_operands,
@@ -126,11 +127,13 @@ class LoomHoistPass(ModulePass):
                 hoist_before(op, loop)
                 moved.append(op.name)
             elif isinstance(op, affine.LoadOp):
-                if memref_root(op.memref) in stored:
+                root = memref_root(op.memref)
+                if root in stored:
                     continue  # scalar replacement's remark says why the element stays
-                if unknown:
-                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: "
-                           "an op with unknown memory effects is in the loop")
+                if unknown is None and root is None and stored:
+                    unknown = f"{value_name(op.memref)}, {unknown_origin(op.memref)}, may be a buffer the loop writes"
+                if unknown is not None:
+                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: {unknown}")
                 elif not (access_in_bounds(op) or provably_nonempty(loop)):
                     remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: "
                            "its indices are not provably in bounds (the loop may not run)")
@@ -146,12 +149,17 @@ class LoomHoistPass(ModulePass):
 
     def _promote(self, loop: affine.ForOp) -> None:
         unknown = _stored_roots(loop)[1]
-        touching: dict[SSAValue, list[Operation]] = {}
+        touching: dict[SSAValue | None, list[Operation]] = {}
+        anywhere: SSAValue | None = None  # a memref of unknown origin the loop accesses
         for op in loop.walk():
             if op is loop:
                 continue
-            for root in dict.fromkeys(memref_root(v) for v in op.operands if isinstance(v.type, MemRefType)):
+            memrefs = [v for v in op.operands if isinstance(v.type, MemRefType)]
+            for root in dict.fromkeys(memref_root(v) for v in memrefs):
                 touching.setdefault(root, []).append(op)
+            anywhere = anywhere or next((v for v in memrefs if memref_root(v) is None), None)
+        if unknown is None and anywhere is not None:
+            unknown = f"{value_name(anywhere)}, {unknown_origin(anywhere)}, may be any buffer"
         groups: list[list[Access]] = []
         promoted: list[str] = []
         for root, ops in touching.items():
@@ -159,7 +167,7 @@ class LoomHoistPass(ModulePass):
             invariant = [o for o in ops if isinstance(o, Access) and _invariant_address(o, loop)]
             if not stores or not invariant:
                 continue  # read-only (for code motion), or every address moves with the loop
-            found = "an op with unknown memory effects is in the loop" if unknown else _groups(loop, ops)
+            found = unknown if unknown is not None else _groups(loop, ops)
             if isinstance(found, str):
                 remark(self.name, invariant[0],
                        f"{_describe(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}")
@@ -183,11 +191,12 @@ def _speculatable(op: Operation) -> bool:
     )
 
 
-def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
-    """The buffers something in the loop may write, and whether an op with unknown
-    memory effects and no memref operand (that could write anything) is in the loop."""
-    stored: set[SSAValue] = set()
-    unknown = False
+def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue | None], str | None]:
+    """The buffers something in the loop may write (None among them: one of unknown
+    origin), and why the loop may write any buffer at all, if it may: an op with unknown
+    memory effects and no memref operand, or a write through a memref of unknown origin."""
+    stored: set[SSAValue | None] = set()
+    anything = None
     for op in loop.walk():
         if op.regions or isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp) or _speculatable(op):
             continue  # the ops inside regions are walked themselves
@@ -196,8 +205,13 @@ def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue], bool]:
             continue
         memrefs = [v for v in op.operands if isinstance(v.type, MemRefType)]
         stored.update(memref_root(v) for v in memrefs)
-        unknown |= effects is None and not memrefs and not op.has_trait(IsTerminator)
-    return stored, unknown
+        if anything is not None:
+            continue
+        if effects is None and not memrefs and not op.has_trait(IsTerminator):
+            anything = "an op with unknown memory effects is in the loop"
+        elif (wild := next((v for v in memrefs if memref_root(v) is None), None)) is not None:
+            anything = f"'{op.name}' in the loop writes {value_name(wild)}, {unknown_origin(wild)}, which may be any buffer"
+    return stored, anything
 
 
 def _invariant_address(op: Access, loop: affine.ForOp) -> bool:
@@ -239,6 +253,9 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
     accesses: list[Access] = ops  # type: ignore[assignment]
     if len({access_memref(op) for op in accesses}) > 1:
         return "it is accessed through several views"
+    memref = access_memref(accesses[0])
+    if not layout_is_injective(memref.type):  # type: ignore[arg-type]
+        return f"its layout {memref.type.layout} reaches some elements from several indices"
     values, addresses = unify_operands(*(_address(op) for op in accesses), through_apply=True)
     by_address: dict[tuple, list[Access]] = {}
     for op, address in zip(accesses, addresses):

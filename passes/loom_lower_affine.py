@@ -33,8 +33,8 @@ scf.for %ii = %lb to %ub step %c1 {
 }
 ```
 
-What it cannot lower (a floordiv/ceildiv/mod by a non-constant or non-positive divisor, a
-non-positive step, `affine.parallel` with reductions, an affine op it does not know) is
+What it cannot lower (a floordiv/ceildiv/mod by a non-constant or non-positive divisor,
+`affine.parallel` with reductions, an affine op it does not know) is
 refused with a `LoomError` pointing at the op. The mechanics (`expand_affine_expr`,
 `expand_affine_map`, `expand_min_max`, `expand_integer_set`) are module-level functions
 that other passes can import.
@@ -368,9 +368,7 @@ class LowerAffineFor(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.ForOp, rewriter: PatternRewriter) -> None:
-        step = op.step.value.data
-        if step <= 0:
-            raise LoomError(f"loom-lower-affine: affine.for step must be positive, got {step}", op)
+        step = op.step.value.data  # positive: compiler.diagnostics verifies it
         with _refusing(op):
             lb = expand_min_max(rewriter, op.lowerBoundMap.data, op.lowerBoundOperands, "max", op.location)
             ub = expand_min_max(rewriter, op.upperBoundMap.data, op.upperBoundOperands, "min", op.location)

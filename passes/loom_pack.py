@@ -103,6 +103,7 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError, op_location
 from compiler.remarks import remark
+from dialects.loom import VIEW_OPS, may_alias, unknown_origin
 from passes.affine_forms import (
     FootprintDim,
     FootprintError,
@@ -115,6 +116,7 @@ from passes.affine_forms import (
 )
 from passes.loop_transforms import LoopBounds, build_affine_nest, retarget_load
 from passes.loop_utils import (
+    SelectionError,
     enclosing_loops,
     iv_name,
     memref_root,
@@ -160,10 +162,10 @@ class LoomPackPass(ModulePass):
         location = None
         try:
             nests = select_nests(op, self.op, self.name)
-        except LoomError as e:
+        except SelectionError as e:
             if not problems:
                 raise
-            problems.append(e.message.removeprefix(f"{self.name}: "))
+            problems.append(e.reason)
             location, nests = e.location, []
         if ranged := self._range_problems(nests):
             problems += ranged
@@ -225,8 +227,8 @@ class LoomPackPass(ModulePass):
         if self.level >= len(chain):
             return self._skip(nest, f"option 'level' is {self.level}, but {_depth(nest, mem, read)}")
         refuse = f"{self.name}: cannot pack {what}"
-        if (writer := _writer(nest, mem)) is not None:
-            raise LoomError(f"{refuse}: it is written inside the nest ('{writer.name}')", writer)
+        if (written := _writer(nest, mem)) is not None:
+            raise LoomError(f"{refuse}: {written[1]}", written[0])
         level_loop = chain[self.level]
         at = f"at level {self.level} (loop %{iv_name(level_loop)})"
         uses = [u.operation for u in mem.uses if level_loop.is_ancestor(u.operation)]
@@ -405,16 +407,22 @@ def _statement(nest: affine.ForOp) -> tuple[affine.StoreOp | None, dict[SSAValue
     return stores[-1], reads
 
 
-def _writer(nest: affine.ForOp, mem: SSAValue) -> Operation | None:
-    """An op inside the nest that may write the buffer `mem` views: any op but a read or
-    a view that takes a memref of the same buffer."""
-    root = memref_root(mem)
+def _writer(nest: affine.ForOp, mem: SSAValue) -> tuple[Operation, str] | None:
+    """An op inside the nest that may write the buffer `mem` views, and how: any op but
+    a read or a view that takes a memref that may be of that buffer (`may_alias`: one of
+    unknown origin may be any)."""
     for o in nest.walk():
-        if isinstance(o, READS):
+        if isinstance(o, (*READS, *VIEW_OPS)):
             continue
-        is_view = not o.regions and any(isinstance(r.type, MemRefType) for r in o.results)
-        if not is_view and any(isinstance(v.type, MemRefType) and memref_root(v) is root for v in o.operands):
-            return o
+        other = next((v for v in o.operands if isinstance(v.type, MemRefType) and may_alias(v, mem)), None)
+        if other is None:
+            continue
+        if memref_root(mem) is None:
+            return o, f"{value_name(mem)}, {unknown_origin(mem)}, may be the buffer '{o.name}' writes inside the nest"
+        if memref_root(other) is None:
+            return o, (f"'{o.name}' inside the nest writes {value_name(other)}, {unknown_origin(other)}, "
+                       "which may be its buffer")
+        return o, f"it is written inside the nest ('{o.name}')"
     return None
 
 

@@ -31,7 +31,9 @@ peeled iterations after the main nest is legal when no dependence other than a
 reduction's has a direction other than `=` on the loops up to the peeled one (matmul's i
 and j; the reduction over k is reassociated, which Loom allows).
 
-Refused with a LoomError at the nest, nothing changed: a size below 1; with `op=`, more
+Refused with a LoomError at the nest, nothing changed: a size below 1; copies that would
+make the nest and its copies larger than `loop_utils.MAX_UNROLLED_OPS` (20,000 ops: a
+peel after an unroll); with `op=`, more
 sizes than the nest's band has loops, a loop to split without constant bounds, a loop
 up to it that carries values (iter_args), or a dependence that the split would break.
 Without `op=` those nests are skipped with a remark (more sizes than every nest's band
@@ -54,10 +56,12 @@ from passes.dependences import band_dependences
 from passes.loop_transforms import rebuild_loop
 from passes.loop_utils import (
     check_positive,
+    check_unrolled_size,
     constant_bounds,
     describe_band,
     iv_name,
     nest_tag,
+    op_count,
     perfect_band,
     refuse_if_none_fits,
     select_nests,
@@ -130,6 +134,10 @@ class LoomPeelPass(ModulePass):
             return f"nest '{tag}' skipped: {why}"
         if not splits:
             return f"nest '{tag}' left as it is: " + "; ".join(notes)
+        # each split copies the whole (main) nest once
+        check_unrolled_size(self.name, nest, op_count(nest) * (1 + len(splits)),
+                            f"peeling for sizes {list(sizes)} ({len(splits)} copies of the nest)",
+                            "peel before unrolling, or fewer loops")
         return splits, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes)
 
 

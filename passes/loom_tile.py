@@ -78,32 +78,39 @@ class LoomTilePass(ModulePass):
         ])
         sizes = tuple(self.sizes)
         nests = select_nests(op, self.op, self.name)
-        plans = [self._plan(nest, sizes) for nest in nests]  # all checked before any change
-        misfits = [notes[0].replace(" skipped:", ":", 1) for _, _, applied, notes in plans if not applied]
-        refuse_if_none_fits(self.name, self.op, nests, misfits)
+        misfits = [self._misfit(nest, len(sizes)) for nest in nests]
+        refuse_if_none_fits(self.name, self.op, nests, [
+            f"nest '{_tag(nest)}': {_sizes(len(sizes))}, but {why}" for nest, why in zip(nests, misfits) if why
+        ])
+        plans = [self._plan(nest, sizes, why) for nest, why in zip(nests, misfits)]  # all checked before any change
         for nest, band, applied, notes in plans:
             for note in notes:
                 remark(self.name, nest, note)
             if applied:
                 tile_band(band, applied)
 
+    def _misfit(self, nest: affine.ForOp, count: int) -> str | None:
+        """Why `count` sizes do not fit the nest: its band at `depth` has fewer loops."""
+        band = band_at(nest, self.depth)
+        if len(band) >= count:
+            return None
+        if not band:
+            outer = perfect_band(nest)
+            return f"its perfect band {describe_band(outer)} has {_loops(len(outer))}, none at depth {self.depth}"
+        return f"its band at depth {self.depth}, {describe_band(band)}, has {_loops(len(band))}"
+
     def _plan(
-        self, nest: affine.ForOp, sizes: tuple[int, ...]
+        self, nest: affine.ForOp, sizes: tuple[int, ...], misfit: str | None
     ) -> tuple[affine.ForOp, list[affine.ForOp], list[int], list[str]]:
         """(nest, band, applied sizes (none: skip the nest), remarks); raises for a nest
-        that cannot be tiled."""
-        tag = nest_tag(nest) or "untagged"
+        that cannot be tiled. `misfit`: why the sizes do not fit the nest, if they do not."""
+        tag = _tag(nest)
         band = band_at(nest, self.depth)
-        if len(band) < len(sizes):
-            outer = perfect_band(nest)
-            why = (
-                f"its perfect band {describe_band(outer)} has {_loops(len(outer))}, none at depth {self.depth}"
-                if not band
-                else f"its band at depth {self.depth}, {describe_band(band)}, has {_loops(len(band))}"
-            )
+        if misfit is not None:
             if self.op is not None:
-                raise LoomError(f"{self.name}: option 'sizes' gives {_sizes(len(sizes))}, but nest '{tag}': {why}", nest)
-            return nest, band, [], [f"nest '{tag}' skipped: {_sizes(len(sizes))}, but {why}"]
+                raise LoomError(f"{self.name}: option 'sizes' gives {_sizes(len(sizes))}, but nest '{tag}': {misfit}",
+                                nest)
+            return nest, band, [], [f"nest '{tag}' skipped: {_sizes(len(sizes))}, but {misfit}"]
         tiled = band[: len(sizes)]
         for inner, outer_loop in bound_dependences(band):
             if inner < len(sizes):
@@ -133,6 +140,10 @@ class LoomTilePass(ModulePass):
             f"sizes requested {list(sizes)}, applied {applied}"
         )
         return nest, band, applied, notes
+
+
+def _tag(nest: affine.ForOp) -> str:
+    return nest_tag(nest) or "untagged"
 
 
 def _loops(n: int) -> str:

@@ -100,9 +100,10 @@ class LoomUnrollJamPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         factors = check_positive(self.name, "factors", self.factors)
         nests = select_nests(op, self.op, self.name)
-        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {m}" for nest in nests if (m := _misfit(nest, factors))]
-        refuse_if_none_fits(self.name, self.op, nests, misfits)
-        plans = [(nest, self._plan(nest, factors)) for nest in nests]
+        misfits = [_misfit(nest, factors) for nest in nests]
+        refuse_if_none_fits(self.name, self.op, nests,
+                            [f"nest '{nest_tag(nest) or 'untagged'}': {m}" for nest, m in zip(nests, misfits) if m])
+        plans = [(nest, self._plan(nest, factors, misfit)) for nest, misfit in zip(nests, misfits)]
         for nest, plan in plans:
             if isinstance(plan, str):
                 remark(self.name, nest, plan)
@@ -119,16 +120,18 @@ class LoomUnrollJamPass(ModulePass):
                 if nest_tag(main) is None and main.parent is not None and constant_trip_count(main) == 1:
                     promote_single_iteration(main)
 
-    def _plan(self, nest: affine.ForOp, factors: tuple[int, ...]) -> tuple[list[affine.ForOp], list[int], str] | str:
+    def _plan(self, nest: affine.ForOp, factors: tuple[int, ...],
+              misfit: str | None) -> tuple[list[affine.ForOp], list[int], str] | str:
         """(band, applied factors, remark) for a nest to transform; why not, to skip it
-        with a remark; a LoomError for a nest that cannot take the factors asked."""
+        with a remark; a LoomError for a nest that cannot take the factors asked.
+        `misfit`: `_misfit`'s answer for the nest."""
         band = statement_loops(nest)
         perfect_from = next(q for q in range(len(band)) if perfect_band(band[q]) == band[q:])
         where = f"band {describe_band(band)}"
-        if (message := _misfit(nest, factors)) is not None:
+        if misfit is not None:
             if self.op is None:
-                return f"skipped: {message}"
-            raise LoomError(f"{self.name}: {message}", nest)
+                return f"skipped: {misfit}"
+            raise LoomError(f"{self.name}: {misfit}", nest)
         bounds = bound_dependences(band)
         applied, notes = [], []
         for position, factor in enumerate(factors):

@@ -100,6 +100,7 @@ from xdsl.traits import is_side_effect_free
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import host
+from dialects.loom import may_alias, unknown_origin
 from passes.affine_forms import (
     AccessStride,
     StrideError,
@@ -206,10 +207,7 @@ class LoomVectorizePass(ModulePass):
             raise LoomError(
                 f"{self.name}: option 'width' must be a power of two (or 0: the target's), got {self.width}"
             )
-        nests = select_nests(op, self.op, self.name)
-        if not nests:
-            remark(self.name, None, f"no loop nest{f' tagged {self.op!r}' if self.op else ''} to vectorize")
-        for nest in nests:
+        for nest in select_nests(op, self.op, self.name):
             innermost = [
                 loop for loop in loops_of_nest(nest)
                 if not any(isinstance(inner, affine.ForOp) for inner in loop.body.walk())
@@ -445,13 +443,18 @@ def _check_dependences(loop: affine.ForOp, plan: _Plan) -> None:
 
 
 def _check_views(plan: _Plan) -> None:
-    """Distinct memrefs are distinct buffers unless they view one: then refuse."""
+    """Distinct memrefs are distinct buffers unless they view one (or one is of unknown
+    origin, and may be any buffer): then refuse."""
     written = {op.memref for op in plan.body if isinstance(op, affine.StoreOp)}
     memrefs = list(dict.fromkeys(op.memref for op in plan.strides))  # type: ignore[union-attr]
     for i, a in enumerate(memrefs):
         for b in memrefs[i + 1 :]:
-            if memref_root(a) is memref_root(b) and (a in written or b in written):
-                raise _Refusal(f"{value_name(a)} and {value_name(b)} are views of one buffer")
+            if may_alias(a, b) and (a in written or b in written):
+                unknown = next((v for v in (a, b) if memref_root(v) is None), None)
+                if unknown is None:
+                    raise _Refusal(f"{value_name(a)} and {value_name(b)} are views of one buffer")
+                raise _Refusal(f"{value_name(a)} and {value_name(b)} may be one buffer: {value_name(unknown)} is "
+                               f"{unknown_origin(unknown)}")
 
 
 # --------------------------------------------------------------------------------------

@@ -67,6 +67,15 @@ def tagged_nests(module: Operation, tag: str) -> list[affine.ForOp]:
     return [nest for nest in outermost_nests(module) if nest_tag(nest) == tag]
 
 
+class SelectionError(LoomError):
+    """`select_nests`'s refusal. `reason` is the message without the pass's name in front,
+    for a pass that reports it among problems of its own (loom-pack's options)."""
+
+    def __init__(self, pass_name: str | None, reason: str, op: Operation | None):
+        super().__init__(f"{pass_name}: {reason}" if pass_name else reason, op)
+        self.reason = reason
+
+
 def select_nests(module: ModuleOp, op: str | None, pass_name: str | None = None) -> list[affine.ForOp]:
     """The nests a schedule pass works on: the outermost affine.for loops tagged `op` when
     given, else all of them. Every schedule pass selects here, so that what would make it
@@ -74,18 +83,18 @@ def select_nests(module: ModuleOp, op: str | None, pass_name: str | None = None)
     and no nest selected (the lowering to affine has not run: the error says which passes
     to put first), and an `op=` tag that no nest has (the error lists the tags there are).
     A module with no nest at all and no loom op (functions without loops) has nothing to
-    schedule: a remark."""
+    schedule: a remark. The errors are `SelectionError`s."""
     nests = outermost_nests(module)
     selected = [nest for nest in nests if op is None or nest_tag(nest) == op]
     if selected:
         return selected
-    prefix = f"{pass_name}: " if pass_name else ""
     unlowered = unlowered_loom_op(module)
     if unlowered is not None:
         on_tensors = any(isinstance(v.type, TensorType) for v in (*unlowered.operands, *unlowered.results))
         missing = ["loom-bufferize", "convert-loom-to-affine"] if on_tensors else ["convert-loom-to-affine"]
-        raise LoomError(
-            f"{prefix}the module still holds loom ops ('{unlowered.name}' on {'tensors' if on_tensors else 'memrefs'}): "
+        raise SelectionError(
+            pass_name,
+            f"the module still holds loom ops ('{unlowered.name}' on {'tensors' if on_tensors else 'memrefs'}): "
             f"the lowering to the affine loop nests that schedule passes work on has not run; "
             f"put {','.join(missing)} before {pass_name or 'the schedule passes'}",
             unlowered,
@@ -96,9 +105,8 @@ def select_nests(module: ModuleOp, op: str | None, pass_name: str | None = None)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         # at the module's first nest (or op): the message is about this module's nests
         where = nests[0] if nests else next(iter(module.ops), None)
-        raise LoomError(
-            f"{prefix}option 'op' is '{op}', but no loop nest is tagged so{hint}; {_tags_present(nests)}", where
-        )
+        raise SelectionError(pass_name, f"option 'op' is '{op}', but no loop nest is tagged so{hint}; "
+                             f"{_tags_present(nests)}", where)
     remark(pass_name or "schedule", None, "the module has no loop nest: nothing to schedule")
     return []
 
@@ -404,14 +412,15 @@ def op_count(op: Operation) -> int:
     return sum(1 for _ in op.walk())
 
 
-def check_unrolled_size(pass_name: str, nest: affine.ForOp, estimate: int, what: str) -> None:
+def check_unrolled_size(pass_name: str, nest: affine.ForOp, estimate: int, what: str,
+                        remedy: str = "use smaller factors") -> None:
     """Refuse, before anything is copied, a transformation of `nest` whose result would
     hold more than MAX_UNROLLED_OPS ops (`estimate`, from the body size and the copies)."""
     if estimate > MAX_UNROLLED_OPS:
         raise LoomError(
             f"{pass_name}: {what} would make nest '{nest_tag(nest) or 'untagged'}' about {estimate:,} ops, "
             f"more than the limit of {MAX_UNROLLED_OPS:,} ops per unrolled nest (compile time and memory grow "
-            "with it): use smaller factors",
+            f"with it): {remedy}",
             nest,
         )
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import threadpoolctl
 
-from compiler import bench
+from compiler import bench, runner
+from compiler.driver import compile
 from tools import loom_bench
 
 FAST = ["--budget", "0.01", "--repeat", "3"]
@@ -183,6 +184,74 @@ def test_unknown_pipeline_is_a_clean_error(capsys):
     assert "invalid pass pipeline 'nosuch'" in capsys.readouterr().err
 
 
+MODES = {"--stages": ("run_stages", ["--sizes", "4"]), "--shapes": ("run_shapes", ["--shapes-list", "4"]),
+         "--ablation": ("run_ablation", ["--shapes-list", "4"]),
+         "--compile": ("run_compile", ["--chain", "1", "--matmul", "none", "--examples", "none"])}
+
+
+def _failing(error: BaseException):
+    def run(*args, **kwargs):
+        raise error
+    return run
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("error, line", [
+    (MemoryError("@f: cannot allocate the temporary %t (memref<100000x100000xf32>, 37.3 GiB)"),
+     "loom-bench: error: @f: cannot allocate the temporary %t (memref<100000x100000xf32>, 37.3 GiB)"),
+    (ValueError("@f argument #0 (%a) has shape (3,), expected (4,)"),
+     "loom-bench: error: @f argument #0 (%a) has shape (3,), expected (4,)"),
+    (TypeError("@f takes 2 arrays, got 1"), "loom-bench: error: @f takes 2 arrays, got 1"),
+    (MemoryError(), "loom-bench: error: out of memory"),
+    (KeyError("a bug"), "loom-bench: error: internal compiler error: KeyError: 'a bug'"),
+], ids=["MemoryError", "ValueError", "TypeError", "bare MemoryError", "internal"])
+def test_errors_are_one_line_in_every_mode(mode, error, line, monkeypatch, capsys):
+    """Bad input and bugs end in one line and exit status 1, as in loom-run (a MemoryError
+    or a ValueError was a traceback)."""
+    function, argv = MODES[mode]
+    monkeypatch.setattr(bench, function, _failing(error))
+    monkeypatch.delenv("LOOM_DEBUG", raising=False)
+    assert loom_bench.main([mode, *argv, *FAST]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines()[-1] == line and "Traceback" not in err
+
+
+def test_located_errors_and_loom_debug(monkeypatch, capsys, tmp_path):
+    """A located LoomError prints as it is; LOOM_DEBUG lets an internal error out."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f() {\n  %x = loom.nosuch\n}\n")
+    argv = ["--compile", "--examples", str(bad), "--chain", "1", "--matmul", "none", "--pipeline", "naive"]
+    assert loom_bench.main(argv) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"{bad}:") and last.endswith(": error: Operation loom.nosuch is not registered")
+    monkeypatch.setattr(bench, "run_compile", _failing(KeyError("a bug")))
+    monkeypatch.setenv("LOOM_DEBUG", "1")
+    with pytest.raises(KeyError):
+        loom_bench.main(argv)
+
+
+@pytest.mark.parametrize("probe, message", [
+    ('print(\'{"error": "MemoryError: Unable to allocate 4.0 GiB"}\')', ": MemoryError: Unable to allocate 4.0 GiB"),
+    ("raise KeyError('a bug')", ", failed (exit status 1): KeyError: 'a bug'"),
+])
+def test_fresh_process_failures_are_one_line(probe, message, monkeypatch, capsys):
+    """The matmul's fresh process reports a user error, or dies: one line either way (its
+    whole stderr, a traceback, was printed)."""
+    monkeypatch.setattr(bench, "_COLD_PROBE", probe)
+    assert loom_bench.main(["--compile", "--chain", "1", "--examples", "none", "--matmul", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "loom-bench: error: the matmul 2x2x2, compiled in a fresh process" + message
+    assert "Traceback" not in err
+
+
+def test_unwritable_plot_is_a_clean_error(capsys):
+    pytest.importorskip("matplotlib")
+    argv = ["--shapes", "--shapes-list", "3", "--pipeline", "naive", "--plot", "/nonexistent/dir/p.png", *FAST]
+    assert loom_bench.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "loom-bench: error: cannot write the plot /nonexistent/dir/p.png: No such file or directory" in err
+
+
 # --------------------------------------------------------------------------- --ablation
 
 PIPELINES = {None: f"{IKJ},loom-hoist", "interchange": "loom-hoist", "hoist": IKJ}
@@ -254,8 +323,9 @@ EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "matmul.mlir")
 
 def test_compile_json(capsys):
     """A chain, an example and a tiny matmul (cold and warm, in a fresh process, with the
-    import's time): each row's stages are parse+verify, the pipeline's passes, the final
-    verify, LLVM emission, LLVM's parse, O3 and machine code; every kernel is checked."""
+    import's time): each row's stages are parse+verify, set-up, the pipeline's passes, the
+    final verify, LLVM emission, LLVM's parse, O3 and machine code; every kernel is
+    checked."""
     from compiler.pipelines import complete
 
     argv = ["--compile", "--chain", "3", "--matmul", "8", "--examples", EXAMPLE, "--pipeline", "naive", "--json"]
@@ -266,7 +336,7 @@ def test_compile_json(capsys):
     assert [r["pipeline"] for r in rows] == ["naive", "naive", "default", "default"]
     for row in rows:
         passes = complete(row["pipeline"]).split(",")
-        assert list(row["stages"]) == ["parse+verify", *passes, "verify", "LLVM emission", "LLVM parse",
+        assert list(row["stages"]) == ["parse+verify", "set-up", *passes, "verify", "LLVM emission", "LLVM parse",
                                        "LLVM O3", "machine code"]
         assert row["ok"] and row["cpu"] == pytest.approx(sum(s["cpu"] for s in row["stages"].values()))
         assert all(s["cpu"] >= 0 and s["wall"] >= 0 for s in row["stages"].values())
@@ -285,9 +355,29 @@ def test_compile_table(capsys):
     assert "chain of 4 adds" in err  # progress, as rows come
 
 
-def test_compile_stages_names_a_repeated_pass():
-    stages = bench.compile_stages(bench.matmul_source(4), f"{IKJ},{IKJ}")
-    assert "loom-interchange" in stages and "loom-interchange#2" in stages
+def test_timed_compile_names_a_repeated_pass():
+    timings = {}
+    compile(bench.matmul_source(4), pipeline=f"{IKJ},{IKJ}", timings=timings)
+    assert "loom-interchange" in timings and "loom-interchange#2" in timings
+
+
+def test_timed_compile_is_the_kernel_checked(monkeypatch):
+    """--compile compiles each kernel once: the compile it times is the one it checks
+    (the 1,000-op chain was compiled twice, once to time, once to check)."""
+    calls = []
+    monkeypatch.setattr(runner, "compile", lambda *a, **k: calls.append(k.get("timings")) or compile(*a, **k))
+    row = bench.checked_compile("chain", bench.chain_source(3), "naive")
+    assert len(calls) == 1 and calls[0] is row.stages and row.ok
+    assert list(row.stages)[:2] == ["parse+verify", "set-up"] and "machine code" in row.stages
+
+
+def test_timed_compile_is_never_a_cache_hit():
+    """compile(timings=...) times a real compile: it neither uses nor fills the cache."""
+    source = bench.chain_source(2)
+    cached = compile(source)
+    timings = {}
+    timed = compile(source, timings=timings)
+    assert timed is not cached and compile(source) is cached and "LLVM O3" in timings
 
 
 def test_compile_unknown_pipeline_is_a_clean_error(capsys):

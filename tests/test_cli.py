@@ -152,6 +152,19 @@ def test_opt_assembly_targets():
     assert p.returncode == 1 and "invalid choice: 'riscv-asm'" in p.stderr
 
 
+def test_opt_assembly_needs_no_linking(tmp_path):
+    """-t asm prints the code of a module that calls a function the process lacks (it
+    built and linked an MCJIT engine, and failed: unresolved external functions)."""
+    src = tmp_path / "ext.mlir"
+    src.write_text("llvm.func @loom_no_such_symbol(f32) -> f32\n"
+                   "llvm.func @f(%x: f32) -> f32 {\n"
+                   "  %y = llvm.call @loom_no_such_symbol(%x) : (f32) -> f32\n"
+                   "  llvm.return %y : f32\n}\n")
+    p = run("loom-opt", src, "-t", "asm")
+    assert p.returncode == 0, p.stderr
+    assert "\nf:" in p.stdout and "loom_no_such_symbol" in p.stdout
+
+
 def test_opt_errors_without_location_have_the_program_prefix(tmp_path):
     p = run("loom-opt", EXAMPLES / "matmul.mlir", "-o", "/nonexistent/dir/x")
     assert p.returncode == 1

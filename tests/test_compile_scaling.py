@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import weakref
 
@@ -25,8 +26,8 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import bench, driver, gcpause, jit
-from compiler.diagnostics import LoomError
+from compiler import bench, driver, jit, session
+from compiler.diagnostics import LoomError, deep_nesting
 from compiler.runner import run_and_check
 
 #: 4x the ops may take at most this many times the CPU time (linear: 4; the quadratic
@@ -34,14 +35,20 @@ from compiler.runner import run_and_check
 GROWTH_BOUND = 6.5
 
 
-def _cpu(timings: bench.Timings, stages=None) -> float:
+def _cpu(timings: jit.Timings, stages=None) -> float:
     return sum(cpu for stage, (cpu, _wall) in timings.items() if stages is None or stage in stages)
 
 
-def _best_of_two(source: str, pipeline: str) -> bench.Timings:
+def _stages(source: str, pipeline: str) -> jit.Timings:
+    """compile()'s stages, timed (a timed compile is never a cache hit)."""
+    timings: jit.Timings = {}
+    compiler.compile(source, pipeline=pipeline, timings=timings)
+    return timings
+
+
+def _best_of_two(source: str, pipeline: str) -> jit.Timings:
     """The stages of the faster of two compiles (a shared machine's noise only adds)."""
-    runs = [bench.compile_stages(source, pipeline) for _ in range(2)]
-    return min(runs, key=_cpu)
+    return min((_stages(source, pipeline) for _ in range(2)), key=_cpu)
 
 
 def distinct_source(n: int) -> str:
@@ -60,7 +67,7 @@ def distinct_source(n: int) -> str:
 def test_chain_compile_time_grows_linearly():
     """naive, 120 vs 480 chained adds: the whole compile and LLVM's part (O3 and code
     generation: 400 ops took 4.3 s of O3 in one function, 800 took 22 s) grow about 4x."""
-    bench.compile_stages(bench.chain_source(2), "naive")  # lazy imports, LLVM's set-up
+    _stages(bench.chain_source(2), "naive")  # lazy imports, LLVM's set-up
     small = _best_of_two(bench.chain_source(120), "naive")
     large = _best_of_two(bench.chain_source(480), "naive")
     assert _cpu(large) / _cpu(small) < GROWTH_BOUND, (small, large)
@@ -72,7 +79,7 @@ def test_distinct_nests_schedule_linearly():
     """default, 30 vs 120 nests no two alike (a function each): loom-default schedules
     each nest with its function alone, not the whole module (it was quadratic: 0.5 s for
     100 nests, 7.4 s for 400)."""
-    bench.compile_stages(distinct_source(2), "default")
+    _stages(distinct_source(2), "default")
     small = _best_of_two(distinct_source(30), "default")
     large = _best_of_two(distinct_source(120), "default")
     assert _cpu(large) / _cpu(small) < GROWTH_BOUND, (small, large)
@@ -136,23 +143,57 @@ def test_outlined_views_numerics():
     np.testing.assert_array_equal(d, view * np.maximum(view, 0))
 
 
-def test_gc_pause_nests_and_restores():
-    """compiler.gcpause: off while any pause lasts (an exception ends one too), then as
-    it was before: on, or off when the caller had turned it off."""
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError), gcpause.paused():
-        with gcpause.paused():
-            assert not gc.isenabled()
-        assert not gc.isenabled()
+def test_session_nests_and_restores():
+    """compiler.session: the collector off and the recursion limit raised while any
+    session lasts (an exception ends one too), then as they were before: the collector
+    on, or off when the caller had turned it off; a limit the caller set higher kept."""
+    limit = sys.getrecursionlimit()
+    assert gc.isenabled() and limit < session.RECURSION_LIMIT
+    with pytest.raises(RuntimeError), session.session():
+        with session.session():
+            assert not gc.isenabled() and sys.getrecursionlimit() == session.RECURSION_LIMIT
+        assert not gc.isenabled() and sys.getrecursionlimit() == session.RECURSION_LIMIT
         raise RuntimeError
-    assert gc.isenabled()
+    assert gc.isenabled() and sys.getrecursionlimit() == limit
     gc.disable()
+    sys.setrecursionlimit(2 * session.RECURSION_LIMIT)
     try:
-        with gcpause.paused():
-            pass
-        assert not gc.isenabled()
+        with session.session():
+            assert sys.getrecursionlimit() == 2 * session.RECURSION_LIMIT
+        assert not gc.isenabled() and sys.getrecursionlimit() == 2 * session.RECURSION_LIMIT
     finally:
         gc.enable()
+        sys.setrecursionlimit(limit)
+
+
+def test_sessions_of_two_threads_overlap():
+    """Thread A opens a session (deep_nesting: the parser's, say), thread B opens one, A
+    ends: B still has its recursion room and the paused collector (deep_nesting restored
+    the limit it had saved, the low one, under B); both are back when B ends."""
+    limit = sys.getrecursionlimit()
+    a_open, b_open, a_done = (threading.Event() for _ in range(3))
+    seen = []
+
+    def a():
+        with deep_nesting(what="parsing"):
+            a_open.set()
+            b_open.wait(10)
+        a_done.set()
+
+    def b():
+        a_open.wait(10)
+        with deep_nesting(what="printing"):
+            b_open.set()
+            a_done.wait(10)
+            seen.append((sys.getrecursionlimit(), gc.isenabled()))
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == [(session.RECURSION_LIMIT, False)]
+    assert sys.getrecursionlimit() == limit and gc.isenabled()
 
 
 # --------------------------------------------------------------------------- the kernel cache
@@ -197,9 +238,12 @@ def test_cache_size_must_be_a_non_negative_integer(size):
 def test_cache_size_from_the_environment(monkeypatch):
     monkeypatch.setenv("LOOM_CACHE_SIZE", "3")
     assert driver.KernelCache().size == 3
-    monkeypatch.setenv("LOOM_CACHE_SIZE", "lots")
-    with pytest.raises(LoomError, match="LOOM_CACHE_SIZE must be a non-negative integer, got 'lots'"):
-        driver.KernelCache().size  # noqa: B018 - read at the first compile
+    monkeypatch.setenv("LOOM_CACHE_SIZE", " 5 ")
+    assert driver.KernelCache().size == 5
+    for bad in ("lots", "²", "-1", "1.5", ""):  # "²" passed str.isdigit(), then int() raised
+        monkeypatch.setenv("LOOM_CACHE_SIZE", bad)
+        with pytest.raises(LoomError, match=f"LOOM_CACHE_SIZE must be a non-negative integer, got {bad.strip()!r}"):
+            driver.KernelCache().size  # noqa: B018 - read at the first compile
 
 
 def test_evicted_kernel_works_while_held_and_frees_its_code_when_dropped(cache_of_two):

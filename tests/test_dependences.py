@@ -12,6 +12,7 @@ from xdsl.ir.affine import AffineExpr
 import compiler
 from compiler.context import make_context
 from compiler.diagnostics import parse_module
+from dialects.loom import is_injective
 from passes.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
 from passes.dependences import (
     band_dependences,
@@ -404,6 +405,219 @@ def test_view_schedule_refused_or_right(pipeline):
     got = a.copy()
     kern(got)
     np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------------------
+# Buffers of unknown origin and layouts that overlap themselves
+
+
+def unknown_buffer(maker: str) -> str:
+    """%m is %a when flag[0] > 0, else %b, made by `maker`; the nest writes %m[i, j] =
+    %b[i - 1, j + 1]: a stencil over %b (the order of the loops matters) when %m is %b."""
+    made = {
+        "arith.select": "%m = arith.select %c, %a, %b : memref<9x9xf32>",
+        "scf.if": """%m = scf.if %c -> (memref<9x9xf32>) {
+    scf.yield %a : memref<9x9xf32>
+  } else {
+    scf.yield %b : memref<9x9xf32>
+  }""",
+    }[maker]
+    return f"""func.func @unknown(%a: memref<9x9xf32>, %b: memref<9x9xf32>, %flag: memref<1xf32>) {{
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %f = memref.load %flag[%c0] : memref<1xf32>
+  %c = arith.cmpf ogt, %f, %zero : f32
+  {made}
+  affine.for %i = 1 to 9 {{
+    affine.for %j = 0 to 8 {{
+      %x = affine.load %b[%i - 1, %j + 1] : memref<9x9xf32>
+      affine.store %x, %m[%i, %j] : memref<9x9xf32>
+    }}
+  }} {{loom.tag = "unknown"}}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("maker", ["arith.select", "scf.if"])
+def test_a_buffer_of_unknown_origin_may_be_any(maker):
+    """%m may be %b: the pair is a dependence in any direction (it was none: memref_root
+    took the select's first memref operand, %a, and stopped at the scf.if)."""
+    deps = band_dependences(band_of(parse(unknown_buffer(maker))))
+    assert [(d.source.name, d.sink.name, d.directions) for d in deps] == [("affine.load", "affine.store", ("*", "*"))]
+    assert f"(%m, the result of '{maker}', may be any buffer)" in deps[0].describe()
+
+
+@pytest.mark.parametrize("maker", ["arith.select", "scf.if"])
+@pytest.mark.parametrize(
+    "pipeline",
+    ["loom-interchange{order=1,0}", "loom-tile{sizes=4,4}", "loom-unroll-jam{factors=2}", "loom-unroll{factor=2}",
+     "loom-hoist"],
+)
+def test_unknown_buffer_schedule_refused_or_right(maker, pipeline):
+    """With %m = %b, interchange, tiling and unroll-jam read %b's elements after they are
+    written (the reviewer's case gave row 8 as 64, 65, ... instead of 8, 17, ...)."""
+    try:
+        kern = compiler.compile(unknown_buffer(maker), pipeline=pipeline)
+    except compiler.LoomError as e:
+        assert f"direction (*, *) (%m, the result of '{maker}', may be any buffer)" in str(e), str(e)
+        assert pipeline.startswith(("loom-interchange", "loom-tile", "loom-unroll-jam")), str(e)
+        return
+    for flag in (1.0, -1.0):
+        a, b = np.zeros((9, 9), np.float32), np.arange(81, dtype=np.float32).reshape(9, 9)
+        want_a, want_b = a.copy(), b.copy()
+        m = want_a if flag > 0 else want_b
+        for i in range(1, 9):
+            for j in range(8):
+                m[i, j] = want_b[i - 1, j + 1]
+        kern(a, b, np.array([flag], np.float32))
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(b, want_b)
+
+
+#: %a views the 17 elements of %base as 9 x 9 with strides (1, 1): %a[i, 1] and %a[i + 1, 0]
+#: are one element, base[i + 1]. In order, base[i] = base[i + 1] + 1 reads the old base[i + 1]
+OVERLAPPING = """func.func @overlap(%base: memref<17xf32>) {
+  %one = arith.constant 1.0 : f32
+  %a = memref.reinterpret_cast %base to offset: [0], sizes: [9, 9], strides: [1, 1] : memref<17xf32> to memref<9x9xf32, strided<[1, 1]>>
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %a[%i, 1] : memref<9x9xf32, strided<[1, 1]>>
+      %y = arith.addf %x, %one : f32
+      affine.store %y, %a[%i, 0] : memref<9x9xf32, strided<[1, 1]>>
+    }
+  } {loom.tag = "overlap"}
+  func.return
+}"""
+
+
+def test_a_layout_that_overlaps_itself_is_star():
+    """The subscripts (i, 1) and (i', 0) never match, yet (i, 1) and (i + 1, 0) are one
+    element: distinct subscripts are not distinct elements, the pair is `*`."""
+    deps = band_dependences(band_of(parse(OVERLAPPING)))
+    pairs = {(d.source.name, d.sink.name, d.directions) for d in deps}
+    assert ("affine.load", "affine.store", ("*", "*")) in pairs
+    assert all(d.directions == ("*", "*") for d in deps)
+    assert "(the layout of %a reaches some elements from several indices)" in deps[0].describe()
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["loom-interchange{order=1,0}", "loom-tile{sizes=2,2}", "loom-unroll-jam{factors=2}", "loom-unroll{factor=2}",
+     "loom-hoist"],
+)
+def test_overlapping_layout_schedule_refused_or_right(pipeline):
+    """With j outermost, each pass over i reads the base[i + 1] that the previous pass
+    wrote (the reviewer's 16, 15, ..., 9 instead of 2, 3, ..., 9)."""
+    base = np.arange(17, dtype=np.float32)
+    want = base.copy()
+    want[:8] = base[1:9] + 1
+    try:
+        kern = compiler.compile(OVERLAPPING, pipeline=pipeline)
+    except compiler.LoomError as e:
+        assert "(the layout of %a reaches some elements from several indices)" in str(e), str(e)
+        assert pipeline.startswith(("loom-interchange", "loom-tile", "loom-unroll-jam")), str(e)
+        return
+    kern(base)
+    np.testing.assert_array_equal(base, want)
+
+
+@pytest.mark.parametrize(
+    "shape, strides, injective",
+    [
+        ((9, 9), (1, 1), False), ((9, 9), (9, 1), True), ((9, 9), (1, 9), True), ((4, 4), (8, 1), True),
+        ((4, 4), (0, 1), False), ((1, 4), (0, 1), True), ((4, 3), (3, 2), False), ((4, 3), (5, 2), True),
+        ((4, 4), (-4, 1), True), ((0, 9), (1, 1), True), ((-1, 4), (4, 1), True), ((4, -1), (4, 1), False),
+    ],
+)
+def test_injective_layouts(shape, strides, injective):
+    """Sorted by |stride|, each dimension longer than 1 steps past the span of those inside
+    it (a dynamic extent, -1, is unbounded; an empty shape reaches nothing)."""
+    assert is_injective(shape, strides) == injective
+
+
+def test_injective_numpy_strides_count_bytes():
+    assert is_injective((4, 4), (16, 4), 4) and not is_injective((4, 4), (4, 4), 4)
+    assert not is_injective((4,), (2,), 4)  # elements of 4 bytes, 2 apart: they overlap
+
+
+#: B is one row, broadcast: every row of %b is the same 8 elements (stride 0), only read
+BROADCAST_READ = """func.func @broadcast(%b: memref<8x8xf32, strided<[0, 1]>>, %c: memref<8x8xf32>) {
+  affine.for %i = 1 to 8 {
+    affine.for %j = 0 to 7 {
+      %x = affine.load %b[%i, %j] : memref<8x8xf32, strided<[0, 1]>>
+      %y = affine.load %c[%i - 1, %j + 1] : memref<8x8xf32>
+      %s = arith.addf %x, %y : f32
+      affine.store %s, %c[%i, %j] : memref<8x8xf32>
+    }
+  } {loom.tag = "broadcast"}
+  func.return
+}"""
+
+
+def test_a_broadcast_that_is_only_read_keeps_exact_dependences():
+    """Only accesses to a memref that is written need distinct elements: the stencil on
+    %c keeps its exact (<, >), nothing involves %b."""
+    deps = band_dependences(band_of(parse(BROADCAST_READ)))
+    assert [(d.memref.name_hint, d.directions, d.distance) for d in deps] == [("c", ("<", ">"), (1, -1))]
+
+
+@pytest.mark.parametrize(
+    "pipeline", ["naive", "loom-unroll-jam{factors=1,2}", "loom-unroll{factor=3}", "loom-hoist", "loom-vectorize"]
+)
+def test_a_broadcast_read_still_runs(pipeline):
+    """A zero-stride argument the kernel only reads (np.broadcast_to's view) is taken as it
+    is, under each schedule the stencil allows."""
+    row = np.arange(8, dtype=np.float32)
+    c = np.arange(64, dtype=np.float32).reshape(8, 8)
+    want = c.copy()
+    for i in range(1, 8):
+        for j in range(7):
+            want[i, j] = row[j] + want[i - 1, j + 1]
+    compiler.compile(BROADCAST_READ, pipeline=pipeline)(np.broadcast_to(row, (8, 8)), c)
+    np.testing.assert_array_equal(c, want)
+
+
+#: matmul with B one row broadcast (stride 0), read only: every schedule of matmul applies
+BROADCAST_MATMUL = """func.func @mm(%a: memref<8x8xf32>, %b: memref<8x8xf32, strided<[0, 1]>>, %c: memref<8x8xf32>) {
+  loom.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32, strided<[0, 1]>>) outs(%c : memref<8x8xf32>)
+  func.return
+}"""
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["loom-interchange{order=1,2,0}", "loom-tile{sizes=4,4,4}", "loom-unroll-jam{factors=2,2}", "default"],
+)
+def test_a_broadcast_matmul_operand_is_scheduled(pipeline):
+    """B's zero stride does not make matmul's schedules conservative (B is only read): each
+    applies and computes A @ B exactly on small integers."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, (8, 8)).astype(np.float32)
+    b = np.broadcast_to(rng.integers(-3, 4, 8).astype(np.float32), (8, 8))
+    c = np.full((8, 8), np.nan, np.float32)
+    compiler.compile(BROADCAST_MATMUL, pipeline=pipeline)(a, b, c)
+    np.testing.assert_array_equal(c, a @ b)
+
+
+#: the reviewer's case: the argument itself overlaps (as_strided's (4, 4) bytes on f32)
+OVERLAPPING_ARGUMENT = OVERLAPPING.replace("%base: memref<17xf32>", "%a: memref<9x9xf32, strided<[1, 1]>>").replace(
+    "  %a = memref.reinterpret_cast %base to offset: [0], sizes: [9, 9], strides: [1, 1] : memref<17xf32> to "
+    "memref<9x9xf32, strided<[1, 1]>>\n", "")
+
+
+def test_a_written_argument_that_overlaps_itself_is_refused():
+    """The kernel writes %a: an array whose strides reach one element from two indices is
+    refused by the call (the schedule passes take distinct indices for distinct elements);
+    the passes refuse to reorder its nest."""
+    assert "reinterpret_cast" not in OVERLAPPING_ARGUMENT
+    with pytest.raises(compiler.LoomError, match="the layout of %a reaches some elements from several indices"):
+        compiler.compile(OVERLAPPING_ARGUMENT, pipeline="loom-interchange{order=1,0}")
+    kern = compiler.compile(OVERLAPPING_ARGUMENT, pipeline="naive")
+    base = np.arange(17, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"argument #0 \(%a\) is written by the kernel but its strides \(4, 4\) "
+                                         "reach some elements from several indices"):
+        kern(np.lib.stride_tricks.as_strided(base, (9, 9), (4, 4)))
+    np.testing.assert_array_equal(base, np.arange(17, dtype=np.float32))
 
 
 # --------------------------------------------------------------------------------------

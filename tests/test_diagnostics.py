@@ -4,9 +4,11 @@ pipelines that are empty or unknown. The command line's side is in test_cli.py, 
 in tests/lit/dialect/."""
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.parser import Parser
 
 import compiler
 from compiler import LoomError
@@ -17,6 +19,7 @@ from compiler.diagnostics import (
     nesting_depth,
     parse_module,
     verify,
+    verify_ops,
 )
 
 # --------------------------------------------------------------------------------------
@@ -226,3 +229,58 @@ def test_bad_pipeline_messages(pipeline, message):
         compiler.compile(MATMUL, pipeline=pipeline)
     assert str(e.value).startswith(f"error: invalid pass pipeline '{pipeline}': {message}")
     assert "\n" not in str(e.value)
+
+
+def test_a_completed_pipeline_is_parsed_once(monkeypatch):
+    """compile() parsed the pass-list string twice: to complete it, then to build it."""
+    from compiler import pipelines
+
+    calls = []
+    real = pipelines.parse_pipeline
+    monkeypatch.setattr(pipelines, "parse_pipeline", lambda spec: calls.append(spec) or real(spec))
+    compiler.compile(MATMUL, pipeline="loom-tile{sizes=2,2,2 op=matmul}", timings={})
+    assert calls == ["loom-tile{sizes=2,2,2 op=matmul}"]
+
+
+# --------------------------------------------------------------------------------------
+# Loom's verifier against xDSL's
+
+LIT = Path(__file__).parent / "lit"
+#: what verify_ops checks beyond xDSL 0.74's verifier (compiler/diagnostics.py)
+LOOM_ONLY = ("affine constants are 64-bit integers", "index values are 64-bit integers",
+             "is not supported (Loom computes in f32 and f64)", "a loop's step must be positive")
+
+
+def test_verify_ops_agrees_with_xdsl_on_the_lit_corpus():
+    """verify_ops is xDSL's Operation.verify rewritten without recursion or quadratic block
+    counts (tools/loom_opt.py pins the xDSL version): on every chunk of the lit corpus that
+    parses, it accepts what xDSL's module.verify() accepts and rejects what it rejects,
+    but for the checks Loom adds (LOOM_ONLY). An xDSL upgrade that verifies more, or
+    differently, fails here instead of drifting silently."""
+    checked = rejected = 0
+    disagree = []
+    with deep_nesting():
+        for path in sorted(LIT.rglob("*.mlir")):
+            for i, chunk in enumerate(path.read_text().split("// -----")):
+                ctx = make_context()
+                ctx.allow_unregistered = True
+                try:
+                    module = Parser(ctx, chunk, str(path)).parse_module()
+                except BaseException:  # noqa: BLE001 - a chunk that does not parse is not compared
+                    continue
+                try:
+                    module.verify()
+                    xdsl = None
+                except Exception as e:  # noqa: BLE001 - xDSL's verifiers raise what they raise
+                    xdsl = e
+                try:
+                    verify_ops(module)
+                    loom = None
+                except LoomError as e:
+                    loom = e
+                checked += 1
+                rejected += xdsl is not None
+                if (xdsl is None) != (loom is None) and not (xdsl is None and any(m in str(loom) for m in LOOM_ONLY)):
+                    disagree.append(f"{path.relative_to(LIT)} chunk {i}: xDSL {xdsl!r:.200}, Loom {loom!r:.200}")
+    assert not disagree, "\n".join(disagree)
+    assert checked > 200 and rejected > 20, (checked, rejected)  # the corpus still holds both kinds

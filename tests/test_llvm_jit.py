@@ -18,7 +18,7 @@ from xdsl.passes import PassPipeline
 
 from compiler.context import make_context
 from compiler.diagnostics import LoomError, parse_module
-from compiler.jit import JITModule, compile_ir, optimize, undefined_symbols
+from compiler.jit import JITModule, assembly, compile_ir, optimize, undefined_symbols
 from compiler.llvm_emit import to_llvm_ir
 from passes import get_all_passes
 
@@ -519,6 +519,7 @@ def test_elementwise_loop_is_vectorized():
     jit = compile_ir(ir)
     assert re.search(r"<(8|16) x float>", jit.optimized_ir)
     assert re.search(r"\b(v?addps|vaddps)\b", jit.asm())
+    assert assembly(ir) == jit.asm()  # loom-opt -t asm: the same code, with no engine
     f = function(jit, "add", None, PTR, PTR, PTR)
     A = np.arange(1024, dtype=np.float32)
     B = np.full(1024, 0.5, dtype=np.float32)

@@ -22,6 +22,7 @@ import compiler
 from compiler.context import make_context
 from compiler.diagnostics import parse_module
 from compiler.pipelines import build
+from compiler.remarks import collect
 from kernels import matmul
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -90,7 +91,9 @@ def test_module_without_nests_is_no_error():
     so); a tag named with op= is still an error."""
     src = "func.func @nothing(%a: memref<4xf32>) {\n  func.return\n}"
     for step in SCHEDULE_PASSES:
-        run(src, step)
+        with collect() as remarks:
+            run(src, step)
+        assert [r.message for r in remarks] == ["the module has no loop nest: nothing to schedule"], step
     with pytest.raises(compiler.LoomError, match="option 'op' is 'matmul', but no loop nest is tagged so; "
                                                  "the module has no loop nest"):
         run(src, "loom-hoist{op=matmul}")
@@ -222,6 +225,19 @@ def test_unroll_size_limit_before_anything_is_copied(step, message):
     finally:
         tracemalloc.stop()
     assert message is None or peak < 16 << 20, f"{peak / 2**20:.1f} MiB allocated before the refusal"
+
+
+def test_peel_counts_its_copies_against_the_size_limit():
+    """loom-peel copies the whole nest once per loop it splits: one split of a 9,600-op
+    nest (unrolled) makes two of it, within the limit; two splits, three: refused."""
+    mm = matmul((100, 100), (100, 100), (100, 100), np.float32)
+    unrolled = f"{TO_AFFINE},loom-unroll-jam{{factors=4,4 op=matmul}},loom-unroll{{factor=100 op=matmul}}"
+    run(mm, f"{unrolled},loom-peel{{sizes=3 op=matmul}}")
+    message = ("loom-peel: peeling for sizes [3, 3] (2 copies of the nest) would make nest 'matmul' about 28,815 ops, "
+               "more than the limit of 20,000 ops per unrolled nest (compile time and memory grow with it): peel "
+               "before unrolling, or fewer loops")
+    with pytest.raises(compiler.LoomError, match=re.escape(message)):
+        run(mm, f"{unrolled},loom-peel{{sizes=3,3 op=matmul}}")
 
 
 def test_unroll_of_an_unknown_trip_count_is_bounded():

@@ -99,6 +99,28 @@ def test_loom_run_reports_a_failed_allocation(tmp_path):
     assert re.fullmatch(r"huge\.mlir: error: " + HUGE_MESSAGE + "\n", p.stderr), p.stderr
 
 
+def test_loom_bench_reports_a_failed_allocation(tmp_path):
+    """loom-bench --compile checks the kernel it compiled: the 37 GiB temporary is the same
+    one-line error as loom-run's (it was a traceback)."""
+    (tmp_path / "huge.mlir").write_text(HUGE)
+    p = limited([BIN / "loom-bench", "--compile", "--examples", "huge.mlir", "--chain", "1", "--matmul", "none",
+                 "--pipeline", "naive", "--json"], tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    assert re.fullmatch(r"loom-bench: error: " + HUGE_MESSAGE + "\n", p.stderr), p.stderr
+
+
+def test_allocation_sites_name_the_file_compiled():
+    """The same text under another filename is another kernel: its MemoryError names its
+    own file (the cache key left the filename out, so the second got the first's)."""
+    first = compiler.compile(HUGE, filename="first.mlir")
+    second = compiler.compile(HUGE, filename="second.mlir")
+    assert second is not first and compiler.compile(HUGE, filename="first.mlir") is first
+    assert first.allocation_sites[1].location == "first.mlir:2:3"
+    assert second.allocation_sites[1].location == "second.mlir:2:3"
+    assert first.allocation_sites[1].nbytes == 100000 * 100000 * 4  # the alloc_site's `bytes`
+
+
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_failed_allocation_frees_the_buffers_held(pipeline, tmp_path):
     """%t (64 MiB, written) is allocated when %u (37 GiB) fails: the failure path frees
@@ -273,11 +295,32 @@ def test_array_with_layout_pads_with_nan():
     a = array_with_layout(spec, values)
     assert a.strides == (20, 4)
     np.testing.assert_array_equal(a, values)
-    assert outside_view(a).size == 2 and np.isnan(outside_view(a)).all()  # the row gap of 2
-    base = a
-    while getattr(base, "base", None) is not None:  # as_strided's view -> the buffer it made
-        base = base.base
-    assert base.size == 2 + 5 + 3 and np.isnan(base[:2]).all()  # the offset before element 0
+    base = a.base  # the buffer, from the pointer the kernel gets: offset 2, rows of 5
+    assert base.size == 2 + 5 + 3 and np.isnan(base[:2]).all() and np.isnan(base[5:7]).all()
+    assert outside_view(a).size == 4 and np.isnan(outside_view(a)).all()  # the offset and the row gap
+    base[0] = 1.0  # where a base pointer one element short would write
+    assert not np.isnan(outside_view(a)).all()
+
+
+def test_loom_run_sees_a_write_before_the_view(monkeypatch):
+    """%c's rows are contiguous, 2 elements after the pointer: a kernel given a pointer one
+    element short writes into that offset, before the view. The check looked only from
+    the view's first element on (and not at all at a view with contiguous rows)."""
+    from compiler.kernel import Kernel
+
+    src = READ_TWICE.replace("%c: memref<4x4xf32>", "%c: memref<4x4xf32, strided<[4, 1], offset: 2>>")
+    src = src.replace("outs(%c : memref<4x4xf32>)", "outs(%c : memref<4x4xf32, strided<[4, 1], offset: 2>>)")
+    report = run_and_check(src, budget=0.01, rounds=1)
+    assert report.ok and not report.notes, report.format()
+    real = Kernel._pointers
+
+    def one_short(self, arrays):
+        pointers = real(self, arrays)
+        return [p - 4 if s.in_place else p for p, s in zip(pointers, self.inputs)]
+
+    monkeypatch.setattr(Kernel, "_pointers", one_short)
+    report = run_and_check(src, budget=0.01, rounds=1)
+    assert "the kernel wrote outside the view of argument %c" in report.notes, report.format()
 
 
 # --------------------------------------------------------------------------------------
@@ -365,6 +408,27 @@ def test_layout_error_names_the_argument():
         k(x, w)
 
 
+def test_layout_error_of_a_written_argument_says_to_copy_back():
+    """A copy of an argument the kernel writes would get the results: the message says so
+    (it suggested np.ascontiguousarray, whose copy then silently took the results)."""
+    k = compiler.compile(READ_TWICE)
+    a = np.ones((4, 4), np.float32)
+    c = np.zeros((4, 8), np.float32)[:, ::2]
+    with pytest.raises(ValueError, match=re.escape(
+            "@m argument #2 (%c) is not C-contiguous (strides (32, 8), expected (16, 4)): the kernel writes %c in "
+            "place with row-major strides, so a copy would get its results: pass a C-contiguous array "
+            "(buf = np.ascontiguousarray(c)) and copy them back (c[...] = buf)")):
+        k(a, a, c)
+    strided = compiler.compile("""func.func @s(%a: memref<3x5xf64>, %c: memref<3x5xf64, strided<[1, 3]>>) {
+  loom.relu ins(%a : memref<3x5xf64>) outs(%c : memref<3x5xf64, strided<[1, 3]>>)
+  func.return
+}""")
+    with pytest.raises(ValueError, match=re.escape(
+            "the kernel writes %c in place with the layout of memref<3x5xf64, strided<[1, 3]>>, so a copy would get "
+            "its results: pass a view with exactly those strides into a larger array, and copy the results from it")):
+        strided(np.ones((3, 5)), np.zeros((3, 5)))
+
+
 def test_signature_errors_are_located():
     with pytest.raises(LoomError, match=re.escape("<source>:1:1: error: unsupported element type f16 for %a")):
         compiler.compile("func.func @h(%a: memref<4xf16>) {\n  func.return\n}")
@@ -402,6 +466,9 @@ def test_repr_is_short():
     assert text == (f"<Kernel @mm(%x: float32[4, 3], %w: float32[3, 5]) -> float32[4, 5], pipeline='default', "
                     f"target={k.target!r}>")
     assert k.target and len(k.llvm_ir) > len(text) and len(k.asm()) > len(text)  # kept in the attributes
+    from compiler.target import machine
+
+    assert k.target == k._module.cpu == machine().cpu  # what the code was generated for
 
 
 # --------------------------------------------------------------------------------------
@@ -434,6 +501,28 @@ def test_run_and_check_function_returning_an_argument():
 }"""
     report = run_and_check(src, budget=0.01, rounds=1)
     assert report.ok and report.checked == "result #0, result #1", report.format()
+
+
+def test_timed_rounds_sizes_its_rounds_from_a_warm_call():
+    """One timing scheme for loom-run and loom-bench: a warm run of the kernel (the caller
+    has run it once) sizes the rounds to the budget, then the functions run interleaved,
+    round after round."""
+    import time
+
+    from compiler.runner import timed_rounds
+
+    calls = []
+
+    def kernel():
+        calls.append("k")
+        time.sleep(0.002)
+
+    timing = timed_rounds([kernel, lambda: calls.append("n")], budget=0.02, at_most=100, rounds=3)
+    assert 3 <= timing.runs <= 10 and calls == ["k"] + ["k", "n"] * (3 * timing.runs)
+    assert len(timing.per_round) == 3 and timing.median(0) >= 0.002 > timing.median(1)
+    assert timing.round_medians() == tuple(t[0] for t in timing.per_round)
+    assert timing.ratios() == tuple(t[1] / t[0] for t in timing.per_round)
+    assert timed_rounds([kernel], budget=1.0, at_most=4).runs == 4
 
 
 def test_loom_run_times_in_rounds(tmp_path):

@@ -203,3 +203,76 @@ def test_hoist_keeps_a_load_through_a_view_of_a_stored_buffer(pipeline):
         want[i, 0] = want[3, 0] + 1
     compiler.compile(STORE_BASE_LOAD_VIEW, pipeline=pipeline)(a)
     np.testing.assert_array_equal(a, want)
+
+
+def store_through_unknown(maker: str) -> str:
+    """The loop stores to %m, which is %a or %b (flag[0] > 0 or not), and reads %b[0]."""
+    made = {
+        "arith.select": "%m = arith.select %c, %a, %b : memref<8xf32>",
+        "scf.if": """%m = scf.if %c -> (memref<8xf32>) {
+    scf.yield %a : memref<8xf32>
+  } else {
+    scf.yield %b : memref<8xf32>
+  }""",
+    }[maker]
+    return f"""func.func @store_through_unknown(%a: memref<8xf32>, %b: memref<8xf32>, %flag: memref<1xf32>) {{
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %f = memref.load %flag[%c0] : memref<1xf32>
+  %c = arith.cmpf ogt, %f, %zero : f32
+  {made}
+  affine.for %i = 0 to 8 {{
+    %x = affine.load %b[0] : memref<8xf32>
+    %y = arith.addf %x, %one : f32
+    affine.store %y, %m[%i] : memref<8xf32>
+  }} {{loom.tag = "unknown"}}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("maker", ["arith.select", "scf.if"])
+@pytest.mark.parametrize("pipeline", ["naive", "loom-hoist", "loom-unroll{factor=3},loom-hoist"])
+def test_hoist_keeps_a_load_that_a_store_through_an_unknown_buffer_may_change(maker, pipeline):
+    """When %m is %b, iteration 0 rewrites %b[0]: %b becomes 1, 2, 2, ... A load of %b[0]
+    hoisted out of the loop gave 1, 1, 1, ... (memref_root took %m for %a, or for a
+    buffer of its own)."""
+    kern = compiler.compile(store_through_unknown(maker), pipeline=pipeline, remarks=True)
+    for flag, want_a, want_b in [(1.0, [1.0] * 8, [0.0] * 8), (-1.0, [0.0] * 8, [1.0] + [2.0] * 7)]:
+        a, b = np.zeros(8, np.float32), np.zeros(8, np.float32)
+        kern(a, b, np.array([flag], np.float32))
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(b, want_b)
+    if "hoist" in pipeline:
+        assert any(f"%b[0] not hoisted out of loop %i: 'affine.store' in the loop writes %m, the result of '{maker}', "
+                   "which may be any buffer" in str(r) for r in kern.remarks), kern.remarks
+
+
+#: %c views the 4 elements of %base as 2 x 2 with strides (1, 1): %c[0, 1] and %c[1, 0] are
+#: both base[1], which each iteration adds x[k] to twice
+OVERLAPPING_ACCUMULATORS = """func.func @overlapping_accumulators(%base: memref<4xf32>, %x: memref<8xf32>) {
+  %c = memref.reinterpret_cast %base to offset: [0], sizes: [2, 2], strides: [1, 1] : memref<4xf32> to memref<2x2xf32, strided<[1, 1]>>
+  affine.for %k = 0 to 8 {
+    %v = affine.load %x[%k] : memref<8xf32>
+    %p = affine.load %c[0, 1] : memref<2x2xf32, strided<[1, 1]>>
+    %s = arith.addf %p, %v : f32
+    affine.store %s, %c[0, 1] : memref<2x2xf32, strided<[1, 1]>>
+    %q = affine.load %c[1, 0] : memref<2x2xf32, strided<[1, 1]>>
+    %t = arith.addf %q, %v : f32
+    affine.store %t, %c[1, 0] : memref<2x2xf32, strided<[1, 1]>>
+  } {loom.tag = "acc"}
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("pipeline", ["naive", "loom-hoist", "loom-unroll{factor=2},loom-hoist"])
+def test_hoist_does_not_promote_two_subscripts_of_one_element(pipeline):
+    """Kept in two registers, %c[0, 1] and %c[1, 0] would each add sum(x) once and the
+    last store would win: base[1] = 8 instead of 16."""
+    kern = compiler.compile(OVERLAPPING_ACCUMULATORS, pipeline=pipeline, remarks=True)
+    base = np.zeros(4, np.float32)
+    kern(base, np.ones(8, np.float32))
+    np.testing.assert_array_equal(base, [0, 16, 0, 0])
+    if "hoist" in pipeline:
+        assert any("%c[0, 1] not promoted to a register in loop %k: its layout strided<[1, 1]> reaches some "
+                   "elements from several indices" in str(r) for r in kern.remarks), kern.remarks

@@ -22,8 +22,9 @@ matplotlib: the `bench` extra).
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
 
-`--compile` times compilation, stage by stage (CPU seconds: parse and verify, each pass
-of the pipeline, LLVM emission, LLVM's O3, machine code generation), for the example
+`--compile` times compilation, stage by stage (CPU seconds: parse and verify, set-up,
+each pass of the pipeline, LLVM emission, LLVM's O3, machine code generation; the
+kernel checked is the one timed: `compile(timings=...)`), for the example
 kernels (examples/*.mlir, or `--examples`: files, or none), for chains of elementwise
 ops (`--chain`: their lengths, 1000 by default) with `--pipeline` (default: default),
 and for the default pipeline's matmul (`--matmul`, 1024 by default; `none` skips it) in
@@ -41,7 +42,7 @@ import json
 import sys
 from pathlib import Path
 
-from tools import console_entry
+from tools import console_entry, report_error
 
 SIZES = "8,32,128,256,512,1024"
 #: the defaults of compiler.bench.SHAPES and ABLATION_SHAPES, written out: the command line
@@ -139,7 +140,6 @@ def main(argv=None) -> int:
 
     blas = prepare_numpy_for_timing()
     from compiler import bench
-    from compiler.diagnostics import LoomError
 
     if args.plot:
         try:
@@ -148,23 +148,26 @@ def main(argv=None) -> int:
             print(f"loom-bench: error: {e}", file=sys.stderr)
             return 1
     try:
-        if args.stages:
-            rows = run_stages(args, bench)
-        elif args.shapes:
-            rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
-                                    budget=args.budget, rounds=args.rounds,
-                                    on_row=None if args.json else _progress)
-        elif args.compile:
-            return _compile_mode(args, bench, blas)
-        else:
-            rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
-                                      on_row=None if args.json else _progress_ablation)
-    except LoomError as e:
-        print(e, file=sys.stderr)
+        return _run_mode(args, bench, blas)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # bad input (a kernel too big for memory, say) or a bug: one line
+        report_error("loom-bench", e)
         return 1
-    except ImportError as e:  # --ablation before passes.loom_default exists
-        print(f"loom-bench: error: the default pipeline's steps are unavailable: {e}", file=sys.stderr)
-        return 1
+
+
+def _run_mode(args, bench, blas: str) -> int:
+    """Run the mode asked for and print its table; the exit status."""
+    if args.stages:
+        rows = run_stages(args, bench)
+    elif args.shapes:
+        rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
+                                budget=args.budget, rounds=args.rounds, on_row=None if args.json else _progress)
+    elif args.compile:
+        return _compile_mode(args, bench, blas)
+    else:
+        rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
+                                  on_row=None if args.json else _progress_ablation)
     machine = bench.bench_machine()
     table, as_json = {
         "stages": (bench.markdown, bench.as_json),
@@ -179,8 +182,12 @@ def main(argv=None) -> int:
             print(f"pipeline: {args.pipeline}\n")
         print(table(rows))
     if args.plot:
-        bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, one thread"
-                                                 f"\n{machine}\n{blas}")
+        try:
+            bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, one thread"
+                                                     f"\n{machine}\n{blas}")
+        except OSError as e:
+            print(f"loom-bench: error: cannot write the plot {args.plot}: {e.strerror or e}", file=sys.stderr)
+            return 1
         print(f"plot: {args.plot}", file=sys.stderr)
     return 0 if all(r.ok for r in rows) else 1
 

@@ -16,10 +16,9 @@ Exit status 0 when every result is within its bound, 1 otherwise or on bad input
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from tools import console_entry
+from tools import console_entry, report_error
 
 
 def parse_args(argv):
@@ -68,22 +67,14 @@ def main(argv=None) -> int:
         from tools.numpy_env import prepare_numpy_for_timing
 
         print(prepare_numpy_for_timing())
-    from compiler.diagnostics import LoomError
-
     ok = True
     for path in args.files:
         try:
             ok &= run_file(path, args)
-        except (LoomError, ValueError, TypeError, MemoryError) as e:
-            located = isinstance(e, LoomError) and e.location
-            print(e if located else f"{path}: error: {e.message if isinstance(e, LoomError) else e}", file=sys.stderr)
-            ok = False
         except KeyboardInterrupt:
             return 130
         except Exception as e:
-            if os.environ.get("LOOM_DEBUG"):
-                raise
-            print(f"{path}: error: internal compiler error: {type(e).__name__}: {e}", file=sys.stderr)
+            report_error(path, e)
             ok = False
     return 0 if ok else 1
 

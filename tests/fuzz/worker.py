@@ -23,6 +23,7 @@ import json
 import os
 import re
 import resource
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -35,6 +36,10 @@ CLEAN_CLI = re.compile(r"^(?:[^\s:]+:\d+:\d+: error: |loom-opt: error: )")
 #: kernels larger than this are compiled but not run (elements of all arrays, flops)
 MAX_ELEMENTS, MAX_FLOPS = 1 << 22, 5e7
 PROJECT = Path(__file__).resolve().parents[2]
+#: a case whose text starts with CRASH_CASE kills the worker with SIGSEGV in its first
+#: step, when the environment has CRASH_ENV=1: how the tests check, without a timer racing
+#: the case, that a crash is reported and the run goes on
+CRASH_CASE, CRASH_ENV = "// loom-fuzz: crash the worker\n", "LOOM_FUZZ_CRASH_CASE"
 LOOM_PACKAGES = tuple(str(PROJECT / d) + os.sep for d in ("compiler", "dialects", "passes", "tools"))
 
 
@@ -288,6 +293,8 @@ def run_compile(text: str, pipeline: str, parsed: tuple) -> dict:
 
 
 def run_case(case: dict) -> None:
+    if os.environ.get(CRASH_ENV) == "1" and case["text"].startswith(CRASH_CASE):
+        os.kill(os.getpid(), signal.SIGSEGV)
     Path(FILE).write_text(case["text"])
     if case.get("target"):
         os.environ["LOOM_TARGET"] = case["target"]

@@ -275,6 +275,27 @@ func.func @relu_shifted_view(%m: memref<8xf32>) {
 
 // -----
 
+// A buffer of unknown origin (arith.select of two, an scf.if's or a call's result) may be
+// any buffer: it may be an input's, here %a when %c holds.
+func.func @matmul_outs_selected(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %d: memref<4x4xf32>, %c: i1) {
+  %m = arith.select %c, %a, %d : memref<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.matmul' op outs operand may view the same buffer as operand #0 (lhs): the outs operand is the result of 'arith.select', which may be any buffer, and loom.matmul needs its output to be a separate buffer
+  loom.matmul ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%m : memref<4x4xf32>)
+  func.return
+}
+
+// -----
+
+// In place, only the input itself is known to be the output's elements.
+func.func @relu_over_selected(%a: memref<4xf32>, %d: memref<4xf32>, %c: i1) {
+  %m = arith.select %c, %a, %d : memref<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.relu' op outs operand may view the same buffer as operand #0 (input): it is the result of 'arith.select', which may be any buffer, and loom.relu needs its output to be a separate buffer or the input itself
+  loom.relu ins(%m : memref<4xf32>) outs(%a : memref<4xf32>)
+  func.return
+}
+
+// -----
+
 // A symbol defined twice is reported at the second definition.
 func.func @twice() {
   func.return
@@ -367,5 +388,43 @@ func.func @f80_argument(%a: memref<8xf80>) {
 func.func @f128_constant() {
   // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'arith.constant' op has a value of type f128: f128 is not supported
   %zero = arith.constant 0.000000e+00 : f128
+  func.return
+}
+
+// -----
+
+// A loop's step must be positive: xDSL parses `step 0`, which divided by zero in every
+// schedule pass (the fuzzer's find).
+func.func @affine_step_zero(%a: memref<8xf32>, %x: f32) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'affine.for' op has the step 0: a loop's step must be positive
+  affine.for %i = 0 to 8 step 0 {
+    affine.store %x, %a[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// -----
+
+// An scf.for with a constant step of 0 would never end.
+func.func @scf_step_zero(%a: memref<8xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'scf.for' op has the step 0: a loop's step must be positive
+  scf.for %i = %c0 to %c8 step %c0 {
+    memref.store %x, %a[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// -----
+
+// Nor may an affine.parallel's step be 0 (the lowered scf.parallel would never end).
+func.func @parallel_step_zero(%a: memref<8xf32>, %x: f32) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'affine.parallel' op has the step 0: a loop's step must be positive
+  "affine.parallel"() <{lowerBoundsMap = affine_map<() -> (0)>, lowerBoundsGroups = dense<1> : vector<1xi32>, upperBoundsMap = affine_map<() -> (8)>, upperBoundsGroups = dense<1> : vector<1xi32>, steps = [0 : i64], reductions = []}> ({
+  ^bb0(%i: index):
+    affine.store %x, %a[%i] : memref<8xf32>
+    affine.yield
+  }) : () -> ()
   func.return
 }

@@ -20,21 +20,21 @@ func.func @three_temporaries(%A: memref<4xf32>) {
 // CHECK-SAME:    ) -> i32
 // CHECK-NEXT:    %[[FALSE:.*]] = llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    %[[NULL:.*]] = llvm.mlir.constant(0) : i64
-// CHECK:         %t = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 1 : i32, name = "t", type = memref<4xf32>}}
+// CHECK:         %t = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 1 : i32, name = "t", type = memref<4xf32>, bytes = 16 : i64}}
 // CHECK-NEXT:    %[[TA:.*]] = llvm.ptrtoint %t : !llvm.ptr to i64
 // CHECK-NEXT:    %[[TN:.*]] = llvm.icmp "eq" %[[TA]], %[[NULL]] : i64
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT:    %[[TX:.*]] = llvm.call_intrinsic "llvm.expect.i1"(%[[TN]], %[[FALSE]]) : (i1, i1) -> i1
 // CHECK-NEXT:    llvm.cond_br %[[TX]], ^[[NONE:.*]](%[[ONE]] : i32), ^[[GOT_T:.*]]
 // CHECK-NEXT:  ^[[GOT_T]]:
-// CHECK:         %u = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "u", type = memref<8xf32>}}
+// CHECK:         %u = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "u", type = memref<8xf32>, bytes = 32 : i64}}
 // CHECK-NEXT:    %[[UA:.*]] = llvm.ptrtoint %u : !llvm.ptr to i64
 // CHECK-NEXT:    %[[UN:.*]] = llvm.icmp "eq" %[[UA]], %[[NULL]] : i64
 // CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
 // CHECK-NEXT:    %[[UX:.*]] = llvm.call_intrinsic "llvm.expect.i1"(%[[UN]], %[[FALSE]]) : (i1, i1) -> i1
 // CHECK-NEXT:    llvm.cond_br %[[UX]], ^[[FREE_T:.*]](%[[TWO]] : i32), ^[[GOT_U:.*]]
 // CHECK-NEXT:  ^[[GOT_U]]:
-// CHECK:         %w = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 3 : i32, name = "w", type = memref<16xf32>}}
+// CHECK:         %w = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 3 : i32, name = "w", type = memref<16xf32>, bytes = 64 : i64}}
 // CHECK:         %[[THREE:.*]] = llvm.mlir.constant(3 : i32) : i32
 // CHECK-NEXT:    %[[WX:.*]] = llvm.call_intrinsic "llvm.expect.i1"(%{{.*}}, %[[FALSE]]) : (i1, i1) -> i1
 // CHECK-NEXT:    llvm.cond_br %[[WX]], ^[[FREE_U:.*]](%[[THREE]] : i32), ^[[GOT_W:.*]]
@@ -109,13 +109,13 @@ func.func @plain(%A: memref<4xf32>) {
 
 // CHECK-LABEL: llvm.func internal @callee(
 // CHECK-SAME:    ) -> i32
-// CHECK:         {alloc_site = {site = 1 : i32, name = "t", type = memref<4xf32>}}
+// CHECK:         {alloc_site = {site = 1 : i32, name = "t", type = memref<4xf32>, bytes = 16 : i64}}
 // CHECK-LABEL: llvm.func @caller(
 // CHECK-SAME:    ) -> i32
 // CHECK-NEXT:    llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK:         %u = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "u", type = memref<8xf32>}}
+// CHECK:         %u = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "u", type = memref<8xf32>, bytes = 32 : i64}}
 // CHECK:         %[[S:.*]] = llvm.call @callee(%{{.*}}) : (!llvm.ptr) -> i32
 // CHECK-NEXT:    %[[BAD:.*]] = llvm.icmp "ne" %[[S]], %[[ZERO]] : i32
 // CHECK-NEXT:    %[[X:.*]] = llvm.call_intrinsic "llvm.expect.i1"(%[[BAD]], %{{.*}}) : (i1, i1) -> i1

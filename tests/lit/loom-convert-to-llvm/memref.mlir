@@ -71,9 +71,9 @@ func.func @alloc_dealloc() {
 // CHECK-LABEL: llvm.func @alloc_dealloc() -> i32
 // CHECK:         %[[A0:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(64) : i64
-// CHECK-NEXT:    %t = llvm.call @aligned_alloc(%[[A0]], %[[S0]]) {alloc_site = {site = 1 : i32, name = "t", type = memref<3x5xf32>}} : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %t = llvm.call @aligned_alloc(%[[A0]], %[[S0]]) {alloc_site = {site = 1 : i32, name = "t", type = memref<3x5xf32>, bytes = 60 : i64}} : (i64, i64) -> !llvm.ptr
 // CHECK:         %[[S1:.*]] = llvm.mlir.constant(832) : i64
-// CHECK-NEXT:    %u = llvm.call @aligned_alloc(%{{.*}}, %[[S1]]) {alloc_site = {site = 2 : i32, name = "u", type = memref<100xf64>}} : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %u = llvm.call @aligned_alloc(%{{.*}}, %[[S1]]) {alloc_site = {site = 2 : i32, name = "u", type = memref<100xf64>, bytes = 800 : i64}} : (i64, i64) -> !llvm.ptr
 // CHECK:         llvm.call @free(%t) : (!llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.call @free(%u) : (!llvm.ptr) -> ()
 // CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr

@@ -427,3 +427,94 @@ func.func @store_base_load_view(%a: memref<8x4xf32>, %x: f32) {
   } {loom.tag = "view"}
   func.return
 }
+
+// -----
+
+// The store goes through %m, %a or %b chosen at run time (arith.select): a buffer of
+// unknown origin, which may be %b. The load of %b[0] stays in the loop: iteration 0 may
+// rewrite it. (memref_root took the select's first memref operand, %a, for its buffer:
+// the load was hoisted.)
+// CHECK-LABEL: func.func @store_through_select
+// CHECK:      affine.for %i = 0 to 8 {
+// CHECK-NEXT:   %{{.*}} = affine.load %b[0]
+// CHECK-NEXT:   %{{.*}} = arith.addf
+// CHECK-NEXT:   affine.store %{{.*}}, %m[%i]
+
+// REMARK: hoist.mlir:[[# @LINE + 5]]:5: remark: [loom-hoist] %b[0] not hoisted out of loop %i: 'affine.store' in the loop writes %m, the result of 'arith.select', which may be any buffer
+func.func @store_through_select(%a: memref<8xf32>, %b: memref<8xf32>, %c: i1) {
+  %one = arith.constant 1.0 : f32
+  %m = arith.select %c, %a, %b : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %b[0] : memref<8xf32>
+    %y = arith.addf %x, %one : f32
+    affine.store %y, %m[%i] : memref<8xf32>
+  } {loom.tag = "t"}
+  func.return
+}
+
+// -----
+
+// The same through an scf.if's result (memref_root stopped at it: a buffer of its own).
+// CHECK-LABEL: func.func @store_through_if
+// CHECK:      affine.for %i = 0 to 8 {
+// CHECK-NEXT:   %{{.*}} = affine.load %b[0]
+
+// REMARK: hoist.mlir:[[# @LINE + 9]]:5: remark: [loom-hoist] %b[0] not hoisted out of loop %i: 'affine.store' in the loop writes %m, the result of 'scf.if', which may be any buffer
+func.func @store_through_if(%a: memref<8xf32>, %b: memref<8xf32>, %c: i1) {
+  %one = arith.constant 1.0 : f32
+  %m = scf.if %c -> (memref<8xf32>) {
+    scf.yield %a : memref<8xf32>
+  } else {
+    scf.yield %b : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %b[0] : memref<8xf32>
+    %y = arith.addf %x, %one : f32
+    affine.store %y, %m[%i] : memref<8xf32>
+  } {loom.tag = "t"}
+  func.return
+}
+
+// -----
+
+// A read-modify-write through a buffer of unknown origin is not promoted either: %m may
+// be %a, which the loop also reads.
+// CHECK-LABEL: func.func @accumulate_through_select
+// CHECK:      affine.for %k = 0 to 8 {
+// CHECK-NEXT:   %{{.*}} = affine.load %a[%k]
+// CHECK-NEXT:   %{{.*}} = affine.load %m[0]
+
+// REMARK: hoist.mlir:[[# @LINE + 5]]:5: remark: [loom-hoist] %m[0] not promoted to a register in loop %k: 'affine.store' in the loop writes %m, the result of 'arith.select', which may be any buffer
+func.func @accumulate_through_select(%a: memref<8xf32>, %b: memref<8xf32>, %c: i1) {
+  %m = arith.select %c, %a, %b : memref<8xf32>
+  affine.for %k = 0 to 8 {
+    %x = affine.load %a[%k] : memref<8xf32>
+    %z = affine.load %m[0] : memref<8xf32>
+    %s = arith.addf %z, %x : f32
+    affine.store %s, %m[0] : memref<8xf32>
+  } {loom.tag = "sum"}
+  func.return
+}
+
+// -----
+
+// Strides (1, 1) on 2 x 2: %c[0, 1] and %c[1, 0] are one element, which each iteration
+// adds to twice. Kept in two registers, each would add once and the last store win.
+// CHECK-LABEL: func.func @overlapping_accumulators
+// CHECK:      affine.for %k = 0 to 8 {
+// CHECK-NEXT:   %{{.*}} = affine.load %x[%k]
+// CHECK-NEXT:   %{{.*}} = affine.load %c[0, 1]
+
+// REMARK: hoist.mlir:[[# @LINE + 4]]:5: remark: [loom-hoist] %c[0, 1] not promoted to a register in loop %k: its layout strided<[1, 1]> reaches some elements from several indices
+func.func @overlapping_accumulators(%c: memref<2x2xf32, strided<[1, 1]>>, %x: memref<8xf32>) {
+  affine.for %k = 0 to 8 {
+    %v = affine.load %x[%k] : memref<8xf32>
+    %p = affine.load %c[0, 1] : memref<2x2xf32, strided<[1, 1]>>
+    %s = arith.addf %p, %v : f32
+    affine.store %s, %c[0, 1] : memref<2x2xf32, strided<[1, 1]>>
+    %q = affine.load %c[1, 0] : memref<2x2xf32, strided<[1, 1]>>
+    %t = arith.addf %q, %v : f32
+    affine.store %t, %c[1, 0] : memref<2x2xf32, strided<[1, 1]>>
+  } {loom.tag = "acc"}
+  func.return
+}

@@ -33,16 +33,6 @@ func.func @bound_ceildiv_by_negative(%n: index) {
 
 // -----
 
-// A zero step would loop forever.
-// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-lower-affine: affine.for step must be positive, got 0
-func.func @zero_step() {
-  affine.for %i = 0 to 10 step 0 {
-  }
-  func.return
-}
-
-// -----
-
 // Reductions are not lowered (to scf.reduce regions) yet. The unused index operand is
 // what xDSL 0.74's verifier asks of an affine.parallel with a result.
 // CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-lower-affine: cannot lower affine.parallel with reductions

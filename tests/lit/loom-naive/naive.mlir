@@ -10,13 +10,13 @@
 // CHECK-LABEL: llvm.func @dense(
 // CHECK-SAME:    %r: !llvm.ptr {llvm.noalias, llvm.nocapture}) -> i32 attributes {no_unwind} {
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}
-// CHECK:         %c = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 1 : i32, name = "c", type = memref<8x4xf32>}}
+// CHECK:         %c = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 1 : i32, name = "c", type = memref<8x4xf32>, bytes = 128 : i64}}
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}
 // CHECK:         llvm.cond_br %{{.*}}, ^[[NONE:bb[0-9]+]](%{{.*}} : i32), ^{{bb[0-9]+}}
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}
 // CHECK:         llvm.fmul
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}
-// CHECK:         %s = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "s", type = memref<8x4xf32>}}
+// CHECK:         %s = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "s", type = memref<8x4xf32>, bytes = 128 : i64}}
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}
 // CHECK:         llvm.cond_br %{{.*}}, ^[[FREE_C:bb[0-9]+]](%{{.*}} : i32), ^{{bb[0-9]+}}
 // CHECK-NOT:     {{(loom|affine|scf|memref|arith|func|cf|math|vector|builtin)\.|unrealized_conversion_cast}}

@@ -353,3 +353,55 @@ func.func @conv_padded(%x: memref<1x2x3x3xf32>, %w: memref<4x2x3x3xf32>, %y: mem
   } {loom.tag = "conv2d"}
   func.return
 }
+
+// -----
+
+// B is %b or %c, chosen at run time (arith.select): a buffer of unknown origin, which may
+// be C, written inside the nest; a copy taken before the loops would miss those writes.
+// (memref_root took the select's first memref operand, %b, for its buffer: packed.)
+// CHECK: refuse.mlir:[[# @LINE + 13]]:13: error: loom-pack: cannot pack B (%bc) of nest 'matmul': %bc, the result of 'arith.select', may be the buffer 'affine.store' writes inside the nest
+func.func @unknown_operand(%a: memref<8x5xf32>, %b: memref<8x6xf32>, %c: memref<8x6xf32>, %flag: i1) {
+  %bc = arith.select %flag, %b, %c : memref<8x6xf32>
+  affine.for %i = 0 to 8 {
+    affine.for %j_t = 0 to 6 step 3 {
+      affine.for %k_t = 0 to 5 step 2 {
+        affine.for %j = %j_t to affine_map<(d0) -> (d0 + 3)>(%j_t) {
+          affine.for %k = %k_t to min affine_map<(d0) -> (d0 + 2, 5)>(%k_t) {
+            %x = affine.load %a[%i, %k] : memref<8x5xf32>
+            %y = affine.load %bc[%k, %j] : memref<8x6xf32>
+            %z = affine.load %c[%i, %j] : memref<8x6xf32>
+            %p = arith.mulf %x, %y : f32
+            %s = arith.addf %z, %p : f32
+            affine.store %s, %c[%i, %j] : memref<8x6xf32>
+          }
+        }
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// The other way round: B is %b, but the nest writes through %cb, %c or %b.
+// CHECK: refuse.mlir:[[# @LINE + 13]]:13: error: loom-pack: cannot pack B (%b) of nest 'matmul': 'affine.store' inside the nest writes %cb, the result of 'arith.select', which may be its buffer
+func.func @writes_an_unknown_buffer(%a: memref<8x5xf32>, %b: memref<8x6xf32>, %c: memref<8x6xf32>, %flag: i1) {
+  %cb = arith.select %flag, %c, %b : memref<8x6xf32>
+  affine.for %i = 0 to 8 {
+    affine.for %j_t = 0 to 6 step 3 {
+      affine.for %k_t = 0 to 5 step 2 {
+        affine.for %j = %j_t to affine_map<(d0) -> (d0 + 3)>(%j_t) {
+          affine.for %k = %k_t to min affine_map<(d0) -> (d0 + 2, 5)>(%k_t) {
+            %x = affine.load %a[%i, %k] : memref<8x5xf32>
+            %y = affine.load %b[%k, %j] : memref<8x6xf32>
+            %z = affine.load %cb[%i, %j] : memref<8x6xf32>
+            %p = arith.mulf %x, %y : f32
+            %s = arith.addf %z, %p : f32
+            affine.store %s, %cb[%i, %j] : memref<8x6xf32>
+          }
+        }
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}

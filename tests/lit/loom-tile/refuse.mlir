@@ -62,3 +62,55 @@ func.func @vector_store_scalar_load(%A: memref<16x32xf32>) {
   } {loom.tag = "mixed"}
   func.return
 }
+
+// -----
+
+// %m is %a or %b, chosen at run time: a buffer of unknown origin, which may be %b. Its
+// accesses meet those of every buffer in any direction (memref_root took the select's
+// first memref operand, %a, for its buffer: no dependence, and a different result).
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-tile: cannot tile (i, j) of nest 'stencil': the loops are not fully permutable, dependence load %b[%i - 1, %j + 1] (line [[# @LINE + 5]]) -> store %m[%i, %j] (line [[# @LINE + 6]]), direction (*, *) (%m, the result of 'arith.select', may be any buffer)
+func.func @select_buffer(%a: memref<9x9xf32>, %b: memref<9x9xf32>, %c: i1) {
+  %m = arith.select %c, %a, %b : memref<9x9xf32>
+  affine.for %i = 1 to 9 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %b[%i - 1, %j + 1] : memref<9x9xf32>
+      affine.store %x, %m[%i, %j] : memref<9x9xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// The same through an scf.if's result (memref_root stopped at it: a buffer of its own).
+// CHECK: refuse.mlir:[[# @LINE + 7]]:3: error: loom-tile: cannot tile (i, j) of nest 'stencil': the loops are not fully permutable, dependence load %b[%i - 1, %j + 1] (line [[# @LINE + 9]]) -> store %m[%i, %j] (line [[# @LINE + 10]]), direction (*, *) (%m, the result of 'scf.if', may be any buffer)
+func.func @if_buffer(%a: memref<9x9xf32>, %b: memref<9x9xf32>, %c: i1) {
+  %m = scf.if %c -> (memref<9x9xf32>) {
+    scf.yield %a : memref<9x9xf32>
+  } else {
+    scf.yield %b : memref<9x9xf32>
+  }
+  affine.for %i = 1 to 9 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %b[%i - 1, %j + 1] : memref<9x9xf32>
+      affine.store %x, %m[%i, %j] : memref<9x9xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// Strides (1, 1) on 9 x 9: %a[%i, 1] and %a[%i + 1, 0] are one element, though their
+// subscripts differ: every pair on %a is a dependence in any direction.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-tile: cannot tile (i, j) of nest 'stencil': the loops are not fully permutable, dependence load %a[%i, 1] (line [[# @LINE + 4]]) -> store %a[%i, 0] (line [[# @LINE + 6]]), direction (*, *) (the layout of %a reaches some elements from several indices)
+func.func @overlapping_layout(%a: memref<9x9xf32, strided<[1, 1]>>, %one: f32) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %a[%i, 1] : memref<9x9xf32, strided<[1, 1]>>
+      %y = arith.addf %x, %one : f32
+      affine.store %y, %a[%i, 0] : memref<9x9xf32, strided<[1, 1]>>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
