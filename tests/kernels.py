@@ -97,3 +97,16 @@ def check_both(src, shapes, k, pipeline, seed=0):
     assert_within_bound(kern(*normal), compiler.reference(src, *normal), k, np.float32, pipeline)
     ints = [small_ints(rng, s, np.float32) for s in shapes]
     np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(np.float32), err_msg=pipeline)
+
+
+def unknown_memref(maker: str, t: str) -> str:
+    """`%m = ...`: %a when %c holds, else %b, chosen by `maker` (arith.select or scf.if):
+    a memref of unknown origin, which the analyses must take for any buffer."""
+    if maker == "arith.select":
+        return f"%m = arith.select %c, %a, %b : {t}"
+    assert maker == "scf.if", maker
+    return f"""%m = scf.if %c -> ({t}) {{
+    scf.yield %a : {t}
+  }} else {{
+    scf.yield %b : {t}
+  }}"""

@@ -8,6 +8,7 @@ import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir.affine import AffineExpr
+from kernels import unknown_memref
 
 import compiler
 from compiler.context import make_context
@@ -414,14 +415,7 @@ def test_view_schedule_refused_or_right(pipeline):
 def unknown_buffer(maker: str) -> str:
     """%m is %a when flag[0] > 0, else %b, made by `maker`; the nest writes %m[i, j] =
     %b[i - 1, j + 1]: a stencil over %b (the order of the loops matters) when %m is %b."""
-    made = {
-        "arith.select": "%m = arith.select %c, %a, %b : memref<9x9xf32>",
-        "scf.if": """%m = scf.if %c -> (memref<9x9xf32>) {
-    scf.yield %a : memref<9x9xf32>
-  } else {
-    scf.yield %b : memref<9x9xf32>
-  }""",
-    }[maker]
+    made = unknown_memref(maker, "memref<9x9xf32>")
     return f"""func.func @unknown(%a: memref<9x9xf32>, %b: memref<9x9xf32>, %flag: memref<1xf32>) {{
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32

@@ -19,7 +19,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import compiler
-from kernels import assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints
+from kernels import assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints, unknown_memref
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "default") != "default"
 few = settings() if LONG else settings(max_examples=6)
@@ -207,14 +207,7 @@ def test_hoist_keeps_a_load_through_a_view_of_a_stored_buffer(pipeline):
 
 def store_through_unknown(maker: str) -> str:
     """The loop stores to %m, which is %a or %b (flag[0] > 0 or not), and reads %b[0]."""
-    made = {
-        "arith.select": "%m = arith.select %c, %a, %b : memref<8xf32>",
-        "scf.if": """%m = scf.if %c -> (memref<8xf32>) {
-    scf.yield %a : memref<8xf32>
-  } else {
-    scf.yield %b : memref<8xf32>
-  }""",
-    }[maker]
+    made = unknown_memref(maker, "memref<8xf32>")
     return f"""func.func @store_through_unknown(%a: memref<8xf32>, %b: memref<8xf32>, %flag: memref<1xf32>) {{
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from .corpus import seeds, tokenize, untokenize
 from .mutations import Case, cases
-from .oracle import Worker, assert_clean
+from .oracle import Worker, assert_clean, load_reproducer
 from .worker import CRASH_CASE, CRASH_ENV
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -37,6 +37,17 @@ def worker():
 @given(case=cases())
 def test_bad_input_gives_a_clean_error_or_a_checked_result(worker, case):
     assert_clean(case, worker.run(case), SAVE)
+
+
+REGRESSIONS = sorted((Path(__file__).parent / "regressions").glob("*.mlir"))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
+def test_found_failures_stay_fixed(worker, path):
+    """What campaigns found (`python -m tests.fuzz --save DIR`), replayed: each file's
+    header says what it did then (a hang, a traceback, an internal error)."""
+    case = load_reproducer(path)
+    assert_clean(case, worker.run(case), None)
 
 
 MATMUL = """func.func @mm(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
