@@ -119,10 +119,11 @@ class LoomUnrollPass(ModulePass):
 
 def _estimate(nest: affine.ForOp, plan: list[tuple[affine.ForOp, int, bool, str]]) -> int:
     """About the ops of the nest after unrolling: each unrolled loop's body once per copy,
-    and once more in the remainder loop when the factor may not divide the trip count."""
+    and once more in the remainder loop when the factor may not divide the trip count;
+    a copy is at least its iv's affine.apply (an empty body unrolled by 10^9 is refused)."""
     total = op_count(nest)
     for loop, factor, _, _ in plan:
         trips = constant_trip_count(loop)
         remainder = trips is None or trips % factor != 0
-        total += (op_count(loop) - 2) * (factor - 1 + remainder)
+        total += (op_count(loop) - 2 + 1) * (factor - 1 + remainder)
     return total

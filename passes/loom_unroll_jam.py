@@ -218,5 +218,5 @@ def _estimate(nest: affine.ForOp, band: list[affine.ForOp], applied: list[int]) 
     for loop, factor in zip(band, applied):
         trips = constant_trip_count(loop)
         copies *= factor + (factor > 1 and (trips is None or trips % factor != 0))
-    body = op_count(band[-1]) - 2  # the innermost band loop's body, without the loop and its yield
+    body = op_count(band[-1]) - 2 + 1  # the innermost band loop's body, without the loop and its yield; an iv
     return op_count(nest) + body * (copies - 1)

@@ -21,14 +21,25 @@ func.func @f(%m: memref<8xf32>, %z: f32) {
 // -----
 
 // A loop whose trip count is not known (%n) unrolled by 10^9: its copies would make
-// about 3 * 10^9 ops. Refused before any is made, with the limit and the estimate. (A
+// about 4 * 10^9 ops (each copy's body and its iv). Refused before any is made, with the limit and the estimate. (A
 // constant trip count, as in @f, clamps the factor instead.)
-// SIZE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll: unrolling its innermost loops by 1000000000 would make nest 'sum' about 3,000,000,005 ops, more than the limit of 20,000 ops per unrolled nest (compile time and memory grow with it): use smaller factors
+// SIZE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll: unrolling its innermost loops by 1000000000 would make nest 'sum' about 4,000,000,005 ops, more than the limit of 20,000 ops per unrolled nest (compile time and memory grow with it): use smaller factors
 func.func @unknown_trip_count(%a: memref<?xf32>, %n: index, %z: f32) {
   affine.for %i = 0 to %n {
     %v = affine.load %a[%i] : memref<?xf32>
     %s = arith.addf %v, %z : f32
     affine.store %s, %a[%i] : memref<?xf32>
   } {loom.tag = "sum"}
+  func.return
+}
+
+// -----
+
+// An empty body counts its iv per copy: unrolled by 10^9 it is refused too (the
+// fuzzer's find: it ran on, making 10^9 copies of nothing).
+// SIZE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-unroll: unrolling its innermost loops by 1000000000 would make nest 'untagged' about 1,000,000,002 ops
+func.func @empty_body(%lo: index, %hi: index) {
+  affine.for %i = %lo to %hi {
+  }
   func.return
 }
