@@ -218,8 +218,10 @@ def compile(
 
     `source` is MLIR text or a module; `entry` names the function (optional when there is
     one); `pipeline` is a named pipeline (`naive`) or a pass-list string, completed with
-    the steps it leaves out (`compiler.pipelines.complete`); `filename` is what error
-    locations and allocation failures name. With
+    the steps it leaves out (`compiler.pipelines.complete`); `num_threads` is how many
+    threads the parallel loops of `loom-default` and `loom-parallelize` run on (default:
+    `OMP_NUM_THREADS`, else the cores this process may run on; 1 makes serial code);
+    `filename` is what error locations and allocation failures name. With
     `remarks=True` the kernel's `remarks` say what each schedule pass did. With
     `stages=True` every pass's output is verified and kept as text in `kernel.stages`
     (a debugging aid: it costs about a third of the compile time); by default the input
@@ -263,7 +265,8 @@ def compile(
             if prev is not None:
                 kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = _print(mod)
 
-        passes = build(pipeline, _pass_clock(timings, record if stages else None), literal=False)
+        passes = build(pipeline, _pass_clock(timings, record if stages else None), literal=False,
+                       num_threads=num_threads)
     with collect() as collected:
         passes.apply(make_context(), module)
     if not stages:

@@ -107,7 +107,24 @@ def _symbol_libraries() -> list[ctypes.CDLL]:
             libraries.append(ctypes.CDLL(gcc_s))
         except OSError:
             pass
+    gomp = openmp_runtime()
+    if gomp is not None:
+        libraries.append(gomp)
     return libraries
+
+
+@functools.cache
+def openmp_runtime() -> ctypes.CDLL | None:
+    """libgomp (GCC's OpenMP runtime: Debian's libgomp1), whose thread team runs the
+    parallel loops (passes/loom_lower_parallel.py); None where it is missing, and then
+    compile() makes serial code."""
+    for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+        if name:
+            try:
+                return ctypes.CDLL(name)
+            except OSError:
+                continue
+    return None
 
 
 def _resolve_symbols(names: list[str]) -> None:

@@ -23,8 +23,8 @@ from compiler.diagnostics import LoomError, deep_nesting
 #: loom on tensors -> loom on memrefs -> affine loops (the schedule passes go here); a
 #: function of many nests gets a function per distinct nest (compile time stays linear)
 TO_AFFINE = ["loom-bufferize", "convert-loom-to-affine", "loom-outline"]
-#: affine loops -> llvm dialect
-TO_LLVM = ["loom-lower-affine", "convert-scf-to-cf", "loom-convert-to-llvm"]
+#: affine loops -> llvm dialect (parallel loops on libgomp's threads)
+TO_LLVM = ["loom-lower-affine", "loom-lower-parallel", "convert-scf-to-cf", "loom-convert-to-llvm"]
 
 PIPELINES: dict[str, list[str]] = {
     "naive": [*TO_AFFINE, *TO_LLVM],
@@ -51,6 +51,19 @@ def complete(pipeline: str) -> str:
     in front, the lowering to LLVM behind. So `loom-tile{sizes=32,32,32}` just works.
     An empty pipeline is an error here (there is nothing to complete: name `naive`)."""
     return ",".join(str(p) for p in completed(pipeline))
+
+
+#: the passes that take the thread count of compile(num_threads=N)
+THREADED_PASSES = ("loom-default", "loom-parallelize")
+
+
+def with_threads(specs: list[ArgSpec], num_threads: int | None) -> list[ArgSpec]:
+    """`specs` with `num-threads=N` given to the passes that run loops on threads, where
+    the pipeline does not set it itself (compile(num_threads=N))."""
+    if num_threads is None:
+        return specs
+    return [ArgSpec(p.name, {**p.parameters, "num-threads": (num_threads,)})
+            if p.name in THREADED_PASSES and "num-threads" not in p.parameters else p for p in specs]
 
 
 def completed(pipeline: str) -> list[ArgSpec]:
@@ -151,15 +164,18 @@ class LoomPipeline(PassPipeline):
             super().apply(ctx, op)
 
 
-def build(spec: str, callback: Callback | None = None, *, literal: bool = True) -> PassPipeline:
+def build(spec: str, callback: Callback | None = None, *, literal: bool = True,
+          num_threads: int | None = None) -> PassPipeline:
     """Parse a pass-list string against all passes (Loom's and xDSL's); `literal=False`
-    completes it first (see `complete`)."""
+    completes it first (see `complete`); `num_threads` goes to the passes that take it
+    (`with_threads`)."""
     from passes import get_all_passes
 
     if literal:
         specs = parse(spec) if resolve(spec).strip() else []
     else:
         specs = completed(spec)
+    specs = with_threads(specs, num_threads)
     available = get_all_passes()
     try:
         passes = tuple(available[p.name]().from_pass_spec(p) for p in specs)

@@ -7,6 +7,10 @@ and `loom-vectorize{width=0}` (the width of the nests loom-default vectorizes be
 matmul, the zero fill of C and the epilogues, included). Nothing in passes/ reads the
 CPU's features itself.
 
+`threads` is how many threads the `default` pipeline's parallel loops use:
+`OMP_NUM_THREADS`, else the cores this process may run on (`compile(num_threads=N)`
+overrides it per kernel).
+
 `LOOM_TARGET` overrides fields of it, for tests and for planning another machine's
 kernels: `LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`
 plans for an AVX2 machine (Zen 3) wherever Loom runs. It is a planning override only:
@@ -38,6 +42,8 @@ class Target:
     vector_bits: int  # 128 (SSE/NEON), 256 (AVX2), 512 (AVX-512)
     vector_registers: int  # 16 (SSE/AVX2), 32 (AVX-512, NEON)
     fma: bool
+    #: the threads a kernel's parallel loops run on (loom-default's num-threads=0)
+    threads: int = 1
 
     def lanes(self, element_bytes: int = 4) -> int:
         return self.vector_bits // (8 * element_bytes)
@@ -98,7 +104,20 @@ def machine() -> Target:
     features = llvm.get_host_cpu_features()
     caches = {**FALLBACK_CACHES, **cache_sizes()}
     bits, regs = vectors_of(features)
-    return Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")))
+    return Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")),
+                  default_threads())
+
+
+def default_threads() -> int:
+    """The threads parallel loops run on when no count is given: `OMP_NUM_THREADS` (its
+    first level), else the cores this process may run on."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdigit() and int(first) > 0:
+        return int(first)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def vectors_of(features: Mapping[str, bool]) -> tuple[int, int]:

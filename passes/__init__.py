@@ -14,6 +14,7 @@ LOOM_PASSES: dict[str, str] = {
     "convert-loom-to-affine": "convert_loom_to_affine:ConvertLoomToAffinePass",
     "loom-outline": "loom_outline:LoomOutlinePass",
     "loom-lower-affine": "loom_lower_affine:LoomLowerAffinePass",
+    "loom-lower-parallel": "loom_lower_parallel:LoomLowerParallelPass",
     "loom-convert-to-llvm": "loom_convert_to_llvm:LoomConvertToLLVMPass",
     "loom-naive": "loom_naive:LoomNaivePipelinePass",
     "loom-default": "loom_default:LoomDefaultPass",
@@ -26,6 +27,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-interchange": "loom_interchange:LoomInterchangePass",
     "loom-unroll-jam": "loom_unroll_jam:LoomUnrollJamPass",
     "loom-vectorize": "loom_vectorize:LoomVectorizePass",
+    "loom-parallelize": "loom_parallelize:LoomParallelizePass",
 }
 
 

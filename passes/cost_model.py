@@ -51,6 +51,11 @@ from dataclasses import dataclass
 from compiler.target import Target
 
 FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
+#: the ops (`loom_parallelize.estimated_work`: vector and scalar ops alike) below which a
+#: loop stays serial in the default pipeline: starting and joining libgomp's threads costs
+#: 3 us in C and 8-20 us called from Python on these 2-core VMs (`loom-bench --threads`),
+#: about 20,000-40,000 ops; at 10x that the parallel loop gains at least ~40%
+MIN_PARALLEL_WORK = 400_000
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""loom-default{skip=...}: the schedule Loom picks for the host, nest by nest.
+"""loom-default{skip=... num-threads=0}: the schedule Loom picks for the host, nest by nest.
 
 For each matmul nest (2-D or batched) it asks the cost model (passes/cost_model.py) for a
 register tile, cache tiles and whether to pack, for the nest's own M, N, K and the host's
@@ -19,6 +19,12 @@ alone, in this order (the steps `skip=` names):
     prefetch    loom-prefetch: the next register tile's block of C is prefetched while
                 this one runs (its rows are a matrix row apart: no hardware stream
                 brings them: +5% at 2048^3, nothing at 1024^3, where C stays in L3)
+    parallel    loom-parallelize, last, on every nest, with `num-threads` threads (0:
+                the target's, `OMP_NUM_THREADS` or the cores): in a matmul the copy
+                loops of the packed panels and the loop over the register tiles of a
+                block (collapsed with the one over its columns when the rows split
+                unevenly); in the zero fill and the epilogues their outer loop; a loop
+                with less work than `cost_model.MIN_PARALLEL_WORK` ops stays serial
 
 Each peeled copy is planned for its own extents: a copy with fewer rows than MR (a
 4-row copy, or a whole matrix-vector product) gets the (k, i, j) row-streaming plan,
@@ -51,20 +57,22 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
-from passes.cost_model import MatmulPlan, plan_matmul
+from passes.cost_model import MIN_PARALLEL_WORK, MatmulPlan, plan_matmul
+from passes.loom_parallelize import LoomParallelizePass
 from passes.loop_utils import (
     TAG,
     constant_trip_count,
     iv_name,
     loops_of_nest,
     nest_tag,
+    outermost_nests,
     perfect_band,
     select_nests,
     tagged_nests,
     unlowered_loom_op,
 )
 
-STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch")
+STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class LoomDefaultPass(ModulePass):
     name = "loom-default"
 
     skip: tuple[str, ...] = ()
+    num_threads: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         skip = set(self.skip)
@@ -81,6 +90,9 @@ class LoomDefaultPass(ModulePass):
                             f"in option 'skip' (steps: {', '.join(STEPS)})")
         if "tile" in skip:
             skip.add("pack")
+        if self.num_threads < 0:
+            raise LoomError(f"{self.name}: option 'num-threads' must be at least 0 (0: the target's), "
+                            f"got {self.num_threads}")
         if unlowered_loom_op(op) is not None:
             from compiler.pipelines import TO_AFFINE, build
 
@@ -99,6 +111,40 @@ class LoomDefaultPass(ModulePass):
                 self._matmul(ctx, nest, temporary, skip, target)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
                 _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+        if "parallel" not in skip:
+            self._parallelize(ctx, op, target)
+
+    def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
+        """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
+        from compiler.jit import openmp_runtime
+
+        threads = self.num_threads or target.threads
+        if threads == 1:
+            remark(self.name, None, "one thread: every loop stays serial")
+        elif openmp_runtime() is None:
+            remark(self.name, None, "libgomp (GCC's OpenMP runtime, Debian's libgomp1) is not installed: every "
+                   "loop stays serial")
+        elif outermost_nests(op):
+            LoomParallelizePass(num_threads=threads, min_work=MIN_PARALLEL_WORK).apply(ctx, op)
+
+    def _threads(self, skip: set[str], target: Target) -> int:
+        """The threads the parallel step will use (1: it will not run)."""
+        from compiler.jit import openmp_runtime
+
+        if "parallel" in skip or openmp_runtime() is None:
+            return 1
+        return self.num_threads or target.threads
+
+    def _column_blocks(self, plan: MatmulPlan, skip: set[str], target: Target) -> int:
+        """For a plan without row tiles (a matrix-vector product, a few rows), the width of
+        the column blocks that give each thread its share, a multiple of NR; 0 when the
+        product stays on one thread (too little work, too few columns)."""
+        threads = self._threads(skip, target)
+        work = plan.m * plan.n * plan.k // plan.lanes  # vector fmas
+        if plan.rows_tiled or threads == 1 or work < MIN_PARALLEL_WORK or plan.n < 2 * plan.nr:
+            return 0
+        share = -(-plan.n // threads)
+        return -(-share // plan.nr) * plan.nr
 
     def _matmul(self, ctx: Context, nest: affine.ForOp, temporary: str, skip: set[str], target: Target) -> None:
         """Peel the nest for the register tile, then plan and schedule the main nest and
@@ -136,7 +182,7 @@ class LoomDefaultPass(ModulePass):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
-            spec = matmul_schedule(plan, batch, skip, tag)
+            spec = matmul_schedule(plan, batch, skip, tag, self._column_blocks(plan, skip, target))
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
             remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
@@ -169,13 +215,23 @@ def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None
     return len(band) - 3, (m, n, k)  # type: ignore[return-value]
 
 
-def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str) -> str:
+def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, columns: int = 0) -> str:
     """The pass list of the plan (peeling aside, see `LoomDefaultPass._matmul`) for a nest
-    tagged `op` with `batch` batch loops."""
+    tagged `op` with `batch` batch loops; `columns`, for a plan without row tiles: the
+    width of the column blocks the threads share (`column_blocks`), 0 for none."""
     b = batch
     steps: list[str] = []
     vectors = _j_factors(plan, skip)
-    if not plan.rows_tiled:
+    if not plan.rows_tiled and columns and "tile" not in skip:
+        # the same, in column blocks of `columns`, one per thread: (b,) j_t, k, i, j
+        batch = list(range(b))
+        steps += [
+            f"loom-interchange{{order={_csv(batch + [b + 1, b, b + 2])} op={op}}}",
+            f"loom-tile{{sizes={columns} op={op} depth={b}}}",
+            f"loom-interchange{{order={_csv(batch + [b, b + 3, b + 2, b + 1])} op={op}}}",
+        ]
+        factors = [1] * b + [1, 4, 1, *vectors]
+    elif not plan.rows_tiled:
         # fewer rows than MR: (b,) k, i, j: B streamed once, row by row, each row used by
         # every row of A from L1, the rows of C in L1; k jammed by 4 (4 fmas per load and
         # store of C), j by the vectors of a register tile

@@ -59,11 +59,11 @@ from xdsl.context import Context
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.traits import is_side_effect_free
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
+from passes.loop_utils import is_pure
 
 PASS = "loom-outline"
 _NESTS = (affine.ForOp, affine.ParallelOp)
@@ -71,7 +71,7 @@ _BUFFERS = (memref.AllocOp, memref.AllocaOp)
 
 
 @dataclass
-class _Inputs:
+class OutlineInputs:
     """What a nest reads from outside it: the new function's arguments, and the pure ops
     (constants, views) to rebuild inside it, in order."""
 
@@ -89,11 +89,13 @@ def _defined_inside(nest: Operation) -> set[SSAValue]:
     return values
 
 
-def _inputs(nest: Operation, entry: Block) -> _Inputs | None:
+def outline_inputs(nest: Operation, entry: Block, *, loop_values: bool = False) -> OutlineInputs | None:
     """The nest's inputs, or None when a buffer it reads is not a whole buffer of the
-    function (an argument or an allocation) or a view of one."""
+    function (an argument or an allocation) or a view of one. With `loop_values`, a
+    value of a loop around the nest (an iv, an iter_arg) that is not a memref is an
+    input too (loom-lower-parallel outlines loops nested in others)."""
     inside = _defined_inside(nest)
-    found = _Inputs([], [])
+    found = OutlineInputs([], [])
     seen: set[SSAValue] = set()
 
     def visit(value: SSAValue) -> bool:
@@ -102,7 +104,7 @@ def _inputs(nest: Operation, entry: Block) -> _Inputs | None:
         seen.add(value)
         owner = value.owner
         if isinstance(value, BlockArgument):
-            if value.block is not entry:
+            if value.block is not entry and (not loop_values or isinstance(value.type, MemRefType)):
                 return False
             found.arguments.append(value)
             return True
@@ -110,7 +112,7 @@ def _inputs(nest: Operation, entry: Block) -> _Inputs | None:
         if isinstance(owner, _BUFFERS):
             found.arguments.append(value)
             return True
-        if not owner.regions and not owner.successors and is_side_effect_free(owner):
+        if not owner.regions and not owner.successors and is_pure(owner):
             if not all(visit(v) for v in owner.operands):
                 return False
             found.rebuilt.append(owner)
@@ -148,7 +150,7 @@ def _structure(block: Block) -> Hashable:
     return block_key(block)
 
 
-def _body(nest: Operation, found: _Inputs) -> Block:
+def _body(nest: Operation, found: OutlineInputs) -> Block:
     """The new function's body: the rebuilt ops, then `nest` (moved, reading the block's
     arguments and the rebuilt values), then the return."""
     body = Block(arg_types=[v.type for v in found.arguments])
@@ -180,10 +182,10 @@ class _Outliner:
     shared: dict[Hashable, func.FuncOp]
     anchor: Operation  # the new functions follow the function, in order
 
-    def outline(self, nest: Operation) -> _Inputs | None:
+    def outline(self, nest: Operation) -> OutlineInputs | None:
         """Replace `nest` by a call; None (and a remark) when it must stay."""
         entry = self.fn.body.blocks[0]
-        found = _inputs(nest, entry)
+        found = outline_inputs(nest, entry)
         if found is None:
             remark(PASS, nest, "nest left in its function: it reads a buffer that is neither an "
                    "argument nor an allocation of the function (it might alias another)")
@@ -197,7 +199,7 @@ class _Outliner:
         entry.insert_op_before(call, after)
         return found
 
-    def _function_for(self, body: Block, found: _Inputs) -> func.FuncOp:
+    def _function_for(self, body: Block, found: OutlineInputs) -> func.FuncOp:
         """The function with this body: an earlier one with the same body, or a new one."""
         key = _structure(body)
         callee = self.shared.get(key)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from xdsl.dialects import affine, vector
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import is_side_effect_free
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -324,6 +325,15 @@ def provably_nonempty(loop: affine.ForOp) -> bool:
 # --------------------------------------------------------------------------------------
 # Values
 # --------------------------------------------------------------------------------------
+
+
+#: ops with no side effect that xDSL 0.74 does not mark so (no NoMemoryEffect trait)
+UNMARKED_PURE = (vector.CreateMaskOp, vector.BroadcastOp)
+
+
+def is_pure(op: Operation) -> bool:
+    """Whether `op` has no side effect: xDSL's traits say so, or it is UNMARKED_PURE."""
+    return isinstance(op, UNMARKED_PURE) or is_side_effect_free(op)
 
 
 def defined_outside(value: SSAValue, loop: Operation) -> bool:

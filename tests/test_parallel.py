@@ -1,0 +1,176 @@
+"""Parallel loops (loom-parallelize, loom-lower-parallel, the default pipeline's parallel
+step) against numpy, and bit for bit against one thread.
+
+Only loops whose iterations are independent run in parallel, each element computed by
+one thread in the order it was: results do not depend on the thread count, so every
+kernel is compared bit for bit across 1, 2, 3 and 8 threads (more threads than this
+machine's cores must be right too), and with numpy within 4*K*eps*max|ref| (bit-exactly
+with small integers). Kernels are sized so that the default pipeline's cost model
+parallelizes them (`MIN_PARALLEL_WORK`).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
+
+import compiler
+from compiler.jit import openmp_runtime
+from passes.cost_model import MIN_PARALLEL_WORK
+
+pytestmark = pytest.mark.skipif(openmp_runtime() is None, reason="libgomp is not installed")
+
+THREADS = [1, 2, 3, 8]
+
+
+def kernels(src: str, pipeline: str = "default", threads=THREADS, **kw):
+    return [compiler.compile(src, pipeline=pipeline, num_threads=t, remarks=True, **kw) for t in threads]
+
+
+def parallel_remarks(kernel) -> list[str]:
+    return [r for r in kernel.remarks if "run in parallel" in r]
+
+
+def assert_same_across_threads(ks, *args):
+    outs = [k(*args) for k in ks]
+    for k, out in zip(ks[1:], outs[1:]):
+        np.testing.assert_array_equal(out, outs[0], err_msg=f"{k.num_threads} threads differ from 1")
+    return outs[0]
+
+
+@pytest.mark.parametrize("m,n,k", [(256, 256, 256), (300, 200, 100), (127, 255, 511), (1, 8192, 1024),
+                                   (5, 2000, 1201), (97, 130, 1000)])
+def test_matmul_bit_identical_across_thread_counts(m, n, k, vector_target):
+    src = matmul((m, k), (k, n), (m, n), np.float32)
+    ks = kernels(src)
+    assert not parallel_remarks(ks[0]), ks[0].remarks  # one thread: nothing parallel
+    assert parallel_remarks(ks[1]), ks[1].remarks
+    rng = np.random.default_rng(m * n + k)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    out = assert_same_across_threads(ks, a, b)
+    assert_within_bound(out, a.astype(np.float64) @ b, k, np.float32)
+    ai, bi = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32)
+    np.testing.assert_array_equal(ks[1](ai, bi), ai @ bi)
+
+
+def test_batched_matmul_f64(vector_target):
+    src = matmul((3, 130, 190), (3, 190, 150), (3, 130, 150), np.float64)
+    ks = kernels(src)
+    assert parallel_remarks(ks[1]), ks[1].remarks
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 130, 190)), rng.standard_normal((3, 190, 150))
+    out = assert_same_across_threads(ks, a, b)
+    assert_within_bound(out, a @ b, 190, np.float64)
+
+
+def test_conv2d_output_channels_in_parallel(vector_target):
+    case = (2, 8, 30, 30, 16, 3, 3, (1, 1), (1, 1), (1, 1))
+    src, shapes, _ = conv2d_kernel(case, np.float32)
+    ks = kernels(src)
+    assert parallel_remarks(ks[1]), ks[1].remarks
+    rng = np.random.default_rng(2)
+    x, w = (small_ints(rng, s, np.float32) for s in shapes)
+    out = assert_same_across_threads(ks, x, w)
+    np.testing.assert_array_equal(out, compiler.reference(src, x, w).astype(np.float32))
+
+
+def test_elementwise_in_parallel(vector_target):
+    src = binary("add", (2000, 1000), (1000,), (2000, 1000), np.float32, relu=True)
+    ks = kernels(src)
+    assert parallel_remarks(ks[1]), ks[1].remarks
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2000, 1000), dtype=np.float32), rng.standard_normal(1000, dtype=np.float32)
+    np.testing.assert_array_equal(assert_same_across_threads(ks, a, b), np.maximum(a + b, 0))
+
+
+def test_small_kernels_stay_serial():
+    """Fork and join cost more than a 64^3 matmul gains: the cost model keeps it serial."""
+    src = matmul((64, 64), (64, 64), (64, 64), np.float32)
+    kernel = compiler.compile(src, pipeline="default", num_threads=2, remarks=True)
+    assert not parallel_remarks(kernel)
+    assert any(f"fewer than min-work={MIN_PARALLEL_WORK:,}" in r for r in kernel.remarks), kernel.remarks
+    assert "GOMP_parallel" not in kernel.llvm_ir
+
+
+@settings(max_examples=12)
+@given(m=st.sampled_from([1, 2, 13, 97, 140]), n=st.sampled_from([1, 17, 64, 301]), k=st.sampled_from([1, 7, 256]),
+       threads=st.sampled_from([2, 3, 5]), min_work=st.sampled_from([0, 1000]))
+def test_explicit_parallel_pipeline_on_random_shapes(m, n, k, threads, min_work):
+    """loom-parallelize with no work threshold on shapes with 1, primes and sizes no tile
+    divides, after the default schedule: every legal loop may run in parallel."""
+    src = matmul((m, k), (k, n), (m, n), np.float32)
+    serial = compiler.compile(src, pipeline="loom-default{skip=parallel}")
+    par = compiler.compile(src, pipeline=f"loom-default{{skip=parallel}},loom-parallelize{{num-threads={threads} "
+                                          f"min-work={min_work}}}")
+    rng = np.random.default_rng(m + n + k)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    np.testing.assert_array_equal(par(a, b), serial(a, b))
+
+
+def _threads_of_process() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_many_calls_hold_threads_and_memory_steady():
+    """libgomp keeps its team between calls: 10,000 calls of a 2-thread kernel create no
+    thread and no memory after the first."""
+    src = matmul((256, 256), (256, 256), (256, 256), np.float32)
+    kernel = compiler.compile(src, pipeline="default", num_threads=2)
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((256, 256), dtype=np.float32), rng.standard_normal((256, 256), dtype=np.float32)
+    out = np.empty((256, 256), np.float32)
+    for _ in range(100):
+        kernel(a, b)
+    threads, rss = _threads_of_process(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(10_000):
+        out = kernel(a, b)
+    assert _threads_of_process() == threads
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 16 * 1024  # KiB
+    assert_within_bound(out, a.astype(np.float64) @ b, 256, np.float32)
+
+
+def test_kernel_called_from_several_python_threads():
+    """Each calling thread gets its own libgomp team: calls from two Python threads at
+    once are right."""
+    src = matmul((200, 300), (300, 150), (200, 150), np.float32)
+    kernel = compiler.compile(src, pipeline="default", num_threads=2)
+    rng = np.random.default_rng(5)
+    pairs = [(small_ints(rng, (200, 300), np.float32), small_ints(rng, (300, 150), np.float32)) for _ in range(4)]
+    results: dict[int, bool] = {}
+
+    def run(i):
+        a, b = pairs[i]
+        results[i] = all(np.array_equal(kernel(a, b), a @ b) for _ in range(20))
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert results == {i: True for i in range(4)}
+
+
+def test_omp_num_threads_is_the_default(tmp_path: Path):
+    """Without num_threads, the default pipeline takes OMP_NUM_THREADS (here 1: serial)."""
+    import subprocess
+    import sys
+
+    code = ("import compiler, numpy as np\n"
+            "from kernels import matmul\n"
+            "src = matmul((256, 256), (256, 256), (256, 256), np.float32)\n"
+            "k = compiler.compile(src, pipeline='default', remarks=True)\n"
+            "print(sum('run in parallel' in r for r in k.remarks))\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent)}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert p.stdout.strip() == "0"
+    env["OMP_NUM_THREADS"] = "2"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert int(p.stdout.strip()) > 0
