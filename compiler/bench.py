@@ -25,7 +25,7 @@ import numpy as np
 
 from compiler.driver import compile
 from compiler.jit import Timings
-from compiler.runner import error_bound, run_and_check, timed_rounds
+from compiler.runner import SETTLE, error_bound, run_and_check, timed_rounds
 
 
 @dataclass(frozen=True)
@@ -152,23 +152,23 @@ def shape_label(shape: Shape) -> str:
     return "x".join(map(str, shape))
 
 
-def torch_matmul(a: np.ndarray, b: np.ndarray) -> Callable[[], object] | None:
-    """`torch.matmul` on tensors sharing a's and b's memory, on one thread; None when
-    torch is not installed."""
+def torch_matmul(a: np.ndarray, b: np.ndarray, threads: int = 1) -> Callable[[], object] | None:
+    """`torch.matmul` on tensors sharing a's and b's memory, on `threads` threads; None
+    when torch is not installed."""
     try:
         import torch
     except (ImportError, OSError):  # not installed, or its libraries fail to load
         return None
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     return lambda: torch.matmul(ta, tb)
 
 
-def compile_fresh(source: str, pipeline: str):
+def compile_fresh(source: str, pipeline: str, num_threads: int | None = None):
     """compile() and its wall time, a real compile: a compile asked for its timings is
     never served from the cache."""
     t0 = time.perf_counter()
-    kernel = compile(source, pipeline=pipeline, timings={})
+    kernel = compile(source, pipeline=pipeline, num_threads=num_threads, timings={})
     return kernel, time.perf_counter() - t0
 
 
@@ -188,6 +188,19 @@ class Measurement:
     compile_seconds: float
     #: loom/numpy of each round (`rounds` > 1): the spread a single run hides
     ratios: tuple[float, ...] = ()
+    #: the threads Loom and numpy (and torch) ran on; with more than one, Loom's own time
+    #: on one thread, timed in the same rounds
+    threads: int = 1
+    one_thread_seconds: float | None = None
+
+    def problem_gflops(self, seconds: float) -> float:
+        """GFLOP/s of this shape's matmul done in `seconds`."""
+        return self.gflops * self.seconds / seconds
+
+    @property
+    def speedup(self) -> float | None:
+        """Loom on `threads` threads over Loom on one."""
+        return None if self.one_thread_seconds is None else self.one_thread_seconds / self.seconds
 
     @property
     def ratio(self) -> float:
@@ -202,49 +215,59 @@ class Measurement:
 class _Problem:
     """A shape's random inputs, float64 reference and error bound."""
 
-    def __init__(self, shape: Shape, rng: np.random.Generator):
+    def __init__(self, shape: Shape, rng: np.random.Generator, threads: int = 1):
         m, n, k = self.shape = shape
         self.a = rng.standard_normal((m, k)).astype(np.float32)
         self.b = rng.standard_normal((k, n)).astype(np.float32)
         self.want = self.a.astype(np.float64) @ self.b.astype(np.float64)
         self.bound = error_bound(k, np.dtype(np.float32), float(np.abs(self.want).max()))
         self.flops = 2.0 * m * n * k
-        self.torch = torch_matmul(self.a, self.b)
+        self.torch = torch_matmul(self.a, self.b, threads)
 
 
-def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rounds: int = 1) -> Measurement:
+def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rounds: int = 1,
+            threads: int = 1) -> Measurement:
     """Compile `pipeline` for the problem's shape, check it, and time it interleaved with
     numpy (and torch): `timed_rounds`. With `rounds` > 1 the times are the medians over
     the rounds, and each round's loom/numpy is kept (on a shared machine the ratio of one
-    round can be a few percent off)."""
+    round can be a few percent off). With `threads` > 1 the kernel is compiled for that
+    many threads (numpy's and torch's pools are set so by the caller), a one-thread kernel
+    is timed in the same rounds, and each function's runs come in a block after a sleep
+    (`SETTLE`: the other library's idle threads stop spinning)."""
     a, b = problem.a, problem.b
-    kernel, compile_seconds = compile_fresh(matmul_source(*problem.shape), pipeline)
+    source = matmul_source(*problem.shape)
+    kernel, compile_seconds = compile_fresh(source, pipeline, threads)
     got = kernel(a, b)  # also the warm-up run
     err = float(np.abs(got - problem.want).max())
-    np.matmul(a, b)
-    if problem.torch:
-        problem.torch()
     fns = [lambda: kernel(a, b), lambda: np.matmul(a, b)] + ([problem.torch] if problem.torch else [])
-    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
+    if threads > 1:
+        serial = compile(source, pipeline=pipeline, num_threads=1)
+        err = max(err, float(np.abs(serial(a, b) - problem.want).max()))
+        fns.append(lambda: serial(a, b))
+    for f in fns[1:]:
+        f()
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
     seconds, numpy_seconds = timing.median(0), timing.median(1)
     torch_seconds = timing.median(2) if problem.torch else None
+    one_thread = timing.median(len(fns) - 1) if threads > 1 else None
     ratios = timing.ratios() if rounds > 1 else ()
     f = problem.flops / 1e9
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
-                       err, problem.bound, compile_seconds, ratios)
+                       err, problem.bound, compile_seconds, ratios, threads, one_thread)
 
 
 def run_shapes(
     shapes: Sequence[Shape] = SHAPES, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
-    seed: int = 0, rounds: int = 1, on_row: Callable[[Measurement], None] | None = None,
+    seed: int = 0, rounds: int = 1, threads: int = 1, on_row: Callable[[Measurement], None] | None = None,
 ) -> list[Measurement]:
-    """`pipeline` at every shape, each beside numpy (and torch), `rounds` times (see
-    `measure`); `on_row(row)` as rows come."""
+    """`pipeline` at every shape, each beside numpy (and torch), `rounds` times, on
+    `threads` threads (see `measure`); `on_row(row)` as rows come."""
     rows = []
     rng = np.random.default_rng(seed)
     for shape in shapes:
-        row = measure(_Problem(shape, rng), pipeline, repeat=repeat, budget=budget, rounds=rounds)
+        row = measure(_Problem(shape, rng, threads), pipeline, repeat=repeat, budget=budget, rounds=rounds,
+                      threads=threads)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -256,16 +279,21 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 
 
 def markdown_shapes(rows: list[Measurement]) -> str:
-    """The table; with rounds, loom/numpy is their median and a column gives their range."""
+    """The table; with rounds, loom/numpy is their median and a column gives their range;
+    with threads, Loom's one-thread GFLOP/s and the speedup over it."""
     rounds = max((len(r.ratios) for r in rows), default=0)
+    threads = max((r.threads for r in rows), default=1)
     spread = f" loom/numpy min-max ({rounds} rounds) |" if rounds else ""
-    out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy |" + spread
+    serial = " Loom 1 thread GFLOP/s | speedup |" if threads > 1 else ""
+    out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy |" + spread + serial
            + " torch GFLOP/s | compile s | check |",
-           "|---|---:|---:|---:|" + "---:|" * bool(rounds) + "---:|---:|---|"]
+           "|---|---:|---:|---:|" + "---:|" * bool(rounds) + "---:|---:|" * (threads > 1) + "---:|---:|---|"]
     for r in rows:
         low_high = f" {min(r.ratios):.3f}-{max(r.ratios):.3f} |" if r.ratios else " - |" * bool(rounds)
+        one = (f" {r.problem_gflops(r.one_thread_seconds):.2f} | {r.speedup:.2f}x |"
+               if r.one_thread_seconds is not None else " - | - |" * (threads > 1))
         out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} |{low_high}"
-                   f" {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
+                   f"{one} {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
     return "\n".join(out)
 
 
@@ -273,7 +301,8 @@ def shapes_json(rows: list[Measurement]) -> list[dict]:
     return [{"shape": list(r.shape), "pipeline": r.pipeline, "seconds": r.seconds, "gflops": r.gflops,
              "numpy_seconds": r.numpy_seconds, "numpy_gflops": r.numpy_gflops, "ratio": r.ratio,
              "torch_seconds": r.torch_seconds, "torch_gflops": r.torch_gflops, "max_err": r.max_err,
-             "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds, "ratios": list(r.ratios)}
+             "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds, "ratios": list(r.ratios),
+             "threads": r.threads, "one_thread_seconds": r.one_thread_seconds, "speedup": r.speedup}
             for r in rows]
 
 

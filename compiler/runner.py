@@ -20,6 +20,7 @@ import numpy as np
 from compiler import numpy_reference as ref
 from compiler.driver import compile, find_entry, load_module
 from compiler.kernel import ArgSpec
+from compiler.target import host
 
 if TYPE_CHECKING:
     from compiler.jit import Timings
@@ -73,15 +74,27 @@ def repeats_for(seconds: float, budget: float, at_most: int) -> int:
     return max(3, min(at_most, int(budget / max(seconds, 1e-6))))
 
 
-def median_times(fns, repeat: int) -> list[float]:
+#: seconds of sleep before each timed block when kernels run on several threads: OpenBLAS's
+#: idle workers spin about 0.1 s after a call (libgomp's, Loom's, well under 1 ms)
+SETTLE = 0.2
+
+
+def median_times(fns, repeat: int, settle: float = 0.0) -> list[float]:
     """Median seconds of each function, the runs interleaved (a, b, a, b, ...) so that
-    drift in clock or load hits all of them alike."""
+    drift in clock or load hits all of them alike. With `settle` > 0 (functions that run
+    on several threads), each function's runs come in a block after `settle` seconds of
+    sleep instead: a thread pool spins for a while after a call (OpenBLAS's about 0.1 s,
+    libgomp's well under 1 ms), and a block timed right after another library's would
+    share its cores with those spinning threads."""
     times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
+    for _ in range(1 if settle else repeat):
         for f, ts in zip(fns, times):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
+            if settle:
+                time.sleep(settle)
+            for _ in range(repeat if settle else 1):
+                t0 = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t0)
     return [float(np.median(ts)) for ts in times]
 
 
@@ -106,16 +119,17 @@ class Rounds:
         return tuple(t[f] / t[0] for t in self.per_round)
 
 
-def timed_rounds(fns, *, budget: float, at_most: int, rounds: int = 1) -> Rounds:
+def timed_rounds(fns, *, budget: float, at_most: int, rounds: int = 1, settle: float = 0.0) -> Rounds:
     """Time `fns` (their first is the kernel) as loom-run and loom-bench do: one run of the
     first, warm (the caller has run it once: the check), sizes the rounds: as many runs as
     fit `budget` seconds (`repeats_for`); then `rounds` rounds of that many runs each, the
-    functions interleaved (`median_times`). A shared machine's noise moves one round: the
-    caller reports the median of the rounds, and their range."""
+    functions interleaved (`median_times`, in blocks after `settle` seconds of sleep for
+    threaded functions). A shared machine's noise moves one round: the caller reports the
+    median of the rounds, and their range."""
     t0 = time.perf_counter()
     fns[0]()
     runs = repeats_for(time.perf_counter() - t0, budget, at_most)
-    return Rounds(runs, tuple(tuple(median_times(fns, runs)) for _ in range(rounds)))
+    return Rounds(runs, tuple(tuple(median_times(fns, runs, settle)) for _ in range(rounds)))
 
 
 @dataclass
@@ -198,7 +212,8 @@ def run_and_check(
 ) -> Report:
     """Compile, run once on random inputs and check against the float64 reference, then
     time: `rounds` rounds of at most `repeat` runs each, as many as fit `budget` seconds
-    (at least 3), interleaved with numpy's runs when `compare_numpy` (`timed_rounds`).
+    (at least 3), interleaved with numpy's runs when `compare_numpy` (`timed_rounds`; in
+    blocks after a sleep when the kernel runs on threads, see `SETTLE`).
     With `timings`, the compile is timed stage by stage into it (see `compile`)."""
     module = load_module(text, filename)
     fn = find_entry(module, entry, option="--entry")
@@ -224,7 +239,9 @@ def run_and_check(
     fns = [lambda: kernel(*arrays)]
     if compare_numpy:  # numpy on the same work, in the inputs' own dtype
         fns.append(lambda: ref.evaluate(fn, arrays, dtype=arrays[0].dtype))
-    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
+    threads = num_threads or host().threads
+    settle = SETTLE if compare_numpy and threads > 1 and "GOMP_parallel" in kernel.llvm_ir else 0.0
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=settle)
     seconds = timing.median()
     shapes = ", ".join("x".join(map(str, s.shape)) + f" {s.dtype}" for s in kernel.inputs)
     return Report(

@@ -52,10 +52,13 @@ from compiler.target import Target
 
 FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
 #: the ops (`loom_parallelize.estimated_work`: vector and scalar ops alike) below which a
-#: loop stays serial in the default pipeline: starting and joining libgomp's threads costs
-#: 3 us in C and 8-20 us called from Python on these 2-core VMs (`loom-bench --threads`),
-#: about 20,000-40,000 ops; at 10x that the parallel loop gains at least ~40%
-MIN_PARALLEL_WORK = 400_000
+#: loop stays serial in the default pipeline. Starting and joining libgomp's team, whose
+#: threads spin between the regions of one call, costs a few microseconds, the time of
+#: some 10,000 such ops; measured with `loom-default{skip=parallel},loom-parallelize{min-work=W}`
+#: on 2 threads, 20,000 was the best of 0, 10,000, 20,000, 50,000, 100,000 and 400,000
+#: at every shape from 64^3 to 1024^3 (0 puts C's zero fill on threads, at a loss;
+#: 50,000 and up leave the packing of B serial at 128x768x3072, 0.75x of 20,000's speed)
+MIN_PARALLEL_WORK = 20_000
 
 
 @dataclass(frozen=True)

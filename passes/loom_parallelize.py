@@ -161,7 +161,7 @@ class LoomParallelizePass(ModulePass):
             band.append(inner)
         names = ", ".join(f"%{iv_name(b)}" for b in band)
         trips = _product(band)
-        count = f"{trips} iterations" if trips is not None else "iterations"
+        count = f"{trips} iterations" if trips is not None else "a trip count known at run time"
         remark(self.name, loop, f"nest '{tag}': loop{'s' * (len(band) > 1)} {names} run in parallel "
                                 f"({count}{', collapsed' if len(band) > 1 else ''}, "
                                 f"{self.num_threads or 'the runtime default number of'} threads)")

@@ -76,8 +76,10 @@ def test_parse_shapes_list_and_defaults():
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
     (["--ablation", "--rounds", "3"], "--rounds applies to --shapes only"),
-    (["--shapes", "--rounds", "0"], "--repeat, --budget and --rounds must be positive"),
+    (["--shapes", "--rounds", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     (["--shapes", "--ablation"], "not allowed with argument"),
+    (["--stages", "--threads", "2"], "--threads applies to --shapes only"),
+    (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     ([], "nothing to do"),
 ])
 def test_argument_errors(argv, message, capsys):
@@ -132,6 +134,22 @@ def test_shapes_rounds(capsys):
     assert bench.shapes_json(rows)[0]["ratios"] == list(row.ratios)
 
 
+def test_shapes_threads(capsys):
+    """--threads 2: Loom compiled for 2 threads beside numpy on 2, and Loom's one-thread
+    kernel timed in the same rounds: its GFLOP/s and the speedup in two more columns."""
+    assert loom_bench.main(["--shapes", "--shapes-list", "256", "--threads", "2", *FAST]) == 0
+    out, err = capsys.readouterr()
+    assert "threads=2" in out and "pipeline: default, threads: 2" in out
+    assert "| loom/numpy | Loom 1 thread GFLOP/s | speedup | torch GFLOP/s |" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("| 256x256x256 |")]
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert float(cells[4]) > 0 and cells[5].endswith("x") and cells[-1] == "ok"
+    assert "Loom's one thread" in err
+    (row,) = bench.run_shapes([(256, 256, 256)], repeat=3, budget=0.01, threads=2)
+    assert row.threads == 2 and row.speedup == pytest.approx(row.one_thread_seconds / row.seconds)
+    assert bench.shapes_json([row])[0]["speedup"] == row.speedup
+
+
 def test_shapes_json_with_a_pass_list(capsys):
     assert loom_bench.main(["--shapes", "--shapes-list", "4x6x9", "--pipeline", IKJ, "--json", *FAST]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -139,7 +157,8 @@ def test_shapes_json_with_a_pass_list(capsys):
     (row,) = data["rows"]
     assert row["shape"] == [4, 6, 9] and row["pipeline"] == IKJ and row["ok"] is True
     assert set(row) == {"shape", "pipeline", "seconds", "gflops", "numpy_seconds", "numpy_gflops", "ratio",
-                        "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds", "ratios"}
+                        "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds", "ratios",
+                        "threads", "one_thread_seconds", "speedup"}
     assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"]) and row["ratios"] == []
     assert row["max_err"] <= row["bound"] and row["compile_seconds"] > 0
     if "torch" not in sys.modules:

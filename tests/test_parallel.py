@@ -92,8 +92,8 @@ def test_elementwise_in_parallel(vector_target):
 
 
 def test_small_kernels_stay_serial():
-    """Fork and join cost more than a 64^3 matmul gains: the cost model keeps it serial."""
-    src = matmul((64, 64), (64, 64), (64, 64), np.float32)
+    """Fork and join cost more than a 24^3 matmul gains: the cost model keeps it serial."""
+    src = matmul((24, 24), (24, 24), (24, 24), np.float32)
     kernel = compiler.compile(src, pipeline="default", num_threads=2, remarks=True)
     assert not parallel_remarks(kernel)
     assert any(f"fewer than min-work={MIN_PARALLEL_WORK:,}" in r for r in kernel.remarks), kernel.remarks

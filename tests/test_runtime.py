@@ -533,7 +533,7 @@ def test_loom_run_times_in_rounds(tmp_path):
     assert re.search(r"loom/numpy speed [\d.]+x median, rounds [\d.]+-[\d.]+x\)", p.stdout), p.stdout
     p = subprocess.run([str(BIN / "loom-run"), ROOT / "examples" / "matmul.mlir", "--rounds", "0"],
                        capture_output=True, text=True)
-    assert p.returncode != 0 and "--repeat, --rounds and --budget must be positive" in p.stderr
+    assert p.returncode != 0 and "--repeat, --rounds, --budget and --threads must be positive" in p.stderr
 
 
 # --------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ for random inputs and bit-exactly for small integers.
 
 Two strategies. `schedules` builds schedules that are legal by construction (interchange,
 then tiling at one or two levels, then the register-level steps, with loom-hoist either
-first or last): every one must compile and compute the right result. `pass_orders` draws
+first or last, and loom-parallelize on 1, 2, 3 or 8 threads at the end): every one must
+compile and compute the right result. `pass_orders` draws
 any schedule pass, with random options, in any order (hoist before unroll-and-jam,
 packing after unrolling, peeling after tiling, ...): each must either be refused with a
 LoomError that names the pass, or compute the right result; anything else (a raw Python
@@ -85,6 +86,9 @@ def schedules(draw, depth: int, tag: str):
         steps.append(f"loom-unroll{{factor={draw(st.integers(1, 5))}{sel}}}")
     if draw(st.booleans()):
         steps.append(f"loom-prefetch{{distance={draw(st.integers(1, 3))}{sel}}}")
+    if draw(st.booleans()):  # last: loops that stay loops for the passes above
+        threads = draw(st.sampled_from([1, 2, 3, 8]))
+        steps.append(f"loom-parallelize{{num-threads={threads} min-work={draw(st.sampled_from([0, 500]))}{sel}}}")
     return ",".join(steps) or "naive"
 
 
@@ -116,8 +120,11 @@ def any_step(draw, depth: int, tag: str):
     sel = f" op={tag}" if draw(st.booleans()) else ""
     small = st.integers(1, 6)
     kind = draw(st.sampled_from(
-        ["interchange", "tile", "unroll-jam", "unroll", "hoist", "pack", "peel", "prefetch", "vectorize"]
+        ["interchange", "tile", "unroll-jam", "unroll", "hoist", "pack", "peel", "prefetch", "vectorize", "parallelize"]
     ))
+    if kind == "parallelize":
+        depth_option = draw(st.sampled_from(["", " depth=0", " depth=1", " depth=2"]))
+        return f"loom-parallelize{{num-threads={draw(st.sampled_from([1, 2, 3, 8]))}{depth_option}{sel}}}"
     if kind == "interchange":
         order = draw(st.permutations(range(draw(st.integers(2, depth)))))
         return f"loom-interchange{{order={csv(order)}{sel}}}"

@@ -2,7 +2,7 @@
 
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
-                        [--budget S] [--rounds R] [--json] [--plot out.png]
+                        [--budget S] [--rounds R] [--threads T] [--json] [--plot out.png]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
@@ -17,7 +17,11 @@ a bare n is n x n x n) and times it beside numpy, and torch when it is installed
 thread each). `--rounds R` does that R times over per shape: loom/numpy is then the median
 of the rounds' ratios, and the table gives their range (on a shared machine one round's
 ratio can be a few percent off). `--plot out.png` draws GFLOP/s per shape (needs
-matplotlib: the `bench` extra).
+matplotlib: the `bench` extra). `--threads T` compiles Loom's kernels for T threads and
+gives numpy's (and torch's) pool T threads, times Loom's one-thread kernel in the same
+rounds (the speedup column), and times each function's runs in a block after 0.2 s of
+sleep, so that one library's idle threads, still spinning, do not share the cores with
+the next one's (OpenBLAS's spin for about 0.1 s after a call).
 
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
@@ -100,20 +104,23 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=1,
                    help="--shapes: time each shape this many times over; loom/numpy is the median round, "
                         "and the table adds the range")
+    p.add_argument("--threads", type=int, default=1,
+                   help="--shapes: threads for Loom and numpy (and torch), beside Loom on one thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
     p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
     args = p.parse_args(argv)
     if not (args.stages or args.shapes or args.ablation or args.compile):
         p.error("nothing to do: pass --stages, --shapes, --ablation or --compile")
-    if args.repeat < 1 or args.budget <= 0 or args.rounds < 1:
-        p.error("--repeat, --budget and --rounds must be positive")
+    if args.repeat < 1 or args.budget <= 0 or args.rounds < 1 or args.threads < 1:
+        p.error("--repeat, --budget, --rounds and --threads must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes",)),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
-                               ("--rounds", args.rounds != 1, ("shapes",))):
+                               ("--rounds", args.rounds != 1, ("shapes",)),
+                               ("--threads", args.threads != 1, ("shapes",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
     if args.compile:
@@ -138,7 +145,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from tools.numpy_env import prepare_numpy_for_timing
 
-    blas = prepare_numpy_for_timing()
+    blas = prepare_numpy_for_timing(args.threads)
     from compiler import bench
 
     if args.plot:
@@ -162,7 +169,8 @@ def _run_mode(args, bench, blas: str) -> int:
         rows = run_stages(args, bench)
     elif args.shapes:
         rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
-                                budget=args.budget, rounds=args.rounds, on_row=None if args.json else _progress)
+                                budget=args.budget, rounds=args.rounds, threads=args.threads,
+                                on_row=None if args.json else _progress)
     elif args.compile:
         return _compile_mode(args, bench, blas)
     else:
@@ -179,11 +187,12 @@ def _run_mode(args, bench, blas: str) -> int:
     else:
         print(f"machine: {machine}\n{blas}\n")
         if args.shapes:
-            print(f"pipeline: {args.pipeline}\n")
+            print(f"pipeline: {args.pipeline}, threads: {args.threads}\n")
         print(table(rows))
     if args.plot:
         try:
-            bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, one thread"
+            threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+            bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, {threads}"
                                                      f"\n{machine}\n{blas}")
         except OSError as e:
             print(f"loom-bench: error: cannot write the plot {args.plot}: {e.strerror or e}", file=sys.stderr)
@@ -214,8 +223,9 @@ def _progress(row) -> None:
 
     torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
     rounds = f", loom/numpy {min(row.ratios):.3f}-{max(row.ratios):.3f} over {len(row.ratios)} rounds" if row.ratios else ""
+    serial = f", {row.speedup:.2f}x Loom's one thread" if row.speedup is not None else ""
     print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
-          f"  (numpy {row.numpy_gflops:.2f}{torch}{rounds})  compile {row.compile_seconds:.2f} s"
+          f"  (numpy {row.numpy_gflops:.2f}{torch}{rounds}{serial})  compile {row.compile_seconds:.2f} s"
           f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
 
 

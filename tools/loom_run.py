@@ -30,12 +30,13 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=3, help="timing rounds; their median is reported (default 3)")
     p.add_argument("--repeat", type=int, default=100, help="at most this many timed runs per round (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--num-threads", type=int, default=None, help="threads for parallel loops")
+    p.add_argument("--threads", "--num-threads", dest="num_threads", type=int, default=None,
+                   help="threads for the parallel loops (default: OMP_NUM_THREADS, else the cores)")
     p.add_argument("--numpy", action="store_true",
                    help="also time numpy on the same work, in the inputs' dtype, in this process")
     args = p.parse_args(argv)
-    if args.repeat < 1 or args.rounds < 1 or not args.budget > 0:
-        p.error("--repeat, --rounds and --budget must be positive")
+    if args.repeat < 1 or args.rounds < 1 or not args.budget > 0 or (args.num_threads is not None and args.num_threads < 1):
+        p.error("--repeat, --rounds, --budget and --threads must be positive")
     return args
 
 
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     if args.numpy:
         from tools.numpy_env import prepare_numpy_for_timing
 
-        print(prepare_numpy_for_timing())
+        print(prepare_numpy_for_timing(args.num_threads))
     ok = True
     for path in args.files:
         try:

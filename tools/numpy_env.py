@@ -5,13 +5,19 @@ Must run before numpy is imported: OpenBLAS reads its environment when it loads.
 import os
 
 
-def prepare_numpy_for_timing(threads: int = 1) -> str:
+def prepare_numpy_for_timing(threads: int | None = 1) -> str:
     """Drop the OpenBLAS overrides that select a slower kernel, pin BLAS to `threads`
-    (Loom's kernels run on one), and return a line naming the kernel threadpoolctl sees."""
+    (as many as Loom's kernels are compiled for; None: Loom's default, OMP_NUM_THREADS
+    or the cores), and return a line naming the kernel threadpoolctl sees."""
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         os.environ.pop(var, None)
     import numpy  # noqa: F401  (loads OpenBLAS, so that threadpoolctl sees it)
     import threadpoolctl
+
+    if threads is None:
+        from compiler.target import default_threads
+
+        threads = default_threads()
 
     threadpoolctl.threadpool_limits(threads, user_api="blas")
     info = [

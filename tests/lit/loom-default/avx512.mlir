@@ -1,6 +1,6 @@
-// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1" loom-opt %s -p loom-default --split-input-file | filecheck %s
-// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
-// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1" loom-opt %s -p loom-default --split-input-file | filecheck %s --check-prefix=WIDTH
+// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s
+// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s --check-prefix=WIDTH
 
 // loom-default planned for an AVX-512 machine (default.mlir: the same for AVX2): 32 KiB
 // L1d, 1 MiB L2, 32 zmm registers of 16 f32 lanes, whatever the host is. Register tile

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s -p loom-default --split-input-file | filecheck %s
-// RUN: loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: env LOOM_TARGET=threads=1 loom-opt %s -p loom-default --split-input-file | filecheck %s
+// RUN: env LOOM_TARGET=threads=1 loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // Zero-size dimensions: a nest with a loop of no iterations runs nothing, so loom-default
 // leaves it as it is, with a remark (the cost model has nothing to plan for it). The
