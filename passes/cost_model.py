@@ -59,6 +59,10 @@ FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
 #: at every shape from 64^3 to 1024^3 (0 puts C's zero fill on threads, at a loss;
 #: 50,000 and up leave the packing of B serial at 128x768x3072, 0.75x of 20,000's speed)
 MIN_PARALLEL_WORK = 20_000
+#: how many iterations of k a plan without row tiles (a matrix-vector product, a few
+#: rows) jams into one body: as many fmas per load and store of C. 1x4096x4096 on
+#: znver4, one thread: 2: 10.6, 4: 12.9, 8: 13.8-14.1, 16: 11.1 GFLOP/s (numpy 14.0)
+MV_K_JAM = 8
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class MatmulPlan:
     def describe(self) -> str:
         if not self.rows_tiled:
             words = [f"{self.m} row{'s' * (self.m != 1)} < MR={self.mr}: rows of B streamed once (loop order "
-                     f"k, i, j), k unroll-jammed by 4, j in {self.lanes}-lane vectors"]
+                     f"k, i, j), k unroll-jammed by {MV_K_JAM}, j in {self.lanes}-lane vectors"]
         else:
             words = [
                 f"register tile {self.mr}x{self.nr} ({self.mr * -(-self.nr // self.lanes)} accumulators of "

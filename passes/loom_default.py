@@ -57,7 +57,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
-from passes.cost_model import MIN_PARALLEL_WORK, MatmulPlan, plan_matmul
+from passes.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, plan_matmul
 from passes.loom_parallelize import LoomParallelizePass
 from passes.loop_utils import (
     TAG,
@@ -230,14 +230,14 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
             f"loom-tile{{sizes={columns} op={op} depth={b}}}",
             f"loom-interchange{{order={_csv(batch + [b, b + 3, b + 2, b + 1])} op={op}}}",
         ]
-        factors = [1] * b + [1, 4, 1, *vectors]
+        factors = [1] * b + [1, MV_K_JAM, 1, *vectors]
     elif not plan.rows_tiled:
         # fewer rows than MR: (b,) k, i, j: B streamed once, row by row, each row used by
-        # every row of A from L1, the rows of C in L1; k jammed by 4 (4 fmas per load and
-        # store of C), j by the vectors of a register tile
+        # every row of A from L1, the rows of C in L1; k jammed by MV_K_JAM (as many fmas per
+        # load and store of C), j by the vectors of a register tile
         if "tile" not in skip:
             steps.append(f"loom-interchange{{order={_csv(list(range(b)) + [b + 2, b, b + 1])} op={op}}}")
-        factors = [1] * b + [4, 1, *vectors]
+        factors = [1] * b + [MV_K_JAM, 1, *vectors]
     elif "tile" not in skip:
         order = list(range(b)) + [b + x for x in (1, 2, 0, 3, 4, 7, 5, 6)]
         steps += [

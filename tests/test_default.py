@@ -30,7 +30,7 @@ import compiler
 from compiler import target as target_module
 from compiler.diagnostics import LoomError
 from compiler.target import Target, cache_sizes, machine, override
-from passes.cost_model import MatmulPlan, plan_matmul, register_tile
+from passes.cost_model import MV_K_JAM, MatmulPlan, plan_matmul, register_tile
 from passes.loom_default import STEPS
 
 ROOT = Path(__file__).parent.parent
@@ -602,10 +602,10 @@ def test_f64_matmul_gets_a_register_tile(vector_target):
 
 def test_matrix_vector_k_unroll_jam_applies(vector_target):
     kern = compiler.compile(mm_source(1, 300, 200, name="default_mv"), pipeline="default", remarks=True)
-    assert "k unroll-jammed by 4" in default_remarks(kern)[0]
+    assert f"k unroll-jammed by {MV_K_JAM}" in default_remarks(kern)[0]
     jam = next(r for r in kern.remarks if "[loom-unroll-jam]" in r)
     vectors = register_tile(vector_target)[1] // vector_target.lanes()  # j: the vectors of NR
-    assert f"factors [4, 1, {vectors}] requested, [4, 1, {vectors}] applied" in jam, jam
+    assert f"factors [{MV_K_JAM}, 1, {vectors}] requested, [{MV_K_JAM}, 1, {vectors}] applied" in jam, jam
 
 
 def test_malformed_pipeline_is_a_loom_error():

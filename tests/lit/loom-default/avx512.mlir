@@ -33,18 +33,18 @@
 // CHECK-NEXT:              }
 // CHECK-COUNT-28:          affine.vector_store %{{.*}}, %c[%i_t2{{.*}}, %j_t2{{.*}}] : memref<64x64xf32>, vector<16xf32>
 // CHECK:         } {loom.tag = "matmul"}
-// CHECK-NEXT:    affine.for %{{.*}} = 0 to 64 step 4 {
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 64 step 8 {
 // CHECK-NEXT:      affine.for %{{.*}} = 56 to 64 {
 // CHECK:             affine.for %{{.*}} = 0 to 64 step 32 {
-// CHECK-COUNT-8:       vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-COUNT-16:      vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK:         func.return
 // REMARK:      avx512.mlir:[[# @LINE + 7]]:3: remark: [loom-vectorize] nest 'loom_default_0': vectorized its innermost loop by 16 (main 4 iterations, no remainder)
 // REMARK:      avx512.mlir:[[# @LINE + 6]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [14, 32]: %i: iterations [0, 56) in the main nest, the last 8 in a copy; %j: 64 iterations, nothing to peel for size 32
 // REMARK:      avx512.mlir:[[# @LINE + 5]]:3: remark: [loom-default] matmul 56x64x64 on test512: L1d 32 KiB, L2 1 MiB, L3 32 MiB, 512-bit vectors x 32 registers, FMA: register tile 14x32 (28 accumulators of 16 lanes); cache tiles MC=56 NC=64 KC=64; no packing: A and B fit in L1 together; {{.*}}; pass list: loom-tile{sizes=56,64,64 op=matmul depth=0},loom-tile{sizes=14,32 op=matmul depth=3},loom-interchange{order=1,2,0,3,4,7,5,6 op=matmul},loom-vectorize{width=16 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,14,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
 // REMARK:      avx512.mlir:[[# @LINE + 4]]:3: remark: [loom-prefetch] loop %j_t2: 28 prefetches one iteration (32 in %j_t2) ahead
-// REMARK:      avx512.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 8x64x64 (peeled copy 1 of the nest) on test512: {{.*}}: 8 rows < MR=14: rows of B streamed once (loop order k, i, j), k unroll-jammed by 4, j in 16-lane vectors; {{.*}}; pass list: loom-interchange{order=2,0,1 op=matmul},loom-vectorize{width=16 op=matmul},loom-unroll-jam{factors=4,1,2 op=matmul},loom-hoist{op=matmul}
-// REMARK:      avx512.mlir:[[# @LINE + 2]]:3: remark: [loom-unroll-jam] unroll-jam band (k, i, j): factors [4, 1, 2] requested, [4, 1, 2] applied
+// REMARK:      avx512.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 8x64x64 (peeled copy 1 of the nest) on test512: {{.*}}: 8 rows < MR=14: rows of B streamed once (loop order k, i, j), k unroll-jammed by 8, j in 16-lane vectors; {{.*}}; pass list: loom-interchange{order=2,0,1 op=matmul},loom-vectorize{width=16 op=matmul},loom-unroll-jam{factors=8,1,2 op=matmul},loom-hoist{op=matmul}
+// REMARK:      avx512.mlir:[[# @LINE + 2]]:3: remark: [loom-unroll-jam] unroll-jam band (k, i, j): factors [8, 1, 2] requested, [8, 1, 2] applied
 func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %c = loom.matmul %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   func.return %c : tensor<64x64xf32>

@@ -20,7 +20,7 @@
 // nothing is packed: no buffer is allocated. The main nest runs BLIS's loop order
 // (j_t, k_t, i_t, i_r, j_r, k) with the cache tiles clamped to the extents and the 6x16
 // block of C in 12 vector<8xf32> accumulators (iter_args) across k: 12 fmas per k. The
-// 4-row copy has fewer rows than MR: loop order (k, i, j), k unroll-jammed by 4 (N is a
+// 4-row copy has fewer rows than MR: loop order (k, i, j), k unroll-jammed by 8 (N is a
 // multiple of the vector width: no masked remainder), j in vectors.
 // CHECK-LABEL: func.func @mm64
 // CHECK-SAME:    (%a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>)
@@ -42,18 +42,18 @@
 // CHECK-NEXT:              }
 // CHECK-COUNT-12:          affine.vector_store %{{.*}}, %c[%i_t2{{.*}}, %j_t2{{.*}}] : memref<64x64xf32>, vector<8xf32>
 // CHECK:         } {loom.tag = "matmul"}
-// CHECK-NEXT:    affine.for %[[K:.*]] = 0 to 64 step 4 {
+// CHECK-NEXT:    affine.for %[[K:.*]] = 0 to 64 step 8 {
 // CHECK-NEXT:      affine.for %[[I:.*]] = 60 to 64 {
 // CHECK:             affine.for %{{.*}} = 0 to 64 step 16 {
-// CHECK-COUNT-8:       vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-COUNT-16:      vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK-NOT:     memref.alloc
 // CHECK:         func.return
 // REMARK:      default.mlir:[[# @LINE + 6]]:3: remark: [loom-peel] nest 'loom_default_1' peeled for sizes [6, 16]: %i: iterations [0, 60) in the main nest, the last 4 in a copy
 // REMARK:      default.mlir:[[# @LINE + 5]]:3: remark: [loom-default] matmul 60x64x64 on test: L1d 32 KiB, L2 512 KiB, L3 32 MiB, 256-bit vectors x 16 registers, FMA: register tile 6x16 (12 accumulators of 8 lanes); cache tiles MC=60 NC=64 KC=64; no packing: A and B fit in L1 together; estimated traffic in f32 elements: DRAM->L3 {{.*}}, L2->L1 {{.*}}, L1->registers {{.*}}; pass list: loom-tile{sizes=60,64,64 op=matmul depth=0},loom-tile{sizes=6,16 op=matmul depth=3},loom-interchange{order=1,2,0,3,4,7,5,6 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=1,1,1,1,1,1,6,2 op=matmul},loom-hoist{op=matmul},loom-prefetch{op=matmul}
 // REMARK:      remark: [loom-hoist] kept in registers across loop %k
-// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 4x64x64 (peeled copy 1 of the nest) on test: {{.*}}: 4 rows < MR=6: rows of B streamed once (loop order k, i, j), k unroll-jammed by 4, j in 8-lane vectors; {{.*}}; pass list: loom-interchange{order=2,0,1 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=4,1,2 op=matmul},loom-hoist{op=matmul}
-// REMARK:      remark: [loom-unroll-jam] unroll-jam band (k, i, j): factors [4, 1, 2] requested, [4, 1, 2] applied
+// REMARK:      default.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 4x64x64 (peeled copy 1 of the nest) on test: {{.*}}: 4 rows < MR=6: rows of B streamed once (loop order k, i, j), k unroll-jammed by 8, j in 8-lane vectors; {{.*}}; pass list: loom-interchange{order=2,0,1 op=matmul},loom-vectorize{width=8 op=matmul},loom-unroll-jam{factors=8,1,2 op=matmul},loom-hoist{op=matmul}
+// REMARK:      remark: [loom-unroll-jam] unroll-jam band (k, i, j): factors [8, 1, 2] requested, [8, 1, 2] applied
 func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %c = loom.matmul %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   func.return %c : tensor<64x64xf32>
@@ -99,7 +99,7 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK-NEXT:    memref.dealloc %[[AP1]]
 // CHECK-NEXT:    memref.dealloc %[[BP1]]
 // CHECK-NOT:     memref.alloc
-// CHECK:         affine.for %{{.*}} = 0 to 88 step 4 {
+// CHECK:         affine.for %{{.*}} = 0 to 88 step 8 {
 // CHECK-NEXT:      affine.for %{{.*}} = 96 to 100 {
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK:         } {loom.tag = "matmul"}
