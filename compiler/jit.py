@@ -116,7 +116,7 @@ def _symbol_libraries() -> list[ctypes.CDLL]:
 @functools.cache
 def openmp_runtime() -> ctypes.CDLL | None:
     """libgomp (GCC's OpenMP runtime: Debian's libgomp1), whose thread team runs the
-    parallel loops (passes/loom_lower_parallel.py); None where it is missing, and then
+    parallel loops (passes/conversion/loom_lower_parallel.py); None where it is missing, and then
     compile() makes serial code."""
     for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
         if name:

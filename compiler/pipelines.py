@@ -2,7 +2,7 @@
 
 `naive` lowers the loom dialect to the llvm dialect with no scheduling: the textbook loop
 nests of `convert-loom-to-affine`, as written. `default` schedules them for the host with
-`loom-default` (cost model: passes/cost_model.py) in between.
+`loom-default` (cost model: passes/analysis/cost_model.py) in between.
 """
 
 from __future__ import annotations

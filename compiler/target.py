@@ -2,7 +2,7 @@
 features LLVM reports), as one `Target` that every pass asks: `host()`.
 
 Every decision that depends on the vector width or the register count goes through
-`host()`: the `default` pipeline's cost model (passes/cost_model.py, via loom-default)
+`host()`: the `default` pipeline's cost model (passes/analysis/cost_model.py, via loom-default)
 and `loom-vectorize{width=0}` (the width of the nests loom-default vectorizes besides
 matmul, the zero fill of C and the epilogues, included). Nothing in passes/ reads the
 CPU's features itself.

@@ -30,8 +30,8 @@ import compiler
 from compiler import target as target_module
 from compiler.diagnostics import LoomError
 from compiler.target import Target, cache_sizes, machine, override
-from passes.cost_model import MV_K_JAM, MatmulPlan, plan_matmul, register_tile
-from passes.loom_default import STEPS
+from passes.analysis.cost_model import MV_K_JAM, MatmulPlan, plan_matmul, register_tile
+from passes.schedule.loom_default import STEPS
 
 ROOT = Path(__file__).parent.parent
 BIN = Path(sys.executable).parent

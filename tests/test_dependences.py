@@ -1,4 +1,4 @@
-"""passes.dependences: direction vectors of affine loop bands and the legality queries
+"""passes.analysis.dependences: direction vectors of affine loop bands and the legality queries
 the schedule passes ask (interchange, unroll-and-jam, tiling)."""
 
 import itertools
@@ -14,15 +14,15 @@ import compiler
 from compiler.context import make_context
 from compiler.diagnostics import parse_module
 from dialects.loom import is_injective
-from passes.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
-from passes.dependences import (
+from passes.conversion.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
+from passes.analysis.dependences import (
     band_dependences,
     is_fully_permutable,
     legal_orders,
     permutation_is_legal,
     unroll_jam_is_legal,
 )
-from passes.loop_utils import perfect_band, select_nests
+from passes.analysis.loop_utils import perfect_band, select_nests
 
 
 def parse(text: str) -> ModuleOp:

@@ -37,7 +37,7 @@ from xdsl.rewriter import InsertPoint
 
 from compiler.context import make_context
 from compiler.diagnostics import LoomError, parse_module, verify
-from passes.loom_lower_affine import LoomLowerAffinePass, expand_affine_expr
+from passes.conversion.loom_lower_affine import LoomLowerAffinePass, expand_affine_expr
 
 N_DIMS, N_SYMS = 2, 2
 

@@ -24,7 +24,7 @@ from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_in
 
 import compiler
 from compiler.jit import openmp_runtime
-from passes.cost_model import MIN_PARALLEL_WORK
+from passes.analysis.cost_model import MIN_PARALLEL_WORK
 
 pytestmark = pytest.mark.skipif(openmp_runtime() is None, reason="libgomp is not installed")
 

@@ -15,7 +15,7 @@ from kernels import check_both, matmul, small_ints
 from targets import TARGETS, planning_for
 
 import compiler
-from passes.cost_model import register_tile
+from passes.analysis.cost_model import register_tile
 
 TARGET = "cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1"
 

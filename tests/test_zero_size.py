@@ -12,7 +12,7 @@ import pytest
 import compiler
 from compiler.target import host
 from kernels import binary, conv2d, matmul, ty
-from passes.cost_model import plan_matmul
+from passes.analysis.cost_model import plan_matmul
 
 F32 = np.float32
 

@@ -22,7 +22,7 @@ is deep enough: the pass would do nothing).
 
 Refused with a LoomError at the nest, nothing changed: an order that is not a
 permutation of 0..n-1 or is longer than the band of the selected nest; an order that
-breaks a dependence (`passes.dependences`: the message names the dependence and lists
+breaks a dependence (`passes.analysis.dependences`: the message names the dependence and lists
 the legal orders; reductions may be reordered); an order that puts a loop outside a loop
 its bounds depend on (a tiled band's point loop outside its tile loop).
 """
@@ -38,14 +38,14 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.dependences import (
+from passes.analysis.dependences import (
     Dependence,
     band_dependences,
     legal_orders,
     permutation_is_legal,
 )
-from passes.loop_transforms import permute_band
-from passes.loop_utils import (
+from passes.schedule.loop_transforms import permute_band
+from passes.analysis.loop_utils import (
     bound_dependences,
     check_permutation,
     describe_band,

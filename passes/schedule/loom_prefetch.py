@@ -49,8 +49,8 @@ from xdsl.passes import ModulePass
 
 from compiler.remarks import remark
 from dialects.loom import PrefetchOp
-from passes.loop_transforms import shift_map_operand
-from passes.loop_utils import (
+from passes.schedule.loop_transforms import shift_map_operand
+from passes.analysis.loop_utils import (
     constant_trip_count,
     describe_access,
     iv_name,

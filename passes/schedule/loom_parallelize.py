@@ -61,8 +61,8 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import host
-from passes.loop_utils import constant_trip_count, iv_name, max_trip_count, nest_tag, select_nests
-from passes.parallel_analysis import carried_dependence
+from passes.analysis.loop_utils import constant_trip_count, iv_name, max_trip_count, nest_tag, select_nests
+from passes.analysis.parallel_analysis import carried_dependence
 
 #: the attribute that carries the thread count to loom-lower-parallel
 NUM_THREADS = "loom.num_threads"

@@ -75,7 +75,7 @@ from xdsl.ir.affine import (
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.loom import layout_is_injective, memref_root, unknown_origin
-from passes.loop_utils import constant_bounds, describe_access, step_of, value_name
+from passes.analysis.loop_utils import constant_bounds, describe_access, step_of, value_name
 
 
 @dataclass

@@ -104,7 +104,7 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError, op_location
 from compiler.remarks import remark
 from dialects.loom import VIEW_OPS, may_alias, unknown_origin
-from passes.affine_forms import (
+from passes.analysis.affine_forms import (
     FootprintDim,
     FootprintError,
     LinearForm,
@@ -114,8 +114,8 @@ from passes.affine_forms import (
     map_forms,
     prune_bounds,
 )
-from passes.loop_transforms import LoopBounds, build_affine_nest, retarget_load
-from passes.loop_utils import (
+from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
+from passes.analysis.loop_utils import (
     SelectionError,
     enclosing_loops,
     iv_name,

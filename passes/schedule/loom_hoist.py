@@ -63,13 +63,13 @@ from xdsl.traits import (
 
 from compiler.remarks import remark
 from dialects.loom import layout_is_injective, unknown_origin
-from passes.affine_forms import access_in_bounds
-from passes.loop_transforms import (
+from passes.analysis.affine_forms import access_in_bounds
+from passes.schedule.loop_transforms import (
     drop_unused_operands,
     hoist_before,
     promote_to_iter_args,
 )
-from passes.loop_utils import (
+from passes.analysis.loop_utils import (
     access_memref,
     accessed_type,
     defined_outside,

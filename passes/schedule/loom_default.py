@@ -1,6 +1,6 @@
 """loom-default{skip=... num-threads=0}: the schedule Loom picks for the host, nest by nest.
 
-For each matmul nest (2-D or batched) it asks the cost model (passes/cost_model.py) for a
+For each matmul nest (2-D or batched) it asks the cost model (passes/analysis/cost_model.py) for a
 register tile, cache tiles and whether to pack, for the nest's own M, N, K and the host's
 caches and vectors (compiler/target.py), then runs Loom's schedule passes on that nest
 alone, in this order (the steps `skip=` names):
@@ -57,9 +57,9 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
-from passes.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, plan_matmul
-from passes.loom_parallelize import LoomParallelizePass
-from passes.loop_utils import (
+from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, plan_matmul
+from passes.schedule.loom_parallelize import LoomParallelizePass
+from passes.analysis.loop_utils import (
     TAG,
     constant_trip_count,
     iv_name,

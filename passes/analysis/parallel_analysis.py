@@ -32,9 +32,9 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.loom import PrefetchOp, memref_root, unknown_origin
-from passes.affine_forms import FootprintError, LinearForm, iv_bounds, map_forms, value_form
-from passes.dependences import access_text
-from passes.loop_utils import defined_outside, is_pure, iv_name, step_of, value_name
+from passes.analysis.affine_forms import FootprintError, LinearForm, iv_bounds, map_forms, value_form
+from passes.analysis.dependences import access_text
+from passes.analysis.loop_utils import defined_outside, is_pure, iv_name, step_of, value_name
 
 _AFFINE = (affine.LoadOp, affine.StoreOp, affine.VectorLoadOp, affine.VectorStoreOp)
 _MASKED = (vector.MaskedLoadOp, vector.MaskedStoreOp)

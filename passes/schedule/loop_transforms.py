@@ -32,8 +32,8 @@ from xdsl.ir.affine import (
 from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineSet
 from xdsl.traits import IsTerminator
 
-from passes.affine_forms import LinearForm, bound_map, tiles_are_full
-from passes.loop_utils import (
+from passes.analysis.affine_forms import LinearForm, bound_map, tiles_are_full
+from passes.analysis.loop_utils import (
     TAG,
     access_memref,
     accessed_type,

@@ -63,7 +63,7 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.loop_utils import is_pure
+from passes.analysis.loop_utils import is_pure
 
 PASS = "loom-outline"
 _NESTS = (affine.ForOp, affine.ParallelOp)

@@ -52,9 +52,9 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.dependences import band_dependences
-from passes.loop_transforms import rebuild_loop
-from passes.loop_utils import (
+from passes.analysis.dependences import band_dependences
+from passes.schedule.loop_transforms import rebuild_loop
+from passes.analysis.loop_utils import (
     check_positive,
     check_unrolled_size,
     constant_bounds,

@@ -48,8 +48,8 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.loop_transforms import unroll_loop
-from passes.loop_utils import (
+from passes.schedule.loop_transforms import unroll_loop
+from passes.analysis.loop_utils import (
     check_unrolled_size,
     constant_trip_count,
     iv_name,

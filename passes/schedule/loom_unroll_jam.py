@@ -71,9 +71,9 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.dependences import band_dependences, unroll_jam_is_legal
-from passes.loop_transforms import promote_single_iteration, unroll_jam_loop
-from passes.loop_utils import (
+from passes.analysis.dependences import band_dependences, unroll_jam_is_legal
+from passes.schedule.loop_transforms import promote_single_iteration, unroll_jam_loop
+from passes.analysis.loop_utils import (
     bound_dependences,
     check_positive,
     check_unrolled_size,

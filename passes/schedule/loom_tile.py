@@ -46,9 +46,9 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
-from passes.dependences import band_dependences, is_fully_permutable
-from passes.loop_transforms import tile_band
-from passes.loop_utils import (
+from passes.analysis.dependences import band_dependences, is_fully_permutable
+from passes.schedule.loop_transforms import tile_band
+from passes.analysis.loop_utils import (
     band_at,
     bound_dependences,
     constant_trip_count,

@@ -81,7 +81,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import IsTerminator
 
 from compiler.diagnostics import LoomError
-from passes.affine_forms import map_forms, provably_nonnegative
+from passes.analysis.affine_forms import map_forms, provably_nonnegative
 
 
 _OpT = TypeVar("_OpT", bound=Operation)

@@ -35,7 +35,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from passes.loop_utils import (
+from passes.analysis.loop_utils import (
     constant_trip_count,
     defined_outside,
     describe_access,

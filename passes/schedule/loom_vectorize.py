@@ -101,20 +101,20 @@ from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import host
 from dialects.loom import may_alias, unknown_origin
-from passes.affine_forms import (
+from passes.analysis.affine_forms import (
     AccessStride,
     StrideError,
     access_stride,
     map_forms,
 )
-from passes.dependences import band_dependences
-from passes.loop_transforms import (
+from passes.analysis.dependences import band_dependences
+from passes.schedule.loop_transforms import (
     StripMine,
     drop_unused_operands,
     promote_single_iteration,
     strip_mine,
 )
-from passes.loop_utils import (
+from passes.analysis.loop_utils import (
     constant_trip_count,
     defined_outside,
     describe_access,

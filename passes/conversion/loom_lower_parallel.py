@@ -63,8 +63,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from compiler.diagnostics import LoomError
-from passes.loom_outline import outline_inputs
-from passes.loom_parallelize import NUM_THREADS
+from passes.schedule.loom_outline import outline_inputs
+from passes.schedule.loom_parallelize import NUM_THREADS
 
 PASS = "loom-lower-parallel"
 #: the libgomp entry points the lowered code calls (compiler/jit.py loads libgomp)

@@ -1,0 +1,1 @@
+"""Analyses the schedule passes share: loops, affine forms, dependences, the cost model."""

@@ -1,0 +1,1 @@
+"""Schedule passes: loop transformations over affine nests, and the pipelines built from them."""
