@@ -120,6 +120,11 @@ class LoomPeelPass(ModulePass):
             notes.append(f"%{iv_name(loop)}: iterations [{lower}, {lower + main * step}) in the main nest, "
                          f"the last {trips - main} in a copy")
         if why is None and splits:
+            # each split copies the whole (main) nest once: refused before the analysis,
+            # whose time grows with the square of the accesses of a large unrolled body
+            check_unrolled_size(self.name, nest, op_count(nest) * (1 + len(splits)),
+                                f"peeling for sizes {list(sizes)} ({len(splits)} copies of the nest)",
+                                "peel before unrolling, or fewer loops")
             last = max(p for p, _ in splits)
             carrying = next((loop for loop in band[: last + 1] if loop.inits), None)
             if carrying is not None:
@@ -134,10 +139,6 @@ class LoomPeelPass(ModulePass):
             return f"nest '{tag}' skipped: {why}"
         if not splits:
             return f"nest '{tag}' left as it is: " + "; ".join(notes)
-        # each split copies the whole (main) nest once
-        check_unrolled_size(self.name, nest, op_count(nest) * (1 + len(splits)),
-                            f"peeling for sizes {list(sizes)} ({len(splits)} copies of the nest)",
-                            "peel before unrolling, or fewer loops")
         return splits, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes)
 
 
