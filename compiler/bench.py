@@ -571,7 +571,8 @@ def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
                     color="black" if r.ok else "red")
     ax.set_xticks(x, [shape_label(r.shape) for r in rows], rotation=30, ha="right", fontsize=8)
     ax.set_xlabel("shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed")
-    ax.set_ylabel("GFLOP/s (one thread)")
+    threads = max(r.threads for r in rows)
+    ax.set_ylabel(f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})")
     ax.set_ylim(0, top * 1.15)
     ax.legend()
     if title:
