@@ -83,9 +83,12 @@ class LoomLowerParallelPass(ModulePass):
         used = False
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             loops = [p for p in fn.walk() if isinstance(p, scf.ParallelOp)]
+            # the nested ones first, innermost first: a thread runs its slice serially
+            for loop in reversed([p for p in loops if _inside_parallel(p)]):
+                _serialize(loop)
             count = 0
-            for loop in loops:
-                if _inside_parallel(loop) or _threads(loop) == 1:
+            for loop in [p for p in loops if p.parent is not None]:
+                if _threads(loop) == 1:
                     _serialize(loop)
                     continue
                 _Outliner(op, fn, loop, f"{fn.sym_name.data}_parallel{count}").run()
@@ -120,8 +123,7 @@ def _check(loop: scf.ParallelOp) -> None:
 
 def _serialize(loop: scf.ParallelOp) -> None:
     """The loop as nested scf.for loops, outermost dimension first."""
-    body = loop.body.block
-    block = body
+    block = loop.body.block
     loops = []
     for lb, ub, step in zip(loop.lowerBound, loop.upperBound, loop.step):
         inner = Block(arg_types=[IndexType()])
