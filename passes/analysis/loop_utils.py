@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from xdsl.dialects import affine, vector
+from xdsl.dialects import affine, memref, vector
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import is_side_effect_free
@@ -355,7 +355,7 @@ def accessed_type(op: Operation) -> Attribute:
     """The type of the value a load reads or a store writes."""
     if isinstance(op, vector.MaskedStoreOp):
         return op.value_to_store.type
-    if isinstance(op, affine.StoreOp | affine.VectorStoreOp):
+    if isinstance(op, affine.StoreOp | affine.VectorStoreOp | memref.StoreOp):
         return op.value.type
     return op.results[0].type
 

@@ -25,6 +25,7 @@ Reads never conflict with reads; `loom.prefetch` is a hint with no effect on val
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from xdsl.dialects import affine, memref, vector
 from xdsl.dialects.builtin import MemRefType, VectorType
@@ -34,7 +35,15 @@ from xdsl.traits import MemoryEffectKind, get_effects
 from dialects.loom import PrefetchOp, memref_root, unknown_origin
 from passes.analysis.affine_forms import FootprintError, LinearForm, iv_bounds, map_forms, value_form
 from passes.analysis.dependences import access_text
-from passes.analysis.loop_utils import defined_outside, is_pure, iv_name, step_of, value_name
+from passes.analysis.loop_utils import (
+    accessed_type,
+    defined_outside,
+    enclosing_loops,
+    is_pure,
+    iv_name,
+    step_of,
+    value_name,
+)
 
 _AFFINE = (affine.LoadOp, affine.StoreOp, affine.VectorLoadOp, affine.VectorStoreOp)
 _MASKED = (vector.MaskedLoadOp, vector.MaskedStoreOp)
@@ -52,7 +61,7 @@ class _Slice:
     hi: int
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Touch:
     op: Operation
     memref: SSAValue
@@ -60,6 +69,11 @@ class _Touch:
     #: one slice per subscript, None for a subscript the analysis cannot read; None for
     #: an op whose subscripts are not known at all
     slices: tuple[_Slice | None, ...] | None
+
+    @cached_property
+    def root(self) -> SSAValue | None:
+        """The buffer behind the memref (`memref_root`), looked up once per access."""
+        return memref_root(self.memref)
 
 
 def carried_dependence(loop: affine.ForOp) -> str | None:
@@ -118,7 +132,9 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
                     "in a way the analysis does not follow")
         writes = effects is None or any(e.kind == MemoryEffectKind.WRITE for e in effects)
         return _Touch(op, memrefs[0], writes, None)
-    slices = tuple(_slice(f, op, loop) if f is not None else None for f in forms)
+    inner = enclosing_loops(op)
+    inner = inner[inner.index(loop) + 1:]  # the loops between `loop` and the access
+    slices = tuple(_slice(f, inner, loop) if f is not None else None for f in forms)
     width = _width(op)
     if width > 1 and slices and slices[-1] is not None:
         last = slices[-1]
@@ -127,16 +143,16 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
 
 
 def _width(op: Operation) -> int:
-    value = op.results[0] if op.results else op.operands[0]
-    t = value.type
+    """Elements an access covers along its last subscript: a vector's lanes (a masked one's
+    all of them), 1 for a scalar."""
+    t = accessed_type(op)
     return t.get_shape()[0] if isinstance(t, VectorType) and t.get_num_dims() == 1 else 1
 
 
-def _slice(form: LinearForm, op: Operation, loop: affine.ForOp) -> _Slice | None:
-    """`form` with the ivs of the loops between `loop` and `op` replaced by their ranges,
-    or None when something in it varies inside `loop` in another way."""
+def _slice(form: LinearForm, inner: list[affine.ForOp], loop: affine.ForOp) -> _Slice | None:
+    """`form` with the ivs of `inner`, the loops between `loop` and the access, replaced by
+    their ranges, or None when something in it varies inside `loop` in another way."""
     lo = hi = 0
-    inner = _inner_loops(op, loop)
     outside = LinearForm(const=form.const)
     iv = loop.body.block.args[0]
     for v, c in form.coeffs.items():
@@ -161,20 +177,9 @@ def _slice(form: LinearForm, op: Operation, loop: affine.ForOp) -> _Slice | None
     return _Slice(outside, lo, hi)
 
 
-def _inner_loops(op: Operation, loop: affine.ForOp) -> list[affine.ForOp]:
-    """The affine.for loops strictly inside `loop` that hold `op`, outermost first."""
-    loops = []
-    parent = op.parent_op()
-    while parent is not None and parent is not loop:
-        if isinstance(parent, affine.ForOp):
-            loops.append(parent)
-        parent = parent.parent_op()
-    return loops[::-1]
-
-
 def _conflict(a: _Touch, b: _Touch, iv: SSAValue, step: int) -> str | None:
     """Why accesses `a` and `b` (one of them a write) may meet in two iterations."""
-    root_a, root_b = memref_root(a.memref), memref_root(b.memref)
+    root_a, root_b = a.root, b.root
     if root_a is not None and root_b is not None and root_a is not root_b:
         return None  # distinct buffers
     pair = f"{access_text(a.op)} and {access_text(b.op)}" if a is not b else access_text(a.op)

@@ -41,6 +41,7 @@ result, say: it might alias another, and noalias would be wrong), a loop with re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -123,21 +124,26 @@ def _check(loop: scf.ParallelOp) -> None:
 
 def _serialize(loop: scf.ParallelOp) -> None:
     """The loop as nested scf.for loops, outermost dimension first."""
-    block = loop.body.block
     loops = []
     for lb, ub, step in zip(loop.lowerBound, loop.upperBound, loop.step):
         inner = Block(arg_types=[IndexType()])
         loops.append(scf.ForOp(lb, ub, step, [], Region(inner)))
     for outer, inner_loop in zip(loops, loops[1:]):
         outer.body.block.add_ops([inner_loop, scf.YieldOp()])
-    innermost = loops[-1].body.block
-    for arg, new in zip(block.args, [f.body.block.args[0] for f in loops]):
-        new.name_hint = arg.name_hint
-        arg.replace_all_uses_with(new)
-    for o in list(block.ops):
-        o.detach()
-        innermost.add_op(o if not isinstance(o, scf.ReduceOp) else scf.YieldOp())
+    _move_body(loop, [f.body.block.args[0] for f in loops], loops[-1].body.block)
     Rewriter.replace_op(loop, loops[0], [])
+
+
+def _move_body(loop: scf.ParallelOp, ivs: Sequence[SSAValue], into: Block) -> None:
+    """Move the parallel loop's body to the end of `into`, its ivs replaced by `ivs` (which
+    take their names), its scf.reduce terminator by an scf.yield."""
+    body = loop.body.block
+    for arg, iv in zip(body.args, ivs):
+        iv.name_hint = arg.name_hint
+        arg.replace_all_uses_with(iv)
+    for op in list(body.ops):
+        op.detach()
+        into.add_op(op if not isinstance(op, scf.ReduceOp) else scf.YieldOp())
 
 
 @dataclass
@@ -247,13 +253,7 @@ class _Outliner:
             shifted = arith.AddiOp(mapping.get(lb, lb), scaled)
             inner.add_ops([scaled, shifted])
             ivs[d] = shifted.result
-        body = self.loop.body.block
-        for arg, iv in zip(body.args, ivs):
-            iv.name_hint = arg.name_hint
-            arg.replace_all_uses_with(iv)
-        for op in list(body.ops):
-            op.detach()
-            inner.add_op(op if not isinstance(op, scf.ReduceOp) else scf.YieldOp())
+        _move_body(self.loop, ivs, inner)
         for op in inner.walk():
             for i, operand in enumerate(op.operands):
                 if (new := mapping.get(operand)) is not None:

@@ -118,17 +118,17 @@ class LoomDefaultPass(ModulePass):
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
         from compiler.jit import openmp_runtime
 
-        threads = self.num_threads or target.threads
-        if threads == 1:
-            remark(self.name, None, "one thread: every loop stays serial")
-        elif openmp_runtime() is None:
-            remark(self.name, None, "libgomp (GCC's OpenMP runtime, Debian's libgomp1) is not installed: every "
-                   "loop stays serial")
-        elif outermost_nests(op):
+        threads = self._threads(set(), target)
+        if threads > 1 and outermost_nests(op):
             LoomParallelizePass(num_threads=threads, min_work=MIN_PARALLEL_WORK).apply(ctx, op)
+        elif threads == 1:
+            why = ("libgomp (GCC's OpenMP runtime, Debian's libgomp1) is not installed"
+                   if openmp_runtime() is None else "one thread")
+            remark(self.name, None, f"{why}: every loop stays serial")
 
     def _threads(self, skip: set[str], target: Target) -> int:
-        """The threads the parallel step will use (1: it will not run)."""
+        """The threads the parallel step will use (1: it will not run: skipped, one thread
+        asked for, or no libgomp)."""
         from compiler.jit import openmp_runtime
 
         if "parallel" in skip or openmp_runtime() is None:

@@ -70,6 +70,7 @@ from passes.schedule.loop_transforms import (
     promote_to_iter_args,
 )
 from passes.analysis.loop_utils import (
+    UNMARKED_PURE,
     access_memref,
     accessed_type,
     defined_outside,
@@ -181,7 +182,7 @@ class LoomHoistPass(ModulePass):
 
 
 def _speculatable(op: Operation) -> bool:
-    if isinstance(op, affine.ApplyOp | affine.MinOp | vector.CreateMaskOp | vector.BroadcastOp):
+    if isinstance(op, (affine.ApplyOp, affine.MinOp, *UNMARKED_PURE)):
         return True
     return (
         op.name.startswith("arith.")

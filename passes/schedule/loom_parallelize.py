@@ -61,7 +61,14 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import host
-from passes.analysis.loop_utils import constant_trip_count, iv_name, max_trip_count, nest_tag, select_nests
+from passes.analysis.loop_utils import (
+    constant_trip_count,
+    iv_name,
+    max_trip_count,
+    nest_tag,
+    perfect_band,
+    select_nests,
+)
 from passes.analysis.parallel_analysis import carried_dependence
 
 #: the attribute that carries the thread count to loom-lower-parallel
@@ -188,8 +195,9 @@ def _child_loops(loop: affine.ForOp) -> list[affine.ForOp]:
 
 
 def _only_child_loop(loop: affine.ForOp) -> affine.ForOp | None:
-    ops = [o for o in loop.body.block.ops if not isinstance(o, affine.YieldOp)]
-    return ops[0] if len(ops) == 1 and isinstance(ops[0], affine.ForOp) and not ops[0].results else None
+    """The loop perfectly nested in `loop`, if there is one."""
+    band = perfect_band(loop)
+    return band[1] if len(band) > 1 else None
 
 
 def _uses_ivs(loop: affine.ForOp, band: list[affine.ForOp]) -> list[bool]:
@@ -209,22 +217,27 @@ def _product(band: list[affine.ForOp]) -> int | None:
 
 def estimated_work(loop: affine.ForOp) -> int:
     """The ops `loop` runs: each op inside once per iteration of the loops around it up to
-    `loop` (an unknown trip count counts as large)."""
+    `loop` (an unknown trip count counts as large): the ops of each block times the runs
+    of the block, from `loop` down."""
     unknown = 1 << 20
+
+    def runs(inner: affine.ForOp) -> int:
+        trips = max_trip_count(inner)
+        return trips if trips is not None else unknown
+
     total = 0
-    for op in loop.walk():
-        if op is loop or isinstance(op, affine.YieldOp | affine.ForOp):
-            continue
-        count = 1
-        parent = op.parent_op()
-        while parent is not None:
-            if isinstance(parent, affine.ForOp):
-                trips = max_trip_count(parent)
-                count *= trips if trips is not None else unknown
-            if parent is loop:
-                break
-            parent = parent.parent_op()
-        total += count
+    stack = [(loop, runs(loop))]
+    while stack:
+        op, times = stack.pop()
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    if isinstance(child, affine.ForOp):
+                        stack.append((child, times * runs(child)))
+                    elif not isinstance(child, affine.YieldOp):
+                        total += times
+                        if child.regions:
+                            stack.append((child, times))
     return total
 
 

@@ -88,3 +88,19 @@ func.func @views(%a: memref<65xf32>) {
   } {loom.tag = "stencil"}
   func.return
 }
+
+// -----
+
+// A masked store writes its vector's width along the last subscript (here 4 lanes from
+// %j): iterations %j and %j + 1 overlap. (Its width was read off the memref operand once:
+// one element per iteration, and the loop ran in parallel.)
+// CHECK: refuse.mlir:[[# @LINE + 5]]:3: error: loom-parallelize: loop %j at depth 0 is not parallel: vector.maskedstore on %a (line [[# @LINE + 6]]) write the same element in different iterations
+// REMARK: refuse.mlir:[[# @LINE + 4]]:3: remark: [loom-parallelize] nest 'stencil' left serial: %j: vector.maskedstore on %a (line [[# @LINE + 5]]) write the same element in different iterations
+func.func @masked_store(%a: memref<20xf32>, %v: vector<4xf32>) {
+  %n = arith.constant 3 : index
+  %m = vector.create_mask %n : vector<4xi1>
+  affine.for %j = 0 to 16 {
+    vector.maskedstore %a[%j], %m, %v : memref<20xf32>, vector<4xi1>, vector<4xf32>
+  } {loom.tag = "stencil"}
+  func.return
+}
