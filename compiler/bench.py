@@ -192,6 +192,8 @@ class Measurement:
     #: on one thread, timed in the same rounds
     threads: int = 1
     one_thread_seconds: float | None = None
+    #: Loom's one-thread time over its `threads`-thread time, per round (`rounds` > 1)
+    speedups: tuple[float, ...] = ()
 
     def problem_gflops(self, seconds: float) -> float:
         """GFLOP/s of this shape's matmul done in `seconds`."""
@@ -199,7 +201,10 @@ class Measurement:
 
     @property
     def speedup(self) -> float | None:
-        """Loom on `threads` threads over Loom on one."""
+        """Loom on `threads` threads over Loom on one (with rounds, the median of each
+        round's: a shared machine's slow phase then moves both times of a round alike)."""
+        if self.speedups:
+            return float(np.median(self.speedups))
         return None if self.one_thread_seconds is None else self.one_thread_seconds / self.seconds
 
     @property
@@ -251,10 +256,11 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rou
     torch_seconds = timing.median(2) if problem.torch else None
     one_thread = timing.median(len(fns) - 1) if threads > 1 else None
     ratios = timing.ratios() if rounds > 1 else ()
+    speedups = timing.ratios(len(fns) - 1) if rounds > 1 and threads > 1 else ()
     f = problem.flops / 1e9
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
-                       err, problem.bound, compile_seconds, ratios, threads, one_thread)
+                       err, problem.bound, compile_seconds, ratios, threads, one_thread, speedups)
 
 
 def run_shapes(
