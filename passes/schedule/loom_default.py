@@ -182,9 +182,11 @@ class LoomDefaultPass(ModulePass):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
-            spec = matmul_schedule(plan, batch, skip, tag, self._column_blocks(plan, skip, target))
+            columns = self._column_blocks(plan, skip, target)
+            spec = matmul_schedule(plan, batch, skip, tag, columns)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
-            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}; "
+            split = f"; j split into blocks of {columns} columns, one per thread (loop order j_t, k, i, j)" if columns else ""
+            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}{split}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
             _run_on(ctx, sub, tag, spec)
 

@@ -27,3 +27,19 @@ func.func @matmul(%a: memref<192x256xf32>, %b: memref<256x256xf32>, %c: memref<1
   loom.matmul ins(%a, %b : memref<192x256xf32>, memref<256x256xf32>) outs(%c : memref<192x256xf32>)
   func.return
 }
+
+// -----
+
+// A matrix-vector product has no row tiles to share: its columns are split into one
+// block per thread (j_t), each block streaming its rows of B with k outside.
+// CHECK-LABEL: func.func @gemv(
+// CHECK:         "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (1024)>{{.*}}steps = [512 : i64]}> ({
+// CHECK-NEXT:    ^bb0(%j_t: index):
+// CHECK-NEXT:      affine.for %k = 0 to 1024 step 8 {
+// CHECK:         }) {loom.tag = "matmul", loom.num_threads = 2 : i64} : () -> ()
+// REMARK: parallel.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 1x1024x1024 on test: {{.*}}: 1 row < MR=6: rows of B streamed once (loop order k, i, j){{.*}}; j split into blocks of 512 columns, one per thread (loop order j_t, k, i, j); pass list: loom-interchange{order=1,0,2 op=matmul},loom-tile{sizes=512 op=matmul depth=0},loom-interchange{order=0,3,2,1 op=matmul},
+// REMARK: parallel.mlir:[[# @LINE + 2]]:3: remark: [loom-parallelize] nest 'matmul': loop %j_t run in parallel (2 iterations, 2 threads)
+func.func @gemv(%a: memref<1x1024xf32>, %b: memref<1024x1024xf32>, %c: memref<1x1024xf32>) {
+  loom.matmul ins(%a, %b : memref<1x1024xf32>, memref<1024x1024xf32>) outs(%c : memref<1x1024xf32>)
+  func.return
+}
