@@ -339,9 +339,9 @@ def run_ablation(
 ) -> list[AblationRow]:
     """At each shape, `pipeline_for(None)` (the default pipeline), then
     `pipeline_for(step)` for each step (the default without it), each timed beside numpy.
-    `steps` defaults to `passes.schedule.loom_default.STEPS`, `pipeline_for` to `default_minus`."""
+    `steps` defaults to `passes.schedule.loom_default.MATMUL_STEPS`, `pipeline_for` to `default_minus`."""
     if steps is None:
-        from passes.schedule.loom_default import STEPS as steps
+        from passes.schedule.loom_default import MATMUL_STEPS as steps
     pipeline_for = pipeline_for or default_minus
     rows = []
     rng = np.random.default_rng(seed)

@@ -112,7 +112,12 @@ def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
 
 def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
     a, b = op.ins
-    c = op.outs[0]
+    return [*zero_nest(op.outs[0], "matmul.init"), *matmul_nest(a, b, op.outs[0])]
+
+
+def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue) -> list[Operation]:
+    """The textbook nest (b,) i, j, k of `C[(b,) i, j] += A[(b,) i, k] * B[(b,) k, j]`
+    on memrefs (C already zeroed), tagged "matmul"."""
     batched = len(c.type.get_shape()) == 3
     extents = [*c.type.get_shape(), a.type.get_shape()[-1]]
     nb = 1 if batched else 0
@@ -128,7 +133,7 @@ def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
         return [la, lb, lc, prod, acc, store(acc.result, c, ivs, [*bt, i, j])]
 
     names = ["b", "i", "j", "k"][1 - nb :]
-    return [*zero_nest(c, "matmul.init"), *build_nest(extents, "matmul", body, names)]
+    return build_nest(extents, "matmul", body, names)
 
 
 def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
@@ -149,17 +154,9 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
         prod = arith.MulfOp(lx, lw)
         acc = arith.AddfOp(ly, prod)
         ops: list[Operation] = [lx, lw, ly, prod, acc, store(acc.result, y, ivs, [n, f, oh, ow])]
-        if ph == 0 and pw == 0:
+        inside = conv2d_guard(ih, iw, (h_, w_), (ph, pw))
+        if inside is None:
             return ops
-        ge = AffineConstraintKind.ge
-        constraints = []
-        if ph:
-            constraints += [AffineConstraintExpr(ge, ih, AffineExpr.constant(0)),
-                            AffineConstraintExpr(ge, AffineExpr.constant(h_ - 1), ih)]
-        if pw:
-            constraints += [AffineConstraintExpr(ge, iw, AffineExpr.constant(0)),
-                            AffineConstraintExpr(ge, AffineExpr.constant(w_ - 1), iw)]
-        inside = AffineSetAttr(AffineSet(7, 0, tuple(constraints)))
         guarded = affine.IfOp.create(
             operands=list(ivs),
             properties={"condition": inside},
@@ -170,6 +167,18 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     return [*zero_nest(y, "conv2d.init"), *build_nest(
         [n_, f_, ho, wo, c_, r_, s_], "conv2d", body, ["n", "f", "oh", "ow", "c", "r", "s"]
     )]
+
+
+def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: tuple[int, int]) -> AffineSetAttr | None:
+    """The condition that keeps the conv2d nest's input read at (ih, iw), expressions of
+    its 7 ivs, inside the H x W input: a bound per padded side; None without padding."""
+    ge = AffineConstraintKind.ge
+    constraints = []
+    for e, extent, pad in ((ih, hw[0], padding[0]), (iw, hw[1], padding[1])):
+        if pad:
+            constraints += [AffineConstraintExpr(ge, e, AffineExpr.constant(0)),
+                            AffineConstraintExpr(ge, AffineExpr.constant(extent - 1), e)]
+    return AffineSetAttr(AffineSet(7, 0, tuple(constraints))) if constraints else None
 
 
 def lower_elementwise(op: loom.LoomComputeOp) -> list[Operation]:

@@ -31,7 +31,10 @@ Each peeled copy is planned for its own extents: a copy with fewer rows than MR 
 its columns peeled to NR first; a copy of fewer columns than NR gets a tile as wide as
 it is (6x15: a full and a masked vector per row, kept in registers by loom-hoist).
 Nests of other ops (elementwise epilogues, the zero fill of C) are
-vectorized; conv2d nests are left as they are. `--remarks` prints, per matmul, the plan
+vectorized. A conv2d nest is first rewritten by loom-im2col (the step `im2col`): X's
+windows copied into a patch matrix (X with its zero border first, when the conv pads;
+no copy for a 1x1 stride-1 conv), then a matmul of W by it into Y, which gets the matmul
+schedule above; the copies are vectorized. `--remarks` prints, per matmul, the plan
 with the estimated traffic per memory level and the equivalent pass list, which
 `loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
 
@@ -58,6 +61,7 @@ from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, plan_matmul
+from passes.schedule.loom_im2col import match_conv2d, rewrite
 from passes.schedule.loom_parallelize import LoomParallelizePass
 from passes.analysis.loop_utils import (
     TAG,
@@ -72,7 +76,10 @@ from passes.analysis.loop_utils import (
     unlowered_loom_op,
 )
 
-STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
+#: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
+MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
+#: the steps `skip=` accepts: a conv2d's strategy, then the matmul's
+STEPS = ("im2col", *MATMUL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,10 @@ class LoomDefaultPass(ModulePass):
 
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
+        if "im2col" not in skip:
+            for nest in tagged_nests(op, "conv2d"):
+                if _empty_loop(nest) is None:  # else left as it is, with the remark below
+                    self._conv2d(nest, target)
         for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
             temporary = f"loom_default_{index}"
@@ -113,6 +124,26 @@ class LoomDefaultPass(ModulePass):
                 _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
         if "parallel" not in skip:
             self._parallelize(ctx, op, target)
+
+    def _conv2d(self, nest: affine.ForOp, target: Target) -> None:
+        """A conv2d nest becomes a patch-matrix copy and a matmul (loom-im2col), which the
+        loop over the nests then schedules like any other."""
+        conv = match_conv2d(nest)
+        if isinstance(conv, str):
+            remark(self.name, nest, f"conv2d nest left as it is: {conv}")
+            return
+        element = conv.y.type.get_element_type().bitwidth // 8
+        k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
+        copied = 0 if conv.pointwise else conv.n * k * p
+        plan = plan_matmul(conv.f, p, k, target, element)
+        copy = (f"the patch matrix copied once ({copied / 1e6:.3g}M elements, {copied * element // 1024} KiB, "
+                f"{copied / max(1, conv.n * conv.f * p * k):.3g} per fma)" if copied
+                else "no copy: X is the patch matrix")
+        remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: im2col: {copy}, then a matmul "
+               f"{conv.f}x{p}x{k}" + (f" per image ({conv.n})" if conv.n > 1 else "") +
+               f" on the matmul schedule (estimated traffic of the matmul: "
+               f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())})")
+        rewrite(conv)
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""

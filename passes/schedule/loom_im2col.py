@@ -1,0 +1,295 @@
+"""loom-im2col{op=TAG}: a conv2d nest -> an explicit patch-matrix copy and a matmul nest
+(im2col, Chellapilla et al. 2006; Caffe's convolution), so that the convolution runs on
+the matmul schedule.
+
+The nest is convert-loom-to-affine's textbook conv2d (n, f, oh, ow, c, r, s with
+`Y[n, f, oh, ow] += X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw] * W[f, c, r, s]`, the
+read under its padding guard). It becomes, at the same place:
+
+    %col = memref.alloc : N x C x R x S x Ho x Wo       the patch matrix, 64-byte aligned
+    affine.for n, c, r, s, oh, ow {loom.tag = "im2col"}
+        col[n, c, r, s, oh, ow] = X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]
+    matmul nest {loom.tag = "matmul"}                   (b,) i, j, k on views, no copy:
+        Y as N x F x (Ho*Wo)  +=  W as F x (C*R*S)  @  col as N x (C*R*S) x (Ho*Wo)
+    memref.dealloc %col
+
+With padding, the copy's oh and ow loops run over the window positions that read
+inside the input (bounds `max`/`min` of the kernel offset: no guard, so the copy
+vectorizes), and loops beside them write the zeros of the border. The batch is the
+matmul's batch loop, W's view repeating it with a stride of 0. Y's zero fill (the
+`conv2d.init` nest) stays as it was. A 1x1 convolution with stride 1 and no padding
+needs no copy: X viewed as N x C x (H*W) is already the matrix.
+
+Refused with a LoomError at the nest, nothing changed, when `op=` names it: a nest that
+is not the textbook conv2d (already scheduled, or another op's), W or Y not contiguous
+(their views need it; X may have any layout, and must be contiguous only for the 1x1
+case, which otherwise copies). Without `op=`, other nests are skipped with a remark.
+Each rewrite is a remark with the patch matrix's size and the matmul's shape.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    StringAttr,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+
+from compiler.diagnostics import LoomError
+from compiler.remarks import remark
+from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
+from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, zero_nest
+
+
+@dataclass(frozen=True)
+class Conv2DNest:
+    """What a textbook conv2d nest computes: its memrefs and sizes."""
+
+    nest: affine.ForOp
+    x: SSAValue
+    w: SSAValue
+    y: SSAValue
+    n: int
+    f: int
+    ho: int
+    wo: int
+    c: int
+    r: int
+    s: int
+    h: int
+    width: int
+    strides: tuple[int, int]
+    padding: tuple[int, int]
+    dilations: tuple[int, int]
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 window, stride 1, no padding: X is already the patch matrix."""
+        return (self.r, self.s, self.strides, self.padding) == (1, 1, (1, 1), (0, 0))
+
+    def describe(self) -> str:
+        (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
+        return (f"{self.n}x{self.c}x{self.h}x{self.width} * {self.f}x{self.c}x{self.r}x{self.s} "
+                f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}]) -> "
+                f"{self.n}x{self.f}x{self.ho}x{self.wo}")
+
+
+def _linear(m: AffineMap, result: int) -> tuple[list[int], int] | None:
+    """(coefficient per dim, constant) of a map result that is linear in the dims (checked
+    at random points), else None."""
+    def at(point: list[int]) -> int:
+        return m.eval(point, [])[result]
+
+    zero = [0] * m.num_dims
+    const = at(zero)
+    coeffs = [at([int(i == d) for i in range(m.num_dims)]) - const for d in range(m.num_dims)]
+    rng = random.Random(result)
+    for _ in range(4):
+        point = [rng.randrange(-50, 50) for _ in range(m.num_dims)]
+        if at(point) != const + sum(c * p for c, p in zip(coeffs, point)):
+            return None
+    return coeffs, const
+
+
+def _contiguous(t: MemRefType) -> bool:
+    layout = t.layout
+    if isinstance(layout, NoneAttr):
+        return True
+    if isinstance(layout, StridedLayoutAttr):
+        shape = t.get_shape()
+        expected, stride = [], 1
+        for d in reversed(shape):
+            expected.insert(0, stride)
+            stride *= d
+        strides = [s.data if isinstance(s, IntegerAttr) else s for s in layout.get_strides()]
+        offset = layout.get_offset()
+        return strides == expected and offset == 0
+    return False
+
+
+def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
+    """The conv2d nest's description, or why it is not the textbook conv2d nest."""
+    band = perfect_band(nest)
+    if len(band) != 7:
+        return f"its perfect band has {len(band)} loops, not the 7 of conv2d's n, f, oh, ow, c, r, s"
+    extents = []
+    for loop in band:
+        bounds = constant_bounds(loop)
+        if bounds is None or bounds[0] != 0 or step_of(loop) != 1 or loop.inits:
+            return "its loops are not all 0 to a constant, step 1 (already scheduled?)"
+        extents.append(bounds[1])
+    ivs = [loop.body.block.args[0] for loop in band]
+    body = [o for o in band[-1].body.block.ops if not isinstance(o, affine.YieldOp)]
+    guard = None
+    if len(body) == 1 and isinstance(body[0], affine.IfOp):
+        guard = body[0]
+        if guard.else_region.blocks and any(not isinstance(o, affine.YieldOp) for o in guard.else_region.ops):
+            return "its guard has an else branch"
+        body = [o for o in guard.then_region.block.ops if not isinstance(o, affine.YieldOp)]
+    shape_ok = (len(body) == 6 and all(isinstance(o, affine.LoadOp) for o in body[:3])
+                and isinstance(body[3], arith.MulfOp) and isinstance(body[4], arith.AddfOp)
+                and isinstance(body[5], affine.StoreOp))
+    if not shape_ok:
+        return "its body is not the conv2d statement Y += X * W"
+    lx, lw, ly, mul, add, st = body
+    if (tuple(mul.operands) != (lx.result, lw.result) or tuple(add.operands) != (ly.result, mul.result)
+            or st.value != add.result or st.memref != ly.memref or st.map != ly.map):
+        return "its body is not the conv2d statement Y += X * W"
+    for access in (lx, lw, ly, st):
+        if list(access.indices) != ivs or access.map.data.num_symbols:
+            return "its accesses are not indexed by the loop ivs alone"
+    d = [AffineExpr.dimension(i) for i in range(7)]
+    if ly.map.data.results != (d[0], d[1], d[2], d[3]) or lw.map.data.results != (d[1], d[4], d[5], d[6]):
+        return "its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow]"
+    xm = lx.map.data
+    rows, cols = (_linear(xm, 2), _linear(xm, 3)) if len(xm.results) == 4 else (None, None)
+    if xm.results[:2] != (d[0], d[4]) or rows is None or cols is None:
+        return "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"
+    (hc, ph), (wc, pw) = (rows[0], -rows[1]), (cols[0], -cols[1])
+    if any(c for i, c in enumerate(hc) if i not in (2, 5)) or any(c for i, c in enumerate(wc) if i not in (3, 6)):
+        return "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"
+    strides, dilations, padding = (hc[2], wc[3]), (hc[5], wc[6]), (ph, pw)
+    if min(strides) < 1 or min(dilations) < 1 or min(padding) < 0:
+        return f"its read of X has strides {list(strides)}, dilations {list(dilations)}, padding {list(padding)}"
+    xt, wt, yt = lx.memref.type, lw.memref.type, ly.memref.type
+    n, f, ho, wo, c, r, s = extents
+    h, width = xt.get_shape()[2:]
+    expected_guard = conv2d_guard(xm.results[2], xm.results[3], (h, width), padding)
+    if (guard is None) != (expected_guard is None) or (guard is not None and guard.condition != expected_guard):
+        return "its padding guard is not the one that keeps the read of X inside the input"
+    if list(xt.get_shape()[:2]) != [n, c] or list(wt.get_shape()) != [f, c, r, s] or list(yt.get_shape()) != [n, f, ho, wo]:
+        return "its memrefs' shapes do not match its loops"
+    for name, t in (("W", wt), ("Y", yt)):
+        if not _contiguous(t):
+            return f"{name} ({t}) is not contiguous: the matmul views it as a matrix"
+    for value in (lx.memref, lw.memref, ly.memref):
+        owner = value.owner
+        if not isinstance(owner, Block) and nest.is_ancestor(owner):
+            return "a memref it reads is defined inside it"
+    return Conv2DNest(nest, lx.memref, lw.memref, ly.memref, n, f, ho, wo, c, r, s, h, width,
+                      strides, padding, dilations)
+
+
+def padded_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
+    """X with its zero border written: a buffer of N x C x (H + 2ph) x (W + 2pw), zeroed,
+    then X copied into its interior (nests tagged "im2col.pad"), so that the patch copy
+    reads every window tap inside a buffer, with no guard or clamped bound."""
+    (ph, pw) = conv.padding
+    shape = [conv.n, conv.c, conv.h + 2 * ph, conv.width + 2 * pw]
+    xp = memref.AllocOp.get(conv.x.type.get_element_type(), 64, shape)
+    xp.memref.name_hint = "x_padded"
+    d = [AffineExpr.dimension(i) for i in range(4)]
+
+    def body(ivs: list[SSAValue]) -> list[Operation]:
+        value = affine.LoadOp(conv.x, ivs, AffineMapAttr(AffineMap.identity(4)), conv.x.type.get_element_type())
+        to = AffineMapAttr(AffineMap(4, 0, (d[0], d[1], d[2] + ph, d[3] + pw)))
+        return [value, affine.StoreOp(value.result, xp.memref, ivs, to)]
+
+    copy = build_nest([conv.n, conv.c, conv.h, conv.width], "im2col.pad", body, ["n", "c", "h", "w"])
+    return [xp, *zero_nest(xp.memref, "im2col.pad"), *copy], xp.memref
+
+
+def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operation]:
+    """col[n, c, r, s, oh, ow] = source[n, c, oh*sh + r*dh, ow*sw + s*dw], `source` being
+    X, or X with its border (`padded_input`) when the conv pads."""
+    (sh, sw), (dh, dw) = conv.strides, conv.dilations
+    n, c, r, s, oh, ow = (AffineExpr.dimension(i) for i in range(6))
+    window = AffineMapAttr(AffineMap(6, 0, (n, c, oh * sh + r * dh, ow * sw + s * dw)))
+
+    def body(ivs: list[SSAValue]) -> list[Operation]:
+        value = affine.LoadOp(source, ivs, window, col.type.get_element_type())
+        return [value, affine.StoreOp(value.result, col, ivs, AffineMapAttr(AffineMap.identity(6)))]
+
+    extents = [conv.n, conv.c, conv.r, conv.s, conv.ho, conv.wo]
+    return build_nest(extents, "im2col", body, ["n", "c", "r", "s", "oh", "ow"])
+
+
+def _view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
+    element = source.type.get_element_type()
+    natural = [1] * len(shape)
+    for i in reversed(range(len(shape) - 1)):
+        natural[i] = natural[i + 1] * shape[i + 1]
+    layout = NoneAttr() if strides == natural else StridedLayoutAttr(strides, 0)
+    return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
+
+
+def rewrite(conv: Conv2DNest) -> str:
+    """Replace the nest; returns the remark."""
+    nest = conv.nest
+    block = nest.parent_block()
+    assert block is not None
+    element = conv.y.type.get_element_type()
+    k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
+    batch = [conv.n] if conv.n > 1 else []
+    ops: list[Operation] = []
+    after: list[Operation] = []
+    if conv.pointwise and _contiguous(conv.x.type):
+        b_source = conv.x
+        how = "a 1x1 convolution with stride 1 and no padding: X is already the patch matrix, no copy"
+    else:
+        col = memref.AllocOp.get(element, 64, [conv.n, conv.c, conv.r, conv.s, conv.ho, conv.wo])
+        col.memref.name_hint = "col"
+        source = conv.x
+        if conv.padding != (0, 0):
+            padding_ops, source = padded_input(conv)
+            ops += padding_ops
+        ops += [col, *copy_nest(conv, source, col.memref)]
+        if source is not conv.x:
+            ops.append(memref.DeallocOp.get(source))
+        after.append(memref.DeallocOp.get(col.memref))
+        b_source = col.memref
+        kib = conv.n * k * p * element.bitwidth // 8 // 1024
+        how = f"patch matrix {conv.n}x{k}x{p} ({kib} KiB) copied by nest 'im2col'"
+    a = _view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
+    b = _view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
+    c = _view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
+    for view, source in ((a, conv.w), (b, b_source), (c, conv.y)):
+        view.result.name_hint = f"{source.name_hint or 'v'}_mat"  # loom-pack names its buffers after them
+    ops += [a, b, c, *matmul_nest(a.result, b.result, c.result)]
+    for op in [*ops, *after]:
+        for inner in op.walk():
+            inner.location = nest.location
+    block.insert_ops_before(ops, nest)
+    block.insert_ops_after(after, nest)
+    block.erase_op(nest)
+    shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batch else "")
+    return f"nest 'conv2d' {conv.describe()}: {how}; then matmul {shape} (W as {conv.f}x{k}, Y as {conv.f}x{p})"
+
+
+@dataclass(frozen=True)
+class LoomIm2colPass(ModulePass):
+    name = "loom-im2col"
+
+    op: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        nests = select_nests(op, self.op, self.name)
+        found = [(nest, match_conv2d(nest)) for nest in nests]
+        if self.op is not None:
+            for nest, conv in found:
+                if isinstance(conv, str):
+                    raise LoomError(f"{self.name}: cannot rewrite nest '{nest_tag(nest) or 'untagged'}': {conv}", nest)
+        elif not any(isinstance(conv, Conv2DNest) for _, conv in found):
+            seven = [(n, c) for n, c in found if len(perfect_band(n)) == 7]
+            why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
+                   else "no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s")
+            raise LoomError(f"{self.name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
+        for nest, conv in found:
+            if isinstance(conv, str):
+                remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}")
+            else:
+                remark(self.name, nest, rewrite(conv))
