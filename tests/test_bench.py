@@ -7,6 +7,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import threadpoolctl
 
@@ -75,10 +76,12 @@ def test_parse_shapes_list_and_defaults():
     (["--ablation", "--plot", "x.png"], "--plot applies to --shapes only"),
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
-    (["--ablation", "--rounds", "3"], "--rounds applies to --shapes only"),
+    (["--ablation", "--rounds", "3"], "--rounds applies to --shapes and --conv only"),
     (["--shapes", "--rounds", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     (["--shapes", "--ablation"], "not allowed with argument"),
-    (["--stages", "--threads", "2"], "--threads applies to --shapes only"),
+    (["--stages", "--threads", "2"], "--threads applies to --shapes and --conv only"),
+    (["--shapes", "--layers", "resnet"], "--layers applies to --conv only"),
+    (["--conv", "--layers", "vgg"], "invalid choice: 'vgg'"),
     (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     ([], "nothing to do"),
 ])
@@ -410,3 +413,22 @@ def test_chain_source():
     assert src.startswith("func.func @chain(%x0: tensor<2x5xf64>, %b: tensor<2x5xf64>) -> tensor<2x5xf64> {")
     assert "%x3 = loom.add %x2, %b : (tensor<2x5xf64>, tensor<2x5xf64>) -> tensor<2x5xf64>" in src
     assert src.count("loom.add") == 3 and "func.return %x3" in src
+
+
+def test_conv_command_line(monkeypatch, capsys):
+    """--conv: each layer checked and timed beside numpy's im2col + matmul (and torch when
+    installed); tiny stand-in layers here. numpy's im2col by hand is the reference's twin."""
+    from compiler import bench_conv
+
+    layers = {"tiny 3x3/2": (2, 3, 9, 8, 5, 3, 3, (2, 2), (1, 1), (1, 1)),
+              "tiny 1x1": (1, 4, 5, 5, 6, 1, 1, (1, 1), (0, 0), (1, 1))}
+    monkeypatch.setitem(bench_conv.LAYERS, "resnet", layers)
+    assert loom_bench.main(["--conv", "--layers", "resnet", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | " in out and "| tiny 1x1 | " in out and out.count("| ok |") == 2
+    from compiler.numpy_reference import conv2d_nchw
+
+    rng = np.random.default_rng(0)
+    for n, c, h, w, f, r, s, *params in layers.values():
+        x, wt = rng.standard_normal((n, c, h, w)), rng.standard_normal((f, c, r, s))
+        np.testing.assert_allclose(bench_conv.numpy_im2col(x, wt, *params), conv2d_nchw(x, wt, *params), rtol=1e-12, atol=1e-12)

@@ -6,6 +6,8 @@
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
+    loom-bench --conv [--layers resnet|family|all] [--threads T] [--rounds R] [--repeat N]
+                      [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
@@ -34,6 +36,12 @@ ops (`--chain`: their lengths, 1000 by default) with `--pipeline` (default: defa
 and for the default pipeline's matmul (`--matmul`, 1024 by default; `none` skips it) in
 a fresh process, cold (its first compile) and warm, with the time `import compiler`
 takes there.
+
+`--conv` times the default pipeline's conv2d on ResNet-like layers (`--layers resnet`:
+the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x3, a
+512-channel 7x7 map, a dilated 5x5, a 3-channel 32x32 batch; default all) beside torch
+(when installed) and beside numpy doing the same im2col + matmul by hand, on `--threads`
+threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py).
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -88,6 +96,8 @@ def parse_args(argv):
     mode.add_argument("--shapes", action="store_true", help="one pipeline at matmul shapes MxNxK, beside numpy")
     mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
     mode.add_argument("--compile", action="store_true", help="compile time by stage")
+    mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
+    p.add_argument("--layers", choices=("resnet", "family", "all"), help="--conv: which layers (default all)")
     p.add_argument("--sizes", help=f"--stages: square sizes N (default {SIZES})")
     p.add_argument("--shapes-list", metavar="SHAPES",
                    help=f"--shapes/--ablation: comma-separated N or MxNxK (default {SHAPES}; "
@@ -102,16 +112,17 @@ def parse_args(argv):
     p.add_argument("--repeat", type=int, default=10, help="at most this many timed runs per kernel")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per kernel and size")
     p.add_argument("--rounds", type=int, default=1,
-                   help="--shapes: time each shape this many times over; loom/numpy is the median round, "
-                        "and the table adds the range")
+                   help="--shapes, --conv: time each shape this many times over; loom/numpy is the median "
+                        "round, and the table adds the range")
     p.add_argument("--threads", type=int, default=1,
-                   help="--shapes: threads for Loom and numpy (and torch), beside Loom on one thread (default 1)")
+                   help="--shapes, --conv: threads for Loom and numpy (and torch); --shapes adds Loom on one "
+                        "thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
     p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
     args = p.parse_args(argv)
-    if not (args.stages or args.shapes or args.ablation or args.compile):
-        p.error("nothing to do: pass --stages, --shapes, --ablation or --compile")
+    if not (args.stages or args.shapes or args.ablation or args.compile or args.conv):
+        p.error("nothing to do: pass --stages, --shapes, --ablation, --compile or --conv")
     if args.repeat < 1 or args.budget <= 0 or args.rounds < 1 or args.threads < 1:
         p.error("--repeat, --budget, --rounds and --threads must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
@@ -119,12 +130,15 @@ def parse_args(argv):
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes",)),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
-                               ("--rounds", args.rounds != 1, ("shapes",)),
-                               ("--threads", args.threads != 1, ("shapes",))):
+                               ("--rounds", args.rounds != 1, ("shapes", "conv")),
+                               ("--threads", args.threads != 1, ("shapes", "conv")),
+                               ("--layers", args.layers, ("conv",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
     if args.compile:
         _parse_compile_args(p, args)
+    elif args.conv:
+        args.layers = args.layers or "all"
     elif args.stages:
         try:
             args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]
@@ -173,6 +187,8 @@ def _run_mode(args, bench, blas: str) -> int:
                                 on_row=None if args.json else _progress)
     elif args.compile:
         return _compile_mode(args, bench, blas)
+    elif args.conv:
+        return _conv_mode(args, bench, blas)
     else:
         rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
                                   on_row=None if args.json else _progress_ablation)
@@ -198,6 +214,26 @@ def _run_mode(args, bench, blas: str) -> int:
             print(f"loom-bench: error: cannot write the plot {args.plot}: {e.strerror or e}", file=sys.stderr)
             return 1
         print(f"plot: {args.plot}", file=sys.stderr)
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _conv_mode(args, bench, blas: str) -> int:
+    from compiler import bench_conv
+
+    def progress(m) -> None:
+        torch = "" if m.torch_seconds is None else f", torch {m.gflops(m.torch_seconds):.1f}"
+        print(f"  {m.name:<20} {m.seconds:.4g} s  {m.gflops(m.seconds):7.1f} GFLOP/s  (numpy im2col "
+              f"{m.gflops(m.numpy_seconds):.1f}{torch})  compile {m.compile_seconds:.2f} s"
+              f"{'' if m.ok else '  MISMATCH'}", file=sys.stderr)
+
+    rows = bench_conv.run_conv(bench_conv.LAYERS[args.layers], threads=args.threads, budget=args.budget,
+                               repeat=args.repeat, rounds=args.rounds, on_row=None if args.json else progress)
+    machine = bench.bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "rows": bench_conv.conv_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{blas}\n\npipeline: default, threads: {args.threads}, f32\n")
+        print(bench_conv.markdown_conv(rows))
     return 0 if all(r.ok for r in rows) else 1
 
 

@@ -1,0 +1,166 @@
+"""The conv2d benchmark behind `loom-bench --conv`: Loom's `default` pipeline on
+ResNet-like layers beside torch (`torch.nn.functional.conv2d`, oneDNN; when installed)
+and beside numpy doing the same im2col + matmul by hand (the patch matrix copied with
+`sliding_window_view`, then `np.matmul` with OpenBLAS), on the same threads, in one
+process, interleaved, medians of rounds. Every Loom kernel is checked against the float64
+reference within `error_bound` of its reduction length C*R*S.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.bench import compile_fresh
+from compiler.numpy_reference import conv2d_nchw
+from compiler.runner import SETTLE, error_bound, timed_rounds
+from dialects.loom import conv2d_output_hw
+
+#: (n, c, h, w, f, r, s, strides, padding, dilations)
+Layer = tuple[int, int, int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
+
+#: the layers of issue 11's targets: ResNet's 3x3 stages, its stem (batch 8), a 1x1
+RESNET: dict[str, Layer] = {
+    "3x3 C64 56x56": (1, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), (1, 1)),
+    "3x3 C128 28x28": (1, 128, 28, 28, 128, 3, 3, (1, 1), (1, 1), (1, 1)),
+    "7x7/2 stem N8": (8, 3, 224, 224, 64, 7, 7, (2, 2), (3, 3), (1, 1)),
+    "1x1 C256 14x14": (1, 256, 14, 14, 256, 1, 1, (1, 1), (0, 0), (1, 1)),
+}
+#: the rest of the family: a stride-2 3x3, a 512-channel 7x7 map, a dilated 5x5, CIFAR
+FAMILY: dict[str, Layer] = {
+    "3x3/2 C128 56x56": (1, 128, 56, 56, 128, 3, 3, (2, 2), (1, 1), (1, 1)),
+    "3x3 C512 7x7": (1, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), (1, 1)),
+    "5x5 dil2 C64 28x28": (1, 64, 28, 28, 64, 5, 5, (1, 1), (4, 4), (2, 2)),
+    "3x3 C3 32x32 N32": (32, 3, 32, 32, 16, 3, 3, (1, 1), (1, 1), (1, 1)),
+}
+LAYERS = {"resnet": RESNET, "family": FAMILY, "all": {**RESNET, **FAMILY}}
+
+
+def conv_source(layer: Layer) -> str:
+    n, c, h, w, f, r, s, (sh, sw), (ph, pw), (dh, dw) = layer
+    ho, wo = conv2d_output_hw(h, w, r, s, (sh, sw), (ph, pw), (dh, dw))
+    tx, tw, ty = (f"tensor<{'x'.join(map(str, d))}xf32>" for d in ((n, c, h, w), (f, c, r, s), (n, f, ho, wo)))
+    return (f"func.func @conv(%x: {tx}, %w: {tw}) -> {ty} {{\n"
+            f"  %y = loom.conv2d %x, %w {{strides = array<i64: {sh}, {sw}>, padding = array<i64: {ph}, {pw}>, "
+            f"dilations = array<i64: {dh}, {dw}>}} : ({tx}, {tw}) -> {ty}\n"
+            f"  func.return %y : {ty}\n}}\n")
+
+
+def numpy_im2col(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
+    """Loom's algorithm by hand in numpy: the patch matrix N x (C*R*S) x (Ho*Wo) copied
+    from the padded input's windows, then W (F x C*R*S) @ it per image, NCHW out."""
+    n, c, _, _ = x.shape
+    f, _, r, s = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = strides, padding, dilations
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
+    windows = np.lib.stride_tricks.sliding_window_view(xp, ((r - 1) * dh + 1, (s - 1) * dw + 1), axis=(2, 3))
+    windows = windows[:, :, ::sh, ::sw, ::dh, ::dw]  # n, c, ho, wo, r, s
+    ho, wo = windows.shape[2:4]
+    col = np.ascontiguousarray(windows.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * r * s, ho * wo)
+    return np.matmul(w.reshape(f, c * r * s), col).reshape(n, f, ho, wo)
+
+
+def torch_conv(x: np.ndarray, w: np.ndarray, layer: Layer, threads: int) -> Callable[[], object] | None:
+    """`torch.nn.functional.conv2d` on tensors sharing x's and w's memory, on `threads`
+    threads; None when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    strides, padding, dilations = layer[7:]
+    return lambda: torch.nn.functional.conv2d(tx, tw, stride=strides, padding=padding, dilation=dilations)
+
+
+@dataclass(frozen=True)
+class ConvMeasurement:
+    name: str
+    layer: Layer
+    flops: float
+    seconds: float
+    torch_seconds: float | None
+    numpy_seconds: float
+    #: each round's loom/torch and loom/numpy (speed ratios: above 1, Loom is faster)
+    torch_ratios: tuple[float, ...]
+    numpy_ratios: tuple[float, ...]
+    max_err: float
+    bound: float
+    compile_seconds: float
+    threads: int
+
+    def gflops(self, seconds: float | None) -> float | None:
+        return None if seconds is None else self.flops / seconds / 1e9
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_err <= self.bound)
+
+
+def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2.0, repeat: int = 10,
+                 rounds: int = 1, seed: int = 0) -> ConvMeasurement:
+    n, c, h, w, f, r, s, strides, padding, dilations = layer
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((f, c, r, s)).astype(np.float32)
+    kernel, compile_seconds = compile_fresh(conv_source(layer), "default", threads)
+    want = conv2d_nchw(x.astype(np.float64), wt.astype(np.float64), strides, padding, dilations)
+    err = float(np.abs(kernel(x, wt) - want).max())
+    bound = error_bound(c * r * s, np.dtype(np.float32), float(np.abs(want).max()))
+    fns = [lambda: kernel(x, wt), lambda: numpy_im2col(x, wt, strides, padding, dilations)]
+    torch = torch_conv(x, wt, layer, threads)
+    if torch is not None:
+        fns.append(torch)
+    for fn in fns[1:]:
+        fn()
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
+    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+    return ConvMeasurement(
+        name, layer, 2.0 * n * f * ho * wo * c * r * s, timing.median(0),
+        timing.median(2) if torch is not None else None, timing.median(1),
+        timing.ratios(2) if torch is not None else (), timing.ratios(1), err, bound, compile_seconds, threads)
+
+
+def run_conv(layers: dict[str, Layer], *, threads: int = 1, budget: float = 2.0, repeat: int = 10, rounds: int = 1,
+             on_row: Callable[[ConvMeasurement], None] | None = None) -> list[ConvMeasurement]:
+    rows = []
+    for name, layer in layers.items():
+        row = measure_conv(name, layer, threads=threads, budget=budget, repeat=repeat, rounds=rounds)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def _f(x: float | None, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def markdown_conv(rows: list[ConvMeasurement]) -> str:
+    out = ["| layer | N×C×H×W, F×R×S, stride, pad, dil | Loom GFLOP/s | torch GFLOP/s | loom/torch | "
+           "numpy im2col GFLOP/s | loom/numpy | compile s | check |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for m in rows:
+        n, c, h, w, f, r, s, st, pad, dil = m.layer
+        shape = f"{n}×{c}×{h}×{w}, {f}×{r}×{s}, {st[0]}, {pad[0]}, {dil[0]}"
+        torch_ratio = _median(m.torch_ratios) if m.torch_ratios else (
+            None if m.torch_seconds is None else m.torch_seconds / m.seconds)
+        numpy_ratio = _median(m.numpy_ratios) or m.numpy_seconds / m.seconds
+        out.append(f"| {m.name} | {shape} | {_f(m.gflops(m.seconds))} | {_f(m.gflops(m.torch_seconds))} | "
+                   f"{_f(torch_ratio, '.2f')} | {_f(m.gflops(m.numpy_seconds))} | {numpy_ratio:.2f} | "
+                   f"{m.compile_seconds:.2f} | {'ok' if m.ok else 'MISMATCH'} |")
+    return "\n".join(out)
+
+
+def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
+    return [{"name": m.name, "layer": [list(v) if isinstance(v, tuple) else v for v in m.layer],
+             "gflops": m.gflops(m.seconds), "torch_gflops": m.gflops(m.torch_seconds),
+             "numpy_im2col_gflops": m.gflops(m.numpy_seconds), "torch_ratios": list(m.torch_ratios),
+             "numpy_ratios": list(m.numpy_ratios), "max_err": m.max_err, "bound": m.bound, "ok": m.ok,
+             "compile_seconds": m.compile_seconds, "threads": m.threads} for m in rows]
