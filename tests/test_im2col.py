@@ -58,7 +58,7 @@ def test_pointwise_conv_reads_the_input_in_place(pipeline):
     src = source(layer, np.float32)
     kern = compiler.compile(src, pipeline=pipeline, stages=True)
     after = kern.stages["loom-im2col" if pipeline == IM2COL else "loom-default"]
-    assert "x_padded" not in after and "%col" not in after
+    assert "x_staged" not in after and "%col" not in after
     if pipeline == IM2COL:
         assert "memref.alloc" not in after.split("loom.tag = \"conv2d.init\"")[1]
     rng = np.random.default_rng(0)
@@ -70,7 +70,7 @@ def test_patch_buffers_are_freed():
     """Each buffer loom-im2col allocates is freed once, after its last use."""
     src = source((1, 3, 9, 9, 4, 3, 3, (2, 2), (1, 1), (1, 1)), np.float32)
     text = compiler.compile(src, pipeline=IM2COL, stages=True).stages["loom-im2col"]
-    for name in ("x_padded", "col"):
+    for name in ("x_staged", "col"):
         assert text.count(f"%{name} = memref.alloc") == 1 and text.count(f"memref.dealloc %{name}") == 1, text
-    assert text.index("memref.dealloc %x_padded") < text.index("reinterpret_cast %w")
+    assert text.index("memref.dealloc %x_staged") < text.index("reinterpret_cast %w")
     assert text.index("memref.dealloc %col") > text.index('loom.tag = "matmul"')

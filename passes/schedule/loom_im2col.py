@@ -184,38 +184,67 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
                       strides, padding, dilations)
 
 
-def padded_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
-    """X with its zero border written: a buffer of N x C x (H + 2ph) x (W + 2pw), zeroed,
-    then X copied into its interior (nests tagged "im2col.pad"), so that the patch copy
-    reads every window tap inside a buffer, with no guard or clamped bound."""
-    (ph, pw) = conv.padding
-    shape = [conv.n, conv.c, conv.h + 2 * ph, conv.width + 2 * pw]
-    xp = memref.AllocOp.get(conv.x.type.get_element_type(), 64, shape)
-    xp.memref.name_hint = "x_padded"
+def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
+    """X with its zero border written, the columns of each row split by their phase
+    modulo the column stride sw: a buffer of N x C x (H + 2ph) x sw x ceil((W + 2pw) / sw)
+    with `[n, c, ih, iw mod sw, iw floordiv sw]` the padded input's `[n, c, ih, iw]`,
+    zeroed, then X copied into it (nests tagged "im2col.pad"). The patch copy then reads
+    every window tap inside a buffer (no guard, no clamped bound) and, with a column
+    stride, the taps of one phase at consecutive addresses: it vectorizes."""
+    (ph, pw), sw = conv.padding, conv.strides[1]
+    wide = -(-(conv.width + 2 * pw) // sw)
+    shape = [conv.n, conv.c, conv.h + 2 * ph, sw, wide]
+    xs = memref.AllocOp.get(conv.x.type.get_element_type(), 64, shape)
+    xs.memref.name_hint = "x_staged"
     d = [AffineExpr.dimension(i) for i in range(4)]
+    column = (AffineExpr.constant(0), d[3] + pw) if sw == 1 else ((d[3] + pw) % sw, (d[3] + pw) // sw)
+    to = AffineMapAttr(AffineMap(4, 0, (d[0], d[1], d[2] + ph, *column)))
 
     def body(ivs: list[SSAValue]) -> list[Operation]:
         value = affine.LoadOp(conv.x, ivs, AffineMapAttr(AffineMap.identity(4)), conv.x.type.get_element_type())
-        to = AffineMapAttr(AffineMap(4, 0, (d[0], d[1], d[2] + ph, d[3] + pw)))
-        return [value, affine.StoreOp(value.result, xp.memref, ivs, to)]
+        return [value, affine.StoreOp(value.result, xs.memref, ivs, to)]
 
     copy = build_nest([conv.n, conv.c, conv.h, conv.width], "im2col.pad", body, ["n", "c", "h", "w"])
-    return [xp, *zero_nest(xp.memref, "im2col.pad"), *copy], xp.memref
+    return [xs, *zero_nest(xs.memref, "im2col.pad"), *copy], xs.memref
 
 
 def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operation]:
-    """col[n, c, r, s, oh, ow] = source[n, c, oh*sh + r*dh, ow*sw + s*dw], `source` being
-    X, or X with its border (`padded_input`) when the conv pads."""
+    """col[n, c, r, s, oh, ow] = X[n, c, oh*sh + r*dh, ow*sw + s*dw]: read from X itself
+    (no padding, unit column stride) or from `staged_input`'s buffer, where the tap is at
+    `[n, c, oh*sh + r*dh, (s*dw) mod sw, ow + (s*dw) floordiv sw]` (the phase and shift
+    computed per s, outside the loops over the output)."""
     (sh, sw), (dh, dw) = conv.strides, conv.dilations
-    n, c, r, s, oh, ow = (AffineExpr.dimension(i) for i in range(6))
-    window = AffineMapAttr(AffineMap(6, 0, (n, c, oh * sh + r * dh, ow * sw + s * dw)))
+    staged = source is not conv.x
+    element = col.type.get_element_type()
+    n, c, r, s, oh, ow, phase, shift = (AffineExpr.dimension(i) for i in range(8))
+    rows = oh * sh + r * dh
 
-    def body(ivs: list[SSAValue]) -> list[Operation]:
-        value = affine.LoadOp(source, ivs, window, col.type.get_element_type())
-        return [value, affine.StoreOp(value.result, col, ivs, AffineMapAttr(AffineMap.identity(6)))]
+    def body(outer: list[SSAValue]) -> list[Operation]:
+        ops: list[Operation] = []
+        if staged and sw == 1:  # one phase: the tap's column is ow + s*dw
+            extra = []
+            window = AffineMap(6, 0, (n, c, rows, AffineExpr.constant(0), ow + s * dw))
+        elif staged:
+            place = [affine.ApplyOp([outer[3]], AffineMapAttr(AffineMap(1, 0, (e,))))
+                     for e in (AffineExpr.dimension(0) * dw % sw, AffineExpr.dimension(0) * dw // sw)]
+            place[0].result.name_hint, place[1].result.name_hint = "phase", "shift"
+            ops += place
+            extra = [p.result for p in place]
+            window = AffineMap(8, 0, (n, c, rows, phase, ow + shift))
+        else:
+            extra = []
+            window = AffineMap(6, 0, (n, c, rows, ow * sw + s * dw))
 
-    extents = [conv.n, conv.c, conv.r, conv.s, conv.ho, conv.wo]
-    return build_nest(extents, "im2col", body, ["n", "c", "r", "s", "oh", "ow"])
+        def inner(ivs: list[SSAValue]) -> list[Operation]:
+            everything = [*outer, *ivs]
+            value = affine.LoadOp(source, [*everything, *extra], AffineMapAttr(window), element)
+            return [value, affine.StoreOp(value.result, col, everything, AffineMapAttr(AffineMap.identity(6)))]
+
+        (loops,) = build_nest([conv.ho, conv.wo], "", inner, ["oh", "ow"])
+        del loops.attributes[TAG]
+        return [*ops, loops]
+
+    return build_nest([conv.n, conv.c, conv.r, conv.s], "im2col", body, ["n", "c", "r", "s"])
 
 
 def _view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
@@ -244,9 +273,9 @@ def rewrite(conv: Conv2DNest) -> str:
         col = memref.AllocOp.get(element, 64, [conv.n, conv.c, conv.r, conv.s, conv.ho, conv.wo])
         col.memref.name_hint = "col"
         source = conv.x
-        if conv.padding != (0, 0):
-            padding_ops, source = padded_input(conv)
-            ops += padding_ops
+        if conv.padding != (0, 0) or conv.strides[1] > 1:
+            staging, source = staged_input(conv)
+            ops += staging
         ops += [col, *copy_nest(conv, source, col.memref)]
         if source is not conv.x:
             ops.append(memref.DeallocOp.get(source))

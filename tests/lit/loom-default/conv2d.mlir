@@ -7,12 +7,12 @@
 // the patch matrix (144 x 144) into Y with the matmul plan: packed panels, 6x16 tiles.
 // CHECK-LABEL: func.func @conv(
 // CHECK:         } {loom.tag = "conv2d.init"}
-// CHECK:         %x_padded = memref.alloc() {alignment = 64 : i64} : memref<1x16x14x14xf32>
+// CHECK:         %x_staged = memref.alloc() {alignment = 64 : i64} : memref<1x16x14x1x14xf32>
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK:         affine.vector_load %x[
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK:         %col = memref.alloc() {alignment = 64 : i64} : memref<1x16x3x3x12x12xf32>
-// CHECK:         affine.vector_load %x_padded[
+// CHECK:         affine.vector_load %x_staged[
 // CHECK:         } {loom.tag = "im2col"}
 // CHECK:         %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [24, 144], strides: [144, 1]
 // CHECK:         %col_mat = memref.reinterpret_cast %col

@@ -2,33 +2,37 @@
 // RUN: loom-opt %s -p 'convert-loom-to-affine,loom-im2col' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // A padded, strided, dilated conv2d, batch 2: X is copied into a zero-bordered buffer
-// (both nests tagged im2col.pad), the windows into the patch matrix (im2col, a perfect
-// nest with constant bounds: no guard), then a batched matmul on views: W repeated over
-// the batch (stride 0) as 4 x 27, the patch matrix as 27 x 12, Y as 4 x 12. The zero
+// whose columns are split by their phase modulo the column stride (x_staged[n, c, ih,
+// iw mod 2, iw floordiv 2]: both nests tagged im2col.pad), then the windows into the patch
+// matrix (im2col: constant bounds, no guard; each tap's phase and shift computed per s,
+// so that ow walks consecutive addresses), then a batched matmul on views: W repeated
+// over the batch (stride 0) as 4 x 27, the patch matrix as 27 x 12, Y as 4 x 12. The zero
 // fill of Y stays; the buffers are freed after their last use.
 // CHECK-LABEL: func.func @padded(
 // CHECK:         } {loom.tag = "conv2d.init"}
-// CHECK-NEXT:    %x_padded = memref.alloc() {alignment = 64 : i64} : memref<2x3x11x8xf32>
-// CHECK:           affine.store %{{.*}}, %x_padded[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x11x8xf32>
+// CHECK-NEXT:    %x_staged = memref.alloc() {alignment = 64 : i64} : memref<2x3x11x2x4xf32>
+// CHECK:           affine.store %{{.*}}, %x_staged[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x11x2x4xf32>
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK-NEXT:    affine.for %n = 0 to 2 {
 // CHECK-NEXT:      affine.for %c = 0 to 3 {
 // CHECK-NEXT:        affine.for %h = 0 to 7 {
 // CHECK-NEXT:          affine.for %w_1 = 0 to 6 {
 // CHECK-NEXT:            %[[V:.*]] = affine.load %x[%n, %c, %h, %w_1] : memref<2x3x7x6xf32>
-// CHECK-NEXT:            affine.store %[[V]], %x_padded[%n, %c, %h + 2, %w_1 + 1] : memref<2x3x11x8xf32>
+// CHECK-NEXT:            affine.store %[[V]], %x_staged[%n, %c, %h + 2, (%w_1 + 1) mod 2, (%w_1 + 1) floordiv 2] : memref<2x3x11x2x4xf32>
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK-NEXT:    %col = memref.alloc() {alignment = 64 : i64} : memref<2x3x3x3x4x3xf32>
 // CHECK-NEXT:    affine.for %n_1 = 0 to 2 {
 // CHECK-NEXT:      affine.for %c_1 = 0 to 3 {
 // CHECK-NEXT:        affine.for %r = 0 to 3 {
 // CHECK-NEXT:          affine.for %s = 0 to 3 {
+// CHECK-NEXT:            %phase = affine.apply affine_map<(d0) -> ((d0 mod 2))> (%s)
+// CHECK-NEXT:            %shift = affine.apply affine_map<(d0) -> ((d0 floordiv 2))> (%s)
 // CHECK-NEXT:            affine.for %oh = 0 to 4 {
 // CHECK-NEXT:              affine.for %ow = 0 to 3 {
-// CHECK-NEXT:                %[[P:.*]] = affine.load %x_padded[%n_1, %c_1, %oh * 2 + %r * 2, %ow * 2 + %s] : memref<2x3x11x8xf32>
+// CHECK-NEXT:                %[[P:.*]] = affine.load %x_staged[%n_1, %c_1, %oh * 2 + %r * 2, %phase, %ow + %shift] : memref<2x3x11x2x4xf32>
 // CHECK-NEXT:                affine.store %[[P]], %col[%n_1, %c_1, %r, %s, %oh, %ow] : memref<2x3x3x3x4x3xf32>
 // CHECK:         } {loom.tag = "im2col"}
-// CHECK-NEXT:    memref.dealloc %x_padded : memref<2x3x11x8xf32>
+// CHECK-NEXT:    memref.dealloc %x_staged : memref<2x3x11x2x4xf32>
 // CHECK-NEXT:    %[[A:.*]] = memref.reinterpret_cast %w to offset: [0], sizes: [2, 4, 27], strides: [0, 27, 1] : memref<4x3x3x3xf32> to memref<2x4x27xf32, strided<[0, 27, 1]>>
 // CHECK-NEXT:    %[[B:.*]] = memref.reinterpret_cast %col to offset: [0], sizes: [2, 27, 12], strides: [324, 12, 1] : memref<2x3x3x3x4x3xf32> to memref<2x27x12xf32>
 // CHECK-NEXT:    %[[C:.*]] = memref.reinterpret_cast %y to offset: [0], sizes: [2, 4, 12], strides: [48, 12, 1] : memref<2x4x4x3xf32> to memref<2x4x12xf32>
@@ -73,14 +77,27 @@ func.func @pointwise(%x: memref<1x8x5x7xf64>, %w: memref<16x8x1x1xf64>, %y: memr
 
 // -----
 
-// A 1x1 convolution with stride 2 reads every other pixel: copied (no border, so no
-// padded buffer).
+// A 1x1 convolution with stride 2 reads every other pixel: staged by phase (no border
+// to write), then copied.
 // CHECK-LABEL: func.func @pointwise_strided(
-// CHECK-NOT:     x_padded
+// CHECK:         %x_staged = memref.alloc() {alignment = 64 : i64} : memref<1x4x6x2x4xf32>
 // CHECK:         %col = memref.alloc() {alignment = 64 : i64} : memref<1x4x1x1x3x4xf32>
-// CHECK:                   %{{.*}} = affine.load %x[%n, %c, %oh * 2 + %r, %ow * 2 + %s] : memref<1x4x6x8xf32>
+// CHECK:                   %{{.*}} = affine.load %x_staged[%n_1, %c_1, %oh * 2 + %r, %phase, %ow + %shift] : memref<1x4x6x2x4xf32>
 // CHECK:         } {loom.tag = "im2col"}
 func.func @pointwise_strided(%x: memref<1x4x6x8xf32>, %w: memref<2x4x1x1xf32>, %y: memref<1x2x3x4xf32>) {
   loom.conv2d ins(%x, %w : memref<1x4x6x8xf32>, memref<2x4x1x1xf32>) outs(%y : memref<1x2x3x4xf32>) {strides = array<i64: 2, 2>}
+  func.return
+}
+
+// -----
+
+// Stride 1 with padding: one phase, X's column iw lands at iw + pw and the tap's column
+// is ow + s*dw: linear, no apply (both copies vectorize).
+// CHECK-LABEL: func.func @same_padding(
+// CHECK:         %x_staged = memref.alloc() {alignment = 64 : i64} : memref<1x2x7x1x9xf32>
+// CHECK:               affine.store %{{.*}}, %x_staged[%n, %c, %h + 1, 0, %w_1 + 2] : memref<1x2x7x1x9xf32>
+// CHECK:                   %{{.*}} = affine.load %x_staged[%n_1, %c_1, %oh + %r, 0, %ow + %s * 2] : memref<1x2x7x1x9xf32>
+func.func @same_padding(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x5x5xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x2x5x5xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x5x5xf32>) {padding = array<i64: 1, 2>, dilations = array<i64: 1, 2>}
   func.return
 }
