@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
+from compiler import pool
 from compiler.diagnostics import LoomError
 
 _lock = threading.RLock()
@@ -92,10 +93,11 @@ def _free_retired() -> None:
 
 def release() -> None:
     """Free now the machine code of every JITModule that is no longer referenced (the
-    next compile would)."""
+    next compile would), and the buffers parked in the pool (compiler/pool.py)."""
     gc.collect()  # JITModules in reference cycles
     with _lock:
         _free_retired()
+    pool.clear()
 
 
 @functools.cache
@@ -132,6 +134,8 @@ def _resolve_symbols(names: list[str]) -> None:
     for name in names:
         if name in _resolved:
             continue
+        if name in pool.FUNCTIONS:
+            pool._engine()  # compiled on first use; it adds its functions
         if llvm.address_of_symbol(name) is None:
             for library in _symbol_libraries():
                 if hasattr(library, name):

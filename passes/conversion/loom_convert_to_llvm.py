@@ -15,7 +15,9 @@ Memref ABI (the runtime relies on it)
 * `A[i0, ..., in]` is `getelementptr inbounds T, ptr %A, i64 (o + Σ ik·sk)`; the index
   is computed in i64 with `mul nsw`/`add nsw`, constant parts folded.
 * `memref.alloc` calls `aligned_alloc(64, bytes rounded up to 64)`, `memref.dealloc`
-  calls `free`; `memref.alloca` is an `llvm.alloca`. A memref of 2^63 bytes or more is
+  calls `free`; from `compiler.pool.MIN_BYTES` (64 KiB) up, `loom_take(64, bytes)` and
+  `loom_give(ptr, bytes)` instead, which keep the buffer for the next call (page faults
+  on fresh pages cost as much as a large convolution: compiler/pool.py); `memref.alloca` is an `llvm.alloca`. A memref of 2^63 bytes or more is
   refused (its sizes and addresses would wrap around in i64).
 * `index` is `i64`.
 
@@ -108,6 +110,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from compiler import pool
 from compiler.diagnostics import LoomError
 from dialects.loom import PrefetchOp
 from dialects.llvm_ext import (
@@ -941,6 +944,12 @@ class PrefetchLowering(_Lowering):
 HEAP_ALIGNMENT = 64
 
 
+def _heap_bytes(layout: MemrefLayout, align: int) -> int:
+    """The bytes a heap buffer of `layout` takes: at least 1, rounded up to `align`."""
+    nbytes = layout.extent() * layout.element_bytes()
+    return min((max(nbytes, 1) + align - 1) // align * align, I64_MAX)  # memref_layout: size <= I64_MAX
+
+
 @dataclass
 class AllocLowering(_Lowering):
     """alloc → aligned_alloc(64, size rounded up to 64), tagged with its site number, name,
@@ -954,6 +963,11 @@ class AllocLowering(_Lowering):
     def lower(self, op: Operation, r: _Rewrite) -> None:
         ptr = llvm.LLVMPointerType()
         if isinstance(op, memref.DeallocOp):
+            size = _heap_bytes(memref_layout(op.memref.type, op), HEAP_ALIGNMENT)
+            if size >= pool.MIN_BYTES:  # parked for the next call (compiler/pool.py)
+                self.externals.use("loom_give", [ptr, i64], llvm.LLVMVoidType())
+                r.rewriter.replace(op, llvm.CallOp("loom_give", r.value(op.memref), r.const(size)), [])
+                return
             self.externals.use("free", [ptr], llvm.LLVMVoidType())
             r.rewriter.replace(op, llvm.CallOp("free", r.value(op.memref)), [])
             return
@@ -965,9 +979,11 @@ class AllocLowering(_Lowering):
             r.replace(r.result(llvm.AllocaOp(count, layout.element_type, alignment=align)))
             return
         nbytes = layout.extent() * layout.element_bytes()
-        size = min((max(nbytes, 1) + align - 1) // align * align, I64_MAX)  # memref_layout: size <= I64_MAX
-        self.externals.use("aligned_alloc", [i64, i64], ptr)
-        call = llvm.CallOp("aligned_alloc", r.const(align), r.const(size), return_type=ptr)
+        size = _heap_bytes(layout, align)
+        # pooled: 64-byte aligned (every parked buffer is), large enough to be worth it
+        allocator = "loom_take" if align == HEAP_ALIGNMENT and size >= pool.MIN_BYTES else "aligned_alloc"
+        self.externals.use(allocator, [i64, i64], ptr)
+        call = llvm.CallOp(allocator, r.const(align), r.const(size), return_type=ptr)
         site = {"site": IntegerAttr(next(self.sites), STATUS), "name": StringAttr(op.memref.name_hint or ""),
                 "type": op.memref.type, "bytes": IntegerAttr(nbytes, i64)}
         call.attributes[ALLOC_SITE] = DictionaryAttr(site)
@@ -1268,7 +1284,7 @@ def _held_buffers(fn: llvm.FuncOp, failing: set[str]) -> tuple[list[SSAValue], d
             events[b].append((_ALLOC, op, bit[op.results[0]]))
         elif _is_call(op, failing):
             events[b].append((_CALL, op, -1))
-        elif _is_call(op, "free"):
+        elif _is_call(op, {"free", "loom_give"}):
             events[b].append((_FREE, op, bit.get(op.args[0], -1)))
 
     def step(block: Block, held: int, seen: dict[llvm.CallOp, int] | None) -> int:

@@ -152,3 +152,22 @@ func.func @unknown_free(%A: memref<4xf32>) {
 // CHECK:       ^[[NONE]](%[[S:.*]]: i32):
 // CHECK-NEXT:    llvm.return %[[S]] : i32
 // CHECK-NEXT:  }
+
+// -----
+
+// From 64 KiB up (compiler/pool.py) a buffer comes from loom_take and goes back to
+// loom_give, which keeps it for the next call; the failure path is the same, and a
+// buffer held when a later allocation fails is freed. Below 64 KiB: aligned_alloc, free.
+// CHECK-LABEL: llvm.func @pooled
+// CHECK:         %big = llvm.call @loom_take(%{{.*}}, %{{.*}}) {alloc_site = {site = 1 : i32, name = "big", type = memref<128x128xf32>, bytes = 65536 : i64}}
+// CHECK:         %small = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) {alloc_site = {site = 2 : i32, name = "small", type = memref<16xf32>, bytes = 64 : i64}}
+// CHECK:         llvm.call @free(%small) : (!llvm.ptr) -> ()
+// CHECK:         llvm.call @loom_give(%big, %{{.*}}) : (!llvm.ptr, i64) -> ()
+// CHECK:         llvm.call @free(%big) : (!llvm.ptr) -> ()
+func.func @pooled() {
+  %big = memref.alloc() {alignment = 64 : i64} : memref<128x128xf32>
+  %small = memref.alloc() : memref<16xf32>
+  memref.dealloc %small : memref<16xf32>
+  memref.dealloc %big : memref<128x128xf32>
+  func.return
+}

@@ -1,0 +1,62 @@
+"""The buffer pool (compiler/pool.py): large temporaries are parked between calls and
+reused, small ones are not pooled; concurrent calls each get a buffer of their own;
+`clear()` frees what is parked."""
+
+import threading
+
+import numpy as np
+
+import compiler
+from compiler import pool
+from kernels import conv2d, small_ints
+
+
+def _conv_source():
+    # a padded 3x3 conv: X with its border (160 KiB) and the patch matrix (1.1 MiB) are
+    # temporaries above pool.MIN_BYTES
+    return conv2d((1, 16, 40, 40), (8, 16, 3, 3), (1, 8, 40, 40), (1, 1), (1, 1), (1, 1), np.float32)
+
+
+def test_large_temporaries_are_parked_and_reused():
+    src = _conv_source()
+    kern = compiler.compile(src, pipeline="default", num_threads=1)
+    assert "@loom_take(i64 64" in kern.llvm_ir and "@loom_give(ptr" in kern.llvm_ir
+    rng = np.random.default_rng(0)
+    x, w = small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (8, 16, 3, 3), np.float32)
+    want = compiler.reference(src, x, w).astype(np.float32)
+    pool.clear()
+    np.testing.assert_array_equal(kern(x, w), want)
+    parked = pool.clear()
+    assert parked >= 2  # every large temporary of the call, parked when it was freed
+    for _ in range(3):
+        np.testing.assert_array_equal(kern(x, w), want)
+    assert pool.clear() == parked  # reused, not piled up
+
+
+def test_concurrent_calls_each_get_their_own_buffers():
+    src = _conv_source()
+    kern = compiler.compile(src, pipeline="default", num_threads=1)
+    rng = np.random.default_rng(1)
+    inputs = [(small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (8, 16, 3, 3), np.float32))
+              for _ in range(4)]
+    wants = [compiler.reference(src, x, w).astype(np.float32) for x, w in inputs]
+    failures = []
+
+    def work(i):
+        for _ in range(20):
+            if not np.array_equal(kern(*inputs[i]), wants[i]):
+                failures.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert pool.clear() <= pool.SLOTS
+
+
+def test_small_temporaries_are_not_pooled():
+    src = conv2d((1, 2, 6, 6), (3, 2, 3, 3), (1, 3, 6, 6), (1, 1), (1, 1), (1, 1), np.float32)
+    llvm_ir = compiler.compile(src, pipeline="default", num_threads=1).llvm_ir
+    assert "loom_take" not in llvm_ir and "@aligned_alloc(" in llvm_ir and "@free(" in llvm_ir
