@@ -30,7 +30,7 @@ import compiler
 from compiler import target as target_module
 from compiler.diagnostics import LoomError
 from compiler.target import Target, cache_sizes, machine, override
-from passes.analysis.cost_model import MV_K_JAM, MatmulPlan, plan_matmul, register_tile
+from passes.analysis.cost_model import MV_J_VECTORS, MV_K_JAM, MatmulPlan, plan_matmul, register_tile
 from passes.schedule.loom_default import STEPS
 
 ROOT = Path(__file__).parent.parent
@@ -616,7 +616,7 @@ def test_matrix_vector_k_unroll_jam_applies(vector_target):
     kern = compiler.compile(mm_source(1, 300, 200, name="default_mv"), pipeline="default", remarks=True)
     assert f"k unroll-jammed by {MV_K_JAM}" in default_remarks(kern)[0]
     jam = next(r for r in kern.remarks if "[loom-unroll-jam]" in r)
-    vectors = register_tile(vector_target)[1] // vector_target.lanes()  # j: the vectors of NR
+    vectors = MV_J_VECTORS  # j: the plan's own vectors, whatever the register tile's NR
     assert f"factors [{MV_K_JAM}, 1, {vectors}] requested, [{MV_K_JAM}, 1, {vectors}] applied" in jam, jam
 
 
@@ -650,3 +650,19 @@ def test_f64_batched_matmul_with_a_one_column_remainder(vector_target):
     a, b, s = small_ints(rng, (4, 64, 48), np.float64), small_ints(rng, (4, 48, 17), np.float64), \
         small_ints(rng, (4, 64, 17), np.float64)
     np.testing.assert_array_equal(kern(a, b, s), (a @ b) * s)
+
+
+def test_matrix_vector_columns_split_only_into_equal_blocks():
+    """On 2 threads a matrix-vector product's columns are split into two equal blocks of
+    whole vectors; columns that do not split so stay on one thread (a block of another
+    width has a run-time trip count, whose vector remainder keeps k from being jammed:
+    the loop over j then ran in parallel inside k, a fork per k)."""
+    from compiler.jit import openmp_runtime
+    from passes.schedule.loom_default import LoomDefaultPass
+
+    if openmp_runtime() is None:
+        pytest.skip("libgomp is not installed: everything stays serial")
+    default = LoomDefaultPass(num_threads=2)
+    assert default._column_blocks(plan_matmul(1, 4096, 4096, AVX512_TARGET), set(), AVX512_TARGET) == 2048
+    assert default._column_blocks(plan_matmul(1, 4080, 4096, AVX512_TARGET), set(), AVX512_TARGET) == 0
+    assert default._column_blocks(plan_matmul(5, 224, 511, AVX2_TARGET), set(), AVX2_TARGET) == 112

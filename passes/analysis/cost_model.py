@@ -63,6 +63,10 @@ MIN_PARALLEL_WORK = 20_000
 #: rows) jams into one body: as many fmas per load and store of C. 1x4096x4096 on
 #: znver4, one thread: 2: 10.6, 4: 12.9, 8: 13.8-14.1, 16: 11.1 GFLOP/s (numpy 14.0)
 MV_K_JAM = 8
+#: how many vectors of C's row that plan jams (and peels the columns for): 2, as measured
+#: with MV_K_JAM; the register tile's NR (48 columns with znver4's 8x48) would peel 4096
+#: columns into 4080 + 16 and leave 2 threads blocks of unequal width
+MV_J_VECTORS = 2
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     nc = _even_blocks(n, _fit(n, target.l3 // 8 // (kc * e), nr), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, max(1, m), max(1, n), max(1, k), w, False, "A and B fit in L1 together", e)
-    if m < mr:
+    if m < mr:  # rows of B streamed: MV_J_VECTORS vectors of C's row per step, whatever the tile
+        nr = max(1, min(MV_J_VECTORS * w, n))
         return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)

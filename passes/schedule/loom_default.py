@@ -168,14 +168,17 @@ class LoomDefaultPass(ModulePass):
 
     def _column_blocks(self, plan: MatmulPlan, skip: set[str], target: Target) -> int:
         """For a plan without row tiles (a matrix-vector product, a few rows), the width of
-        the column blocks that give each thread its share, a multiple of NR; 0 when the
-        product stays on one thread (too little work, too few columns)."""
+        the column blocks that give each thread its share, whole vectors; 0 when the
+        product stays on one thread (too little work, too few columns, or columns that do
+        not split into equal blocks of whole vectors)."""
         threads = self._threads(skip, target)
         work = plan.m * plan.n * plan.k // plan.lanes  # vector fmas
         if plan.rows_tiled or threads == 1 or work < MIN_PARALLEL_WORK or plan.n < 2 * plan.nr:
             return 0
-        share = -(-plan.n // threads)
-        return -(-share // plan.nr) * plan.nr
+        # equal blocks, whole vectors: a block of another width would have a trip count
+        # known only at run time, and its vector remainder would keep k from being jammed
+        share = plan.n // threads
+        return share if plan.n % threads == 0 and share % plan.lanes == 0 else 0
 
     def _matmul(self, ctx: Context, nest: affine.ForOp, temporary: str, skip: set[str], target: Target) -> None:
         """Peel the nest for the register tile, then plan and schedule the main nest and
