@@ -63,6 +63,7 @@ from compiler.remarks import remark
 from compiler.target import host
 from passes.analysis.loop_utils import (
     constant_trip_count,
+    enclosing_loops,
     iv_name,
     max_trip_count,
     nest_tag,
@@ -76,6 +77,9 @@ NUM_THREADS = "loom.num_threads"
 #: collapse a parallel loop with the one inside it while its iterations split over the
 #: threads leave the busiest thread this much more work than the average
 MAX_IMBALANCE = 0.05
+#: a loop whose trip count (hence work) is unknown is not run in parallel inside loops that
+#: would start its threads this many times or more
+MAX_FORKS = 256
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,15 @@ class LoomParallelizePass(ModulePass):
         work = estimated_work(loop)
         if work < self.min_work:
             return f"about {work:,} operations, fewer than min-work={self.min_work:,} (fork and join would cost more)"
+        if trips is None and self.min_work:
+            # its work is a guess (an unknown trip count counts as large): inside loops
+            # that run it many times, each run a fork and join, the guess is not good enough
+            forks = 1
+            for outer in enclosing_loops(loop):
+                forks *= max_trip_count(outer) or MAX_FORKS
+            if forks >= MAX_FORKS:
+                return (f"its trip count is known only at run time, and the loops around it would start "
+                        f"and join the threads {'at least ' * (forks == MAX_FORKS)}{forks:,} times")
         return None
 
     def _parallelize(self, loop: affine.ForOp, tag: str) -> None:

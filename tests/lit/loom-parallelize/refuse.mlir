@@ -2,6 +2,7 @@
 // RUN: loom-opt %s -p 'loom-parallelize' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 // RUN: not loom-opt %s -p 'loom-parallelize{depth=-2}' 2>&1 | filecheck %s --check-prefix=DEPTH
 // RUN: not loom-opt %s -p 'loom-parallelize{num-threads=-1}' 2>&1 | filecheck %s --check-prefix=THREADS
+// RUN: loom-opt %s -p 'loom-parallelize{min-work=1000}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=FORKS
 
 // DEPTH: error: loom-parallelize: option 'depth' must be -1 (the outermost parallel loop) or at least 0, got -2
 // THREADS: error: loom-parallelize: option 'num-threads' must be at least 0, got -1
@@ -102,5 +103,25 @@ func.func @masked_store(%a: memref<20xf32>, %v: vector<4xf32>) {
   affine.for %j = 0 to 16 {
     vector.maskedstore %a[%j], %m, %v : memref<20xf32>, vector<4xi1>, vector<4xf32>
   } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// With a min-work (the cost model's), a loop whose trip count is known only at run time
+// has a guessed work; inside a loop of 512 iterations (which carries the sum) it would
+// start and join the threads 512 times per call: left serial. (With min-work=0 it runs
+// in parallel, as asked.)
+// FORKS: refuse.mlir:[[# @LINE + 3]]:3: remark: [loom-parallelize] nest 'rows' left serial: %k: load %c[0, %j] (line [[# @LINE + 5]]) and store %c[0, %j] (line [[# @LINE + 8]]) may touch the same element in different iterations; %j: its trip count is known only at run time, and the loops around it would start and join the threads 512 times
+// REMARK: refuse.mlir:[[# @LINE + 3]]:5: remark: [loom-parallelize] nest 'rows': loop %j run in parallel (a trip count known at run time, the runtime default number of threads)
+func.func @forks(%c: memref<1x4096xf32>, %b: memref<512x4096xf32>, %n: index) {
+  affine.for %k = 0 to 512 {
+    affine.for %j = 0 to %n {
+      %x = affine.load %c[0, %j] : memref<1x4096xf32>
+      %y = affine.load %b[%k, %j] : memref<512x4096xf32>
+      %z = arith.addf %x, %y : f32
+      affine.store %z, %c[0, %j] : memref<1x4096xf32>
+    }
+  } {loom.tag = "rows"}
   func.return
 }
