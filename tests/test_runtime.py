@@ -210,13 +210,15 @@ def test_allocation_checks_stay_out_of_the_loops():
     """The default pipeline's packing buffers are checked for null where they are
     allocated, before the loop nest: in the optimized code every null check precedes
     the first loop."""
-    n = 256
-    src = f"""func.func @mm(%a: tensor<{n}x{n}xf32>, %b: tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32> {{
-  %c = loom.matmul %a, %b : (tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>
-  func.return %c : tensor<{n}x{n}xf32>
+    # rows and columns that every host's register tile divides (6x16, 14x32, 8x48): one
+    # nest, nothing peeled, so A and B are packed once each
+    m, n, kk = 168, 192, 256
+    src = f"""func.func @mm(%a: tensor<{m}x{kk}xf32>, %b: tensor<{kk}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %c = loom.matmul %a, %b : (tensor<{m}x{kk}xf32>, tensor<{kk}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %c : tensor<{m}x{n}xf32>
 }}"""
     k = compiler.compile(src, pipeline="default")
-    assert k.returns_status and len(k.allocation_sites) == 2  # A and B packed
+    assert k.returns_status and len(k.allocation_sites) == 2, k.allocation_sites  # A and B packed
     body = re.split(r"define .*i32 @mm\(", k.optimized_ir, maxsplit=1)[1]
     checks = [m.start() for m in re.finditer(r"icmp eq ptr %\w+, null", body)]
     assert len(checks) == 2, body[:2000]
