@@ -32,9 +32,9 @@ its columns peeled to NR first; a copy of fewer columns than NR gets a tile as w
 it is (6x15: a full and a masked vector per row, kept in registers by loom-hoist).
 Nests of other ops (elementwise epilogues, the zero fill of C) are
 vectorized. A conv2d nest is first rewritten by loom-im2col (the step `im2col`): X's
-windows copied into a patch matrix (X with its zero border first, when the conv pads;
-no copy for a 1x1 stride-1 conv), then a matmul of W by it into Y, which gets the matmul
-schedule above; the copies are vectorized. `--remarks` prints, per matmul, the plan
+windows copied into a patch matrix (from X staged with its zero border and its columns
+by phase, when the conv pads or strides; no copy for a 1x1 stride-1 conv), then a matmul
+of W by it into Y, which gets the matmul schedule above; the copies are vectorized. `--remarks` prints, per matmul, the plan
 with the estimated traffic per memory level and the equivalent pass list, which
 `loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
 
@@ -134,7 +134,7 @@ class LoomDefaultPass(ModulePass):
             return
         element = conv.y.type.get_element_type().bitwidth // 8
         k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
-        copied = 0 if conv.pointwise else conv.n * k * p
+        copied = conv.n * k * p if conv.copies else 0
         plan = plan_matmul(conv.f, p, k, target, element)
         copy = (f"the patch matrix copied once ({copied / 1e6:.3g}M elements, {copied * element // 1024} KiB, "
                 f"{copied / max(1, conv.n * conv.f * p * k):.3g} per fma)" if copied

@@ -8,17 +8,18 @@ read under its padding guard). It becomes, at the same place:
 
     %col = memref.alloc : N x C x R x S x Ho x Wo       the patch matrix, 64-byte aligned
     affine.for n, c, r, s, oh, ow {loom.tag = "im2col"}
-        col[n, c, r, s, oh, ow] = X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]
+        col[n, c, r, s, oh, ow] = X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]  (via the staged X)
     matmul nest {loom.tag = "matmul"}                   (b,) i, j, k on views, no copy:
         Y as N x F x (Ho*Wo)  +=  W as F x (C*R*S)  @  col as N x (C*R*S) x (Ho*Wo)
     memref.dealloc %col
 
-With padding, the copy's oh and ow loops run over the window positions that read
-inside the input (bounds `max`/`min` of the kernel offset: no guard, so the copy
-vectorizes), and loops beside them write the zeros of the border. The batch is the
-matmul's batch loop, W's view repeating it with a stride of 0. Y's zero fill (the
-`conv2d.init` nest) stays as it was. A 1x1 convolution with stride 1 and no padding
-needs no copy: X viewed as N x C x (H*W) is already the matrix.
+With padding or a column stride, X is first staged (`staged_input`): copied into a
+buffer with its zero border written, its columns split by phase modulo the column stride
+(`[n, c, ih, iw mod sw, iw floordiv sw]`), so that the patch copy has constant bounds and
+no guard, and each window tap reads consecutive addresses along ow: it vectorizes, for
+stride 2 too. The batch is the matmul's batch loop, W's view repeating it with a stride
+of 0. Y's zero fill (the `conv2d.init` nest) stays as it was. A 1x1 convolution with
+stride 1 and no padding needs no copy: X viewed as N x C x (H*W) is already the matrix.
 
 Refused with a LoomError at the nest, nothing changed, when `op=` names it: a nest that
 is not the textbook conv2d (already scheduled, or another op's), W or Y not contiguous
@@ -36,16 +37,13 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
-    FloatAttr,
-    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     NoneAttr,
     StridedLayoutAttr,
-    StringAttr,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
@@ -80,6 +78,11 @@ class Conv2DNest:
     def pointwise(self) -> bool:
         """A 1x1 window, stride 1, no padding: X is already the patch matrix."""
         return (self.r, self.s, self.strides, self.padding) == (1, 1, (1, 1), (0, 0))
+
+    @property
+    def copies(self) -> bool:
+        """Whether the patch matrix is a copy: not for a pointwise conv of a contiguous X."""
+        return not (self.pointwise and _contiguous(self.x.type))
 
     def describe(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
@@ -266,7 +269,7 @@ def rewrite(conv: Conv2DNest) -> str:
     batch = [conv.n] if conv.n > 1 else []
     ops: list[Operation] = []
     after: list[Operation] = []
-    if conv.pointwise and _contiguous(conv.x.type):
+    if not conv.copies:
         b_source = conv.x
         how = "a 1x1 convolution with stride 1 and no padding: X is already the patch matrix, no copy"
     else:
