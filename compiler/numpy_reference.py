@@ -30,12 +30,19 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return out
 
 
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
+    """The same on NHWC input and an HWCF filter (R x S x C x F), NHWF out."""
+    y = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), strides, padding, dilations)
+    return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
+
+
 def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64) -> np.ndarray:
     a = [np.asarray(x, dtype=dtype) for x in args]
     if isinstance(op, loom.MatmulOp):
         return np.matmul(a[0], a[1])
     if isinstance(op, loom.Conv2DOp):
-        return conv2d_nchw(a[0], a[1], *op.conv_params())
+        conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
+        return conv(a[0], a[1], *op.conv_params())
     if isinstance(op, loom.AddOp):
         return a[0] + a[1]
     if isinstance(op, loom.MulOp):
@@ -81,7 +88,7 @@ def flops(fn: func.FuncOp) -> int:
         if isinstance(op, loom.MatmulOp):
             total += 2 * out * op.ins[0].type.get_shape()[-1]
         elif isinstance(op, loom.Conv2DOp):
-            _, c, r, s = op.ins[1].type.get_shape()
+            c, r, s = op.window()
             total += 2 * out * c * r * s
         else:
             total += out
@@ -96,7 +103,7 @@ def reduction_length(fn: func.FuncOp) -> int:
         if isinstance(op, loom.MatmulOp):
             total += op.ins[0].type.get_shape()[-1]
         elif isinstance(op, loom.Conv2DOp):
-            _, c, r, s = op.ins[1].type.get_shape()
+            c, r, s = op.window()
             total += c * r * s
         else:
             total += 1

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
+    StringAttr,
     TensorType,
     f32,
     f64,
@@ -431,12 +432,14 @@ class MatmulOp(LoomComputeOp):
 
 @irdl_op_definition
 class Conv2DOp(LoomComputeOp):
-    """2-D convolution (cross-correlation), NCHW input, FCHW filter, NFHW output.
+    """2-D convolution (cross-correlation): NCHW input, FCHW filter, NFHW output, or with
+    `layout = "nhwc"` NHWC input, HWCF filter (R x S x C x F), NHWF output.
 
     Ho = (H + 2*ph - dh*(R-1) - 1) / sh + 1, Wo likewise.
 
     ```mlir
     %y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32>) -> tensor<1x64x112x112xf32>
+    %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x56x56x64xf32>, tensor<3x3x64x64xf32>) -> tensor<1x56x56x64xf32>
     ```
     """
 
@@ -448,6 +451,10 @@ class Conv2DOp(LoomComputeOp):
     strides = opt_prop_def(Attribute)
     padding = opt_prop_def(Attribute)
     dilations = opt_prop_def(Attribute)
+    layout = opt_prop_def(Attribute)
+
+    #: layout -> (input, filter) dimension names
+    LAYOUTS: ClassVar[dict[str, tuple[str, str]]] = {"nchw": ("NCHW", "FCHW"), "nhwc": ("NHWC", "HWCF")}
 
     #: attribute -> (default, least value)
     PARAMS: ClassVar[dict[str, tuple[int, int]]] = {"strides": (1, 1), "padding": (0, 0), "dilations": (1, 1)}
@@ -465,33 +472,56 @@ class Conv2DOp(LoomComputeOp):
             raise VerifyException(f"{form}, got {attr}")
         return (int(vals[0]), int(vals[1]))
 
+    def layout_name(self) -> str:
+        """"nchw" (the default) or "nhwc"."""
+        attr = self.properties.get("layout")
+        if attr is None:
+            return "nchw"
+        if not isinstance(attr, StringAttr) or attr.data not in self.LAYOUTS:
+            raise VerifyException(f'attribute \'layout\' must be "nchw" (NCHW input, FCHW filter) or "nhwc" '
+                                  f"(NHWC input, HWCF filter), got {attr}")
+        return attr.data
+
+    def window(self) -> tuple[int, int, int]:
+        """(C, R, S) of the filter, whatever the layout: C*R*S is the reduction length."""
+        w = self.ins[1].type.get_shape()
+        f, c, r, s = w if self.layout_name() == "nchw" else (w[3], w[2], w[0], w[1])
+        return c, r, s
+
     def conv_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(strides, padding, dilations), defaults filled in and validated."""
         return self._pair("strides"), self._pair("padding"), self._pair("dilations")
 
     def verify_(self) -> None:
         self.conv_params()  # a bad attribute first: the shape messages below depend on them
+        self.layout_name()
         super().verify_()
 
     def result_shape(self, shapes):
         x, w = shapes
         strides, padding, dilations = self.conv_params()
+        layout = self.layout_name()
+        xl, wl = self.LAYOUTS[layout]
         if len(x) != 4:
-            raise VerifyException(f"{self._describe(0)} must have rank 4 (NCHW), got shape {_fmt_shape(x)}")
+            raise VerifyException(f"{self._describe(0)} must have rank 4 ({xl}), got shape {_fmt_shape(x)}")
         if len(w) != 4:
-            raise VerifyException(f"{self._describe(1)} must have rank 4 (FCHW), got shape {_fmt_shape(w)}")
-        if w[1] != x[1]:
+            raise VerifyException(f"{self._describe(1)} must have rank 4 ({wl}), got shape {_fmt_shape(w)}")
+        if layout == "nchw":
+            (n, c, h, wd), (f, wc, r, s) = x, w
+        else:
+            (n, h, wd, c), (r, s, wc, f) = x, w
+        if wc != c:
             raise VerifyException(
-                f"{self._describe(1)} has {w[1]} input channels (shape {_fmt_shape(w)}), "
-                f"expected C = {x[1]} from input shape {_fmt_shape(x)}"
+                f"{self._describe(1)} has {wc} input channels (shape {_fmt_shape(w)}, {wl}), "
+                f"expected C = {c} from input shape {_fmt_shape(x)} ({xl})"
             )
-        ho, wo = conv2d_output_hw(x[2], x[3], w[2], w[3], strides, padding, dilations)
+        ho, wo = conv2d_output_hw(h, wd, r, s, strides, padding, dilations)
         if ho < 1 or wo < 1:
             raise VerifyException(
-                f"{self._describe(1)} window {w[2]}x{w[3]} (dilations {list(dilations)}) does not fit "
-                f"the padded input {x[2] + 2 * padding[0]}x{x[3] + 2 * padding[1]}"
+                f"{self._describe(1)} window {r}x{s} (dilations {list(dilations)}) does not fit "
+                f"the padded input {h + 2 * padding[0]}x{wd + 2 * padding[1]}"
             )
-        return (x[0], w[0], ho, wo)
+        return (n, f, ho, wo) if layout == "nchw" else (n, ho, wo, f)
 
 
 class ElementwiseBinaryOp(LoomComputeOp):

@@ -1,5 +1,6 @@
 """loom-im2col and conv2d in the default pipeline: numerics against the float64
-reference over random layers (batch, channels, window, strides, padding, dilations),
+reference over random layers (batch, channels, window, strides, padding, dilations; NCHW
+and NHWC),
 exactly on small integers; the copy-free 1x1 case; the patch buffers freed."""
 
 import numpy as np
@@ -31,23 +32,44 @@ def layers(draw):
     return n, c, h, w, f, r, s, strides, padding, dilations
 
 
-def source(layer, dtype):
+def source(layer, dtype, layout="nchw"):
     n, c, h, w, f, r, s, strides, padding, dilations = layer
     ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
-    return conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, dtype)
+    if layout == "nchw":
+        return conv2d((n, c, h, w), (f, c, r, s), (n, f, ho, wo), strides, padding, dilations, dtype)
+    return conv2d((n, h, w, c), (r, s, c, f), (n, ho, wo, f), strides, padding, dilations, dtype).replace(
+        "{strides", '{layout = "nhwc", strides')
 
 
+def shapes(layer, layout):
+    """The input and filter shapes of a layer in a layout."""
+    n, c, h, w, f, r, s = layer[:7]
+    return ((n, c, h, w), (f, c, r, s)) if layout == "nchw" else ((n, h, w, c), (r, s, c, f))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("pipeline", PIPELINES)
 @given(layer=layers(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
-def test_conv2d_matches_the_reference(pipeline, layer, dtype, seed):
-    n, c, h, w, f, r, s = layer[:7]
-    src = source(layer, dtype)
+def test_conv2d_matches_the_reference(pipeline, layout, layer, dtype, seed):
+    c, r, s = layer[1], layer[5], layer[6]
+    src = source(layer, dtype, layout)
     kern = compiler.compile(src, pipeline=pipeline)
     rng = np.random.default_rng(seed)
-    x, wt = rng.standard_normal((n, c, h, w)).astype(dtype), rng.standard_normal((f, c, r, s)).astype(dtype)
+    x_shape, w_shape = shapes(layer, layout)
+    x, wt = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
     assert_within_bound(kern(x, wt), compiler.reference(src, x, wt), c * r * s, dtype, str(layer))
-    x, wt = small_ints(rng, (n, c, h, w), dtype), small_ints(rng, (f, c, r, s), dtype)
+    x, wt = small_ints(rng, x_shape, dtype), small_ints(rng, w_shape, dtype)
     np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(dtype), err_msg=str(layer))
+
+
+def test_nhwc_reference_is_nchw_transposed():
+    """The reference of an NHWC conv2d is the NCHW one on transposed arrays."""
+    from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
+
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 5, 6, 3)), rng.standard_normal((3, 2, 3, 4))
+    want = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (2, 1), (1, 0), (1, 2))
+    np.testing.assert_allclose(conv2d_nhwc(x, w, (2, 1), (1, 0), (1, 2)), want.transpose(0, 2, 3, 1))
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)

@@ -5,7 +5,8 @@ The nests are the textbook ones, the starting point of every schedule:
 - `loom.matmul`: a nest (b,) i, j that zeroes C, then the perfect nest (b,) i, j, k with
   `C[i, j] += A[i, k] * B[k, j]`;
 - `loom.conv2d`: a zeroing nest, then n, f, oh, ow, c, r, s with
-  `Y[n, f, oh, ow] += X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw] * W[f, c, r, s]`;
+  `Y[n, f, oh, ow] += X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw] * W[f, c, r, s]`
+  (NHWC: n, oh, ow, f, r, s, c with `Y[n, oh, ow, f] += X[n, ih, iw, c] * W[r, s, c, f]`);
   with padding, the read sits under an `affine.if` that keeps it inside the input (the
   padded border contributes zero; nothing is read out of bounds);
 - `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
@@ -140,20 +141,29 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     x, w = op.ins
     y = op.outs[0]
     (sh, sw), (ph, pw), (dh, dw) = op.conv_params()
-    n_, c_, h_, w_ = x.type.get_shape()
-    f_, _, r_, s_ = w.type.get_shape()
-    _, _, ho, wo = y.type.get_shape()
-    n, f, oh, ow, c, r, s = dims(7)
+    nhwc = op.layout_name() == "nhwc"
+    if nhwc:
+        n_, h_, w_, c_ = x.type.get_shape()
+        r_, s_, _, f_ = w.type.get_shape()
+        _, ho, wo, _ = y.type.get_shape()
+        n, oh, ow, f, r, s, c = dims(7)
+    else:
+        n_, c_, h_, w_ = x.type.get_shape()
+        f_, _, r_, s_ = w.type.get_shape()
+        _, _, ho, wo = y.type.get_shape()
+        n, f, oh, ow, c, r, s = dims(7)
     ih = oh * sh + r * dh - ph
     iw = ow * sw + s * dw - pw
+    x_at, w_at, y_at = ([n, ih, iw, c], [r, s, c, f], [n, oh, ow, f]) if nhwc else (
+        [n, c, ih, iw], [f, c, r, s], [n, f, oh, ow])
 
     def body(ivs):
-        lx = load(x, ivs, [n, c, ih, iw])
-        lw = load(w, ivs, [f, c, r, s])
-        ly = load(y, ivs, [n, f, oh, ow])
+        lx = load(x, ivs, x_at)
+        lw = load(w, ivs, w_at)
+        ly = load(y, ivs, y_at)
         prod = arith.MulfOp(lx, lw)
         acc = arith.AddfOp(ly, prod)
-        ops: list[Operation] = [lx, lw, ly, prod, acc, store(acc.result, y, ivs, [n, f, oh, ow])]
+        ops: list[Operation] = [lx, lw, ly, prod, acc, store(acc.result, y, ivs, y_at)]
         inside = conv2d_guard(ih, iw, (h_, w_), (ph, pw))
         if inside is None:
             return ops
@@ -164,6 +174,9 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
         )
         return [guarded]
 
+    if nhwc:  # the output's dimensions, then the reduction in the order the input is laid out
+        return [*zero_nest(y, "conv2d.init"), *build_nest(
+            [n_, ho, wo, f_, r_, s_, c_], "conv2d", body, ["n", "oh", "ow", "f", "r", "s", "c"])]
     return [*zero_nest(y, "conv2d.init"), *build_nest(
         [n_, f_, ho, wo, c_, r_, s_], "conv2d", body, ["n", "f", "oh", "ow", "c", "r", "s"]
     )]

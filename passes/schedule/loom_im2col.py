@@ -73,6 +73,7 @@ class Conv2DNest:
     strides: tuple[int, int]
     padding: tuple[int, int]
     dilations: tuple[int, int]
+    layout: str = "nchw"
 
     @property
     def pointwise(self) -> bool:
@@ -86,9 +87,43 @@ class Conv2DNest:
 
     def describe(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
+        params = f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}])"
+        if self.layout == "nhwc":
+            return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c} * HWCF {self.r}x{self.s}x{self.c}x{self.f} "
+                    f"{params} -> {self.n}x{self.ho}x{self.wo}x{self.f}")
         return (f"{self.n}x{self.c}x{self.h}x{self.width} * {self.f}x{self.c}x{self.r}x{self.s} "
-                f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}]) -> "
-                f"{self.n}x{self.f}x{self.ho}x{self.wo}")
+                f"{params} -> {self.n}x{self.f}x{self.ho}x{self.wo}")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a layout's textbook nest (convert-loom-to-affine's) keeps things: its loops
+    in order, the dims Y's and W's accesses use, X's row and column subscripts (positions
+    in X's access) and its other two, and the dims of oh, ow, r, s."""
+
+    loops: tuple[str, ...]
+    y: tuple[int, ...]
+    w: tuple[int, ...]
+    rows: int
+    cols: int
+    x_rest: tuple[int, ...]
+    x_text: str
+
+    def dim(self, loop: str) -> int:
+        return self.loops.index(loop)
+
+    oh = property(lambda self: self.dim("oh"))
+    ow = property(lambda self: self.dim("ow"))
+    r = property(lambda self: self.dim("r"))
+    s = property(lambda self: self.dim("s"))
+
+
+_LAYOUTS = {
+    "nchw": _Layout(("n", "f", "oh", "ow", "c", "r", "s"), (0, 1, 2, 3), (1, 4, 5, 6), 2, 3, (0, 4),
+                    "X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"),
+    "nhwc": _Layout(("n", "oh", "ow", "f", "r", "s", "c"), (0, 1, 2, 3), (4, 5, 6, 3), 1, 2, (0, 6),
+                    "X[n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c]"),
+}
 
 
 def _linear(m: AffineMap, result: int) -> tuple[list[int], int] | None:
@@ -156,25 +191,35 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
         if list(access.indices) != ivs or access.map.data.num_symbols:
             return "its accesses are not indexed by the loop ivs alone"
     d = [AffineExpr.dimension(i) for i in range(7)]
-    if ly.map.data.results != (d[0], d[1], d[2], d[3]) or lw.map.data.results != (d[1], d[4], d[5], d[6]):
-        return "its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow]"
+    layout = next((name for name, form in _LAYOUTS.items()
+                   if ly.map.data.results == tuple(d[i] for i in form.y)
+                   and lw.map.data.results == tuple(d[i] for i in form.w)), None)
+    if layout is None:
+        return ("its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow] (NCHW) "
+                "or W[r, s, c, f] and Y[n, oh, ow, f] (NHWC)")
+    form = _LAYOUTS[layout]
     xm = lx.map.data
-    rows, cols = (_linear(xm, 2), _linear(xm, 3)) if len(xm.results) == 4 else (None, None)
-    if xm.results[:2] != (d[0], d[4]) or rows is None or cols is None:
-        return "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"
+    rows, cols = (_linear(xm, form.rows), _linear(xm, form.cols)) if len(xm.results) == 4 else (None, None)
+    lead = tuple(xm.results[i] for i in range(4) if i not in (form.rows, form.cols))
+    if lead != tuple(d[i] for i in form.x_rest) or rows is None or cols is None:
+        return f"its read of X is not {form.x_text}"
     (hc, ph), (wc, pw) = (rows[0], -rows[1]), (cols[0], -cols[1])
-    if any(c for i, c in enumerate(hc) if i not in (2, 5)) or any(c for i, c in enumerate(wc) if i not in (3, 6)):
-        return "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"
-    strides, dilations, padding = (hc[2], wc[3]), (hc[5], wc[6]), (ph, pw)
+    if any(c for i, c in enumerate(hc) if i not in (form.oh, form.r)) or any(
+            c for i, c in enumerate(wc) if i not in (form.ow, form.s)):
+        return f"its read of X is not {form.x_text}"
+    strides, dilations, padding = (hc[form.oh], wc[form.ow]), (hc[form.r], wc[form.s]), (ph, pw)
     if min(strides) < 1 or min(dilations) < 1 or min(padding) < 0:
         return f"its read of X has strides {list(strides)}, dilations {list(dilations)}, padding {list(padding)}"
     xt, wt, yt = lx.memref.type, lw.memref.type, ly.memref.type
-    n, f, ho, wo, c, r, s = extents
-    h, width = xt.get_shape()[2:]
-    expected_guard = conv2d_guard(xm.results[2], xm.results[3], (h, width), padding)
+    sizes = dict(zip(form.loops, extents))
+    n, f, ho, wo, c, r, s = (sizes[k] for k in ("n", "f", "oh", "ow", "c", "r", "s"))
+    h, width = (xt.get_shape()[i] for i in (form.rows, form.cols))
+    expected_guard = conv2d_guard(xm.results[form.rows], xm.results[form.cols], (h, width), padding)
     if (guard is None) != (expected_guard is None) or (guard is not None and guard.condition != expected_guard):
         return "its padding guard is not the one that keeps the read of X inside the input"
-    if list(xt.get_shape()[:2]) != [n, c] or list(wt.get_shape()) != [f, c, r, s] or list(yt.get_shape()) != [n, f, ho, wo]:
+    shapes = {"x": [n, c, h, width], "w": [f, c, r, s], "y": [n, f, ho, wo]} if layout == "nchw" else {
+        "x": [n, h, width, c], "w": [r, s, c, f], "y": [n, ho, wo, f]}
+    if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
         return "its memrefs' shapes do not match its loops"
     for name, t in (("W", wt), ("Y", yt)):
         if not _contiguous(t):
@@ -184,7 +229,7 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
         if not isinstance(owner, Block) and nest.is_ancestor(owner):
             return "a memref it reads is defined inside it"
     return Conv2DNest(nest, lx.memref, lw.memref, ly.memref, n, f, ho, wo, c, r, s, h, width,
-                      strides, padding, dilations)
+                      strides, padding, dilations, layout)
 
 
 def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
@@ -259,16 +304,13 @@ def _view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.Rein
     return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
 
 
-def rewrite(conv: Conv2DNest) -> str:
-    """Replace the nest; returns the remark."""
-    nest = conv.nest
-    block = nest.parent_block()
-    assert block is not None
+def _nchw_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation]) -> tuple[list[Operation], str]:
+    """NCHW: W (F x C*R*S) @ the patch matrix (C*R*S x Ho*Wo) = Y (F x Ho*Wo), per image
+    (a batch loop, W repeated over it). Appends the copies to `ops`, the frees after the
+    matmul to `after`; returns the views and the remark's words."""
     element = conv.y.type.get_element_type()
     k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
     batch = [conv.n] if conv.n > 1 else []
-    ops: list[Operation] = []
-    after: list[Operation] = []
     if not conv.copies:
         b_source = conv.x
         how = "a 1x1 convolution with stride 1 and no padding: X is already the patch matrix, no copy"
@@ -289,17 +331,76 @@ def rewrite(conv: Conv2DNest) -> str:
     a = _view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
     b = _view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
     c = _view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
-    for view, source in ((a, conv.w), (b, b_source), (c, conv.y)):
-        view.result.name_hint = f"{source.name_hint or 'v'}_mat"  # loom-pack names its buffers after them
-    ops += [a, b, c, *matmul_nest(a.result, b.result, c.result)]
+    shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batch else "")
+    return [a, b, c], f"{how}; then matmul {shape} (W as {conv.f}x{k}, Y as {conv.f}x{p})"
+
+
+def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation]) -> tuple[list[Operation], str]:
+    """NHWC: the patch matrix (N*Ho*Wo x R*S*C) @ W (R*S*C x F) = Y (N*Ho*Wo x F), the
+    batch folded into the rows: one matmul. X with its zero border when the conv pads (the
+    copy runs along c, contiguous in X, whatever the strides)."""
+    element = conv.y.type.get_element_type()
+    k, p = conv.r * conv.s * conv.c, conv.n * conv.ho * conv.wo
+    if not conv.copies:
+        a_source = conv.x
+        how = "a 1x1 convolution with stride 1 and no padding: X is already the patch matrix, no copy"
+    else:
+        source = conv.x
+        (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
+        if ph or pw:
+            xp = memref.AllocOp.get(element, 64, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c])
+            xp.memref.name_hint = "x_padded"
+            d = [AffineExpr.dimension(i) for i in range(4)]
+            into = AffineMapAttr(AffineMap(4, 0, (d[0], d[1] + ph, d[2] + pw, d[3])))
+
+            def interior(ivs: list[SSAValue]) -> list[Operation]:
+                value = affine.LoadOp(conv.x, ivs, AffineMapAttr(AffineMap.identity(4)), element)
+                return [value, affine.StoreOp(value.result, xp.memref, ivs, into)]
+
+            ops += [xp, *zero_nest(xp.memref, "im2col.pad"),
+                    *build_nest([conv.n, conv.h, conv.width, conv.c], "im2col.pad", interior, ["n", "h", "w", "c"])]
+            source = xp.memref
+        col = memref.AllocOp.get(element, 64, [conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c])
+        col.memref.name_hint = "col"
+        n, oh, ow, r, s, c = (AffineExpr.dimension(i) for i in range(6))
+        window = AffineMapAttr(AffineMap(6, 0, (n, oh * sh + r * dh, ow * sw + s * dw, c)))
+
+        def tap(ivs: list[SSAValue]) -> list[Operation]:
+            value = affine.LoadOp(source, ivs, window, element)
+            return [value, affine.StoreOp(value.result, col.memref, ivs, AffineMapAttr(AffineMap.identity(6)))]
+
+        ops += [col, *build_nest([conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c], "im2col", tap,
+                                 ["n", "oh", "ow", "r", "s", "c"])]
+        if source is not conv.x:
+            ops.append(memref.DeallocOp.get(source))
+        after.append(memref.DeallocOp.get(col.memref))
+        a_source = col.memref
+        how = f"patch matrix {p}x{k} ({p * k * element.bitwidth // 8 // 1024} KiB) copied by nest 'im2col'"
+    a = _view(a_source, [p, k], [k, 1])
+    b = _view(conv.w, [k, conv.f], [conv.f, 1])
+    c = _view(conv.y, [p, conv.f], [conv.f, 1])
+    return [a, b, c], f"{how}; then matmul {p}x{conv.f}x{k} (W as {k}x{conv.f}, Y as {p}x{conv.f})"
+
+
+def rewrite(conv: Conv2DNest) -> str:
+    """Replace the nest; returns the remark."""
+    nest = conv.nest
+    block = nest.parent_block()
+    assert block is not None
+    ops: list[Operation] = []
+    after: list[Operation] = []
+    views, how = (_nhwc_matmul if conv.layout == "nhwc" else _nchw_matmul)(conv, ops, after)
+    for view in views:
+        source = view.operands[0]
+        view.results[0].name_hint = f"{source.name_hint or 'v'}_mat"  # loom-pack names its buffers after them
+    ops += [*views, *matmul_nest(*(v.results[0] for v in views))]
     for op in [*ops, *after]:
         for inner in op.walk():
             inner.location = nest.location
     block.insert_ops_before(ops, nest)
     block.insert_ops_after(after, nest)
     block.erase_op(nest)
-    shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batch else "")
-    return f"nest 'conv2d' {conv.describe()}: {how}; then matmul {shape} (W as {conv.f}x{k}, Y as {conv.f}x{p})"
+    return f"nest 'conv2d' {conv.describe()}: {how}"
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,28 @@ func.func @conv_padded(%x: memref<1x2x8x8xf32>, %w: memref<3x2x3x3xf32>, %y: mem
 
 // -----
 
+// NHWC: the output's dimensions n, oh, ow, f, then r, s, c (c innermost: contiguous in X
+// and in the filter's rows); Y[n, oh, ow, f] += X[n, ih, iw, c] * W[r, s, c, f].
+// CHECK-LABEL: func.func @conv_nhwc
+// CHECK: affine.for %n = 0 to 1 {
+// CHECK-NEXT: affine.for %oh = 0 to 4 {
+// CHECK-NEXT: affine.for %ow = 0 to 8 {
+// CHECK-NEXT: affine.for %f = 0 to 3 {
+// CHECK-NEXT: affine.for %r = 0 to 3 {
+// CHECK-NEXT: affine.for %s = 0 to 3 {
+// CHECK-NEXT: affine.for %c = 0 to 2 {
+// CHECK-NEXT: "affine.if"(%n, %oh, %ow, %f, %r, %s, %c)
+// CHECK-NEXT: affine.load %x[%n, %oh * 2 + %r + -1, %ow + %s + -1, %c] : memref<1x8x8x2xf32>
+// CHECK-NEXT: affine.load %w[%r, %s, %c, %f] : memref<3x3x2x3xf32>
+// CHECK-NEXT: affine.load %y[%n, %oh, %ow, %f] : memref<1x4x8x3xf32>
+// CHECK: {loom.tag = "conv2d"}
+func.func @conv_nhwc(%x: memref<1x8x8x2xf32>, %w: memref<3x3x2x3xf32>, %y: memref<1x4x8x3xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x8x8x2xf32>, memref<3x3x2x3xf32>) outs(%y : memref<1x4x8x3xf32>) {layout = "nhwc", strides = array<i64: 2, 1>, padding = array<i64: 1, 1>}
+  func.return
+}
+
+// -----
+
 // Broadcasting: a missing leading dimension is dropped, a size-1 dimension reads index 0.
 // CHECK-LABEL: func.func @add_broadcast
 // CHECK: affine.for %[[I:.*]] = 0 to 4 {

@@ -34,7 +34,7 @@ func.func @batch(%a: tensor<2x4x3xf32>, %b: tensor<3x3x5xf32>) -> tensor<2x4x5xf
 // -----
 
 func.func @channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
-  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 2 input channels (shape 4x2x3x3), expected C = 3 from input shape 1x3x8x8
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 2 input channels (shape 4x2x3x3, FCHW), expected C = 3 from input shape 1x3x8x8 (NCHW)
   %y = loom.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %y : tensor<1x4x6x6xf32>
 }
@@ -427,4 +427,28 @@ func.func @parallel_step_zero(%a: memref<8xf32>, %x: f32) {
     affine.yield
   }) : () -> ()
   func.return
+}
+
+// -----
+
+func.func @nhwc_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x2x4xf32>) -> tensor<1x6x6x4xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 2 input channels (shape 3x3x2x4, HWCF), expected C = 3 from input shape 1x8x8x3 (NHWC)
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<3x3x2x4xf32>) -> tensor<1x6x6x4xf32>
+  func.return %y : tensor<1x6x6x4xf32>
+}
+
+// -----
+
+func.func @nhwc_result(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>) -> tensor<1x4x6x6xf32> {
+  // CHECK: error: 'loom.conv2d' op result has shape 1x4x6x6, expected 1x6x6x4 from the operand shapes (1x8x8x3, 3x3x3x4)
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x4x6x6xf32>
+  func.return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // CHECK: error: 'loom.conv2d' op attribute 'layout' must be "nchw" (NCHW input, FCHW filter) or "nhwc" (NHWC input, HWCF filter), got "chwn"
+  %y = loom.conv2d %x, %w {layout = "chwn"} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %y : tensor<1x4x6x6xf32>
 }

@@ -24,6 +24,14 @@ func.func @conv(%x: tensor<1x3x32x32xf32>, %w: tensor<8x3x7x7xf32>) -> (tensor<1
   func.return %y, %z : tensor<1x8x16x16xf32>, tensor<1x8x26x26xf32>
 }
 
+// NHWC input, HWCF filter (R x S x C x F), NHWF result.
+// CHECK-LABEL: func.func @conv_nhwc
+// CHECK: loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x32x32x3xf32>, tensor<3x3x3x8xf32>) -> tensor<1x32x32x8xf32>
+func.func @conv_nhwc(%x: tensor<1x32x32x3xf32>, %w: tensor<3x3x3x8xf32>) -> tensor<1x32x32x8xf32> {
+  %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x32x32x3xf32>, tensor<3x3x3x8xf32>) -> tensor<1x32x32x8xf32>
+  func.return %y : tensor<1x32x32x8xf32>
+}
+
 // CHECK-LABEL: func.func @epilogue
 // CHECK: %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
 // CHECK: %p = loom.mul %s, %c : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>

@@ -101,3 +101,27 @@ func.func @same_padding(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: me
   loom.conv2d ins(%x, %w : memref<1x2x5x5xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x5x5xf32>) {padding = array<i64: 1, 2>, dilations = array<i64: 1, 2>}
   func.return
 }
+
+// -----
+
+// NHWC: X with its border (no phase split: the copy runs along c, contiguous whatever
+// the strides), the patch matrix (N*Ho*Wo) x (R*S*C), then one matmul, the batch folded
+// into its rows: patch matrix (16 x 18) @ W as 18 x 4 = Y as 16 x 4.
+// CHECK-LABEL: func.func @nhwc(
+// CHECK:         %x_padded = memref.alloc() {alignment = 64 : i64} : memref<2x9x4x2xf32>
+// CHECK:         } {loom.tag = "im2col.pad"}
+// CHECK:         } {loom.tag = "im2col.pad"}
+// CHECK-NEXT:    %col = memref.alloc() {alignment = 64 : i64} : memref<2x4x2x3x3x2xf32>
+// CHECK:                     %{{.*}} = affine.load %x_padded[%n_1, %oh * 2 + %r, %ow + %s, %c_1] : memref<2x9x4x2xf32>
+// CHECK:         } {loom.tag = "im2col"}
+// CHECK-NEXT:    memref.dealloc %x_padded
+// CHECK-NEXT:    %col_mat = memref.reinterpret_cast %col to offset: [0], sizes: [16, 18], strides: [18, 1]
+// CHECK-NEXT:    %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [18, 4], strides: [4, 1]
+// CHECK-NEXT:    %y_mat = memref.reinterpret_cast %y to offset: [0], sizes: [16, 4], strides: [4, 1]
+// CHECK-NEXT:    affine.for %i = 0 to 16 {
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NEXT:    memref.dealloc %col
+func.func @nhwc(%x: memref<2x7x2x2xf32>, %w: memref<3x3x2x4xf32>, %y: memref<2x4x2x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<2x7x2x2xf32>, memref<3x3x2x4xf32>) outs(%y : memref<2x4x2x4xf32>) {layout = "nhwc", strides = array<i64: 2, 1>, padding = array<i64: 1, 1>}
+  func.return
+}
