@@ -362,15 +362,36 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
             source = xp.memref
         col = memref.AllocOp.get(element, 64, [conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c])
         col.memref.name_hint = "col"
-        n, oh, ow, r, s, c = (AffineExpr.dimension(i) for i in range(6))
-        window = AffineMapAttr(AffineMap(6, 0, (n, oh * sh + r * dh, ow * sw + s * dw, c)))
+        ops.append(col)
+        if dw == 1 and (source is not conv.x or _contiguous(conv.x.type)):
+            # the taps of a window row (s, c) are S*C consecutive elements of X's row: one
+            # run each, copied on views of X as N x H x (W*C) and the patch matrix as
+            # ... x R x (S*C) (a 3-channel stem's runs of 3 become runs of 21)
+            run = conv.s * conv.c
+            wide = source.type.get_shape()
+            row = _view(source, [wide[0], wide[1], wide[2] * wide[3]], [wide[1] * wide[2] * wide[3], wide[2] * wide[3], 1])
+            flat = _view(col.memref, [conv.n, conv.ho, conv.wo, conv.r, run],
+                         [conv.ho * conv.wo * conv.r * run, conv.wo * conv.r * run, conv.r * run, run, 1])
+            row.results[0].name_hint, flat.results[0].name_hint = "x_rows", "col_runs"
+            n, oh, ow, r, t = (AffineExpr.dimension(i) for i in range(5))
+            window = AffineMapAttr(AffineMap(5, 0, (n, oh * sh + r * dh, ow * (sw * conv.c) + t)))
 
-        def tap(ivs: list[SSAValue]) -> list[Operation]:
-            value = affine.LoadOp(source, ivs, window, element)
-            return [value, affine.StoreOp(value.result, col.memref, ivs, AffineMapAttr(AffineMap.identity(6)))]
+            def tap(ivs: list[SSAValue]) -> list[Operation]:
+                value = affine.LoadOp(row.results[0], ivs, window, element)
+                return [value, affine.StoreOp(value.result, flat.results[0], ivs, AffineMapAttr(AffineMap.identity(5)))]
 
-        ops += [col, *build_nest([conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c], "im2col", tap,
-                                 ["n", "oh", "ow", "r", "s", "c"])]
+            ops += [row, flat, *build_nest([conv.n, conv.ho, conv.wo, conv.r, run], "im2col", tap,
+                                           ["n", "oh", "ow", "r", "t"])]
+        else:
+            n, oh, ow, r, s, c = (AffineExpr.dimension(i) for i in range(6))
+            window = AffineMapAttr(AffineMap(6, 0, (n, oh * sh + r * dh, ow * sw + s * dw, c)))
+
+            def tap(ivs: list[SSAValue]) -> list[Operation]:
+                value = affine.LoadOp(source, ivs, window, element)
+                return [value, affine.StoreOp(value.result, col.memref, ivs, AffineMapAttr(AffineMap.identity(6)))]
+
+            ops += build_nest([conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c], "im2col", tap,
+                              ["n", "oh", "ow", "r", "s", "c"])
         if source is not conv.x:
             ops.append(memref.DeallocOp.get(source))
         after.append(memref.DeallocOp.get(col.memref))

@@ -106,13 +106,18 @@ func.func @same_padding(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: me
 
 // NHWC: X with its border (no phase split: the copy runs along c, contiguous whatever
 // the strides), the patch matrix (N*Ho*Wo) x (R*S*C), then one matmul, the batch folded
-// into its rows: patch matrix (16 x 18) @ W as 18 x 4 = Y as 16 x 4.
+// into its rows: patch matrix (16 x 18) @ W as 18 x 4 = Y as 16 x 4. Without dilation
+// the taps of a window row (s, c) are S*C consecutive elements of a row of X: the copy
+// moves runs of 6 on views (x_rows, col_runs).
 // CHECK-LABEL: func.func @nhwc(
 // CHECK:         %x_padded = memref.alloc() {alignment = 64 : i64} : memref<2x9x4x2xf32>
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK:         } {loom.tag = "im2col.pad"}
 // CHECK-NEXT:    %col = memref.alloc() {alignment = 64 : i64} : memref<2x4x2x3x3x2xf32>
-// CHECK:                     %{{.*}} = affine.load %x_padded[%n_1, %oh * 2 + %r, %ow + %s, %c_1] : memref<2x9x4x2xf32>
+// CHECK-NEXT:    %x_rows = memref.reinterpret_cast %x_padded to offset: [0], sizes: [2, 9, 8], strides: [72, 8, 1]
+// CHECK-NEXT:    %col_runs = memref.reinterpret_cast %col to offset: [0], sizes: [2, 4, 2, 3, 6], strides: [144, 36, 18, 6, 1]
+// CHECK:                   %{{.*}} = affine.load %x_rows[%n_1, %oh * 2 + %r, %ow * 2 + %t] : memref<2x9x8xf32>
+// CHECK-NEXT:              affine.store %{{.*}}, %col_runs[%n_1, %oh, %ow, %r, %t] : memref<2x4x2x3x6xf32>
 // CHECK:         } {loom.tag = "im2col"}
 // CHECK-NEXT:    memref.dealloc %x_padded
 // CHECK-NEXT:    %col_mat = memref.reinterpret_cast %col to offset: [0], sizes: [16, 18], strides: [18, 1]
@@ -123,5 +128,17 @@ func.func @same_padding(%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: me
 // CHECK-NEXT:    memref.dealloc %col
 func.func @nhwc(%x: memref<2x7x2x2xf32>, %w: memref<3x3x2x4xf32>, %y: memref<2x4x2x4xf32>) {
   loom.conv2d ins(%x, %w : memref<2x7x2x2xf32>, memref<3x3x2x4xf32>) outs(%y : memref<2x4x2x4xf32>) {layout = "nhwc", strides = array<i64: 2, 1>, padding = array<i64: 1, 1>}
+  func.return
+}
+
+// -----
+
+// NHWC with a column dilation: the taps of a window row are not consecutive; the copy
+// runs along c.
+// CHECK-LABEL: func.func @nhwc_dilated(
+// CHECK:                     %{{.*}} = affine.load %x[%n, %oh + %r, %ow + %s * 2, %c] : memref<1x5x6x3xf32>
+// CHECK-NEXT:                affine.store %{{.*}}, %col[%n, %oh, %ow, %r, %s, %c] : memref<1x3x2x3x3x3xf32>
+func.func @nhwc_dilated(%x: memref<1x5x6x3xf32>, %w: memref<3x3x3x4xf32>, %y: memref<1x3x2x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x5x6x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<1x3x2x4xf32>) {layout = "nhwc", dilations = array<i64: 1, 2>}
   func.return
 }
