@@ -667,12 +667,3 @@ def test_matrix_vector_columns_split_only_into_equal_blocks():
     assert default._column_blocks(plan_matmul(1, 4080, 4096, AVX512_TARGET), set(), AVX512_TARGET) == 0
     assert default._column_blocks(plan_matmul(5, 224, 511, AVX2_TARGET), set(), AVX2_TARGET) == 112
 
-
-def test_measured_tile_gives_way_when_it_would_leave_much_to_copies():
-    """znver4's measured 8x48 tile, unless it leaves more than MAX_REMAINDER of the rows
-    and columns to peeled copies where the rule's 14x32 leaves less: 64 output channels
-    of an NHWC conv (48 + 16) take 14x32; 1024 columns (16 left over, 1.6%) keep 8x48."""
-    znver4 = Target("znver4", 32768, 1 << 20, 32 << 20, 512, 32, True)
-    assert (plan_matmul(100352, 64, 147, znver4).mr, plan_matmul(100352, 64, 147, znver4).nr) == (14, 32)
-    assert (plan_matmul(1024, 1024, 1024, znver4).mr, plan_matmul(1024, 1024, 1024, znver4).nr) == (8, 48)
-    assert (plan_matmul(64, 3136, 576, znver4).mr, plan_matmul(64, 3136, 576, znver4).nr) == (8, 48)

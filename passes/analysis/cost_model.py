@@ -67,11 +67,6 @@ MV_K_JAM = 8
 #: with MV_K_JAM; the register tile's NR (48 columns with znver4's 8x48) would peel 4096
 #: columns into 4080 + 16 and leave 2 threads blocks of unequal width
 MV_J_VECTORS = 2
-#: the measured tile gives way to the rule's when it would leave more than this share of
-#: the rows and columns to peeled copies and the rule's less: an NHWC stem's 64 output
-#: channels are 48 + 16 with 8x48 (a quarter of the work in a 16-wide copy), 2 x 32 with
-#: 14x32 (31.0 -> 47.8 GFLOP/s); 1024^3's 16 leftover columns (1.6%) keep 8x48 (105 vs 100)
-MAX_REMAINDER = 0.05
 
 
 @dataclass(frozen=True)
@@ -145,10 +140,9 @@ class MatmulPlan:
 MEASURED_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (8, 48)}}
 
 
-def register_tile(target: Target, element_bytes: int = FLOAT, measured: bool = True) -> tuple[int, int]:
+def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]:
     """(MR, NR) for elements of `element_bytes` (f32 by default): the tile measured on the
-    target's CPU (`MEASURED_TILES`, when it fits its registers; `measured=False`: not
-    asked), else the rule.
+    target's CPU (`MEASURED_TILES`, when it fits its registers), else the rule.
     A tile fits when its MR*nv accumulators, nv vectors of B and one
     broadcast of A fit the registers (MR*nv + nv + 1 <= registers), and keeps the fma
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
@@ -157,11 +151,11 @@ def register_tile(target: Target, element_bytes: int = FLOAT, measured: bool = T
     B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27%
     more); AVX-512 (32 x 16 lanes): 14x32."""
     w, regs = target.lanes(element_bytes), target.vector_registers
-    tile = MEASURED_TILES.get(target.cpu, {}).get(element_bytes) if measured else None
-    if tile is not None and tile[1] % w == 0:
-        mr, nv = tile[0], tile[1] // w
+    measured = MEASURED_TILES.get(target.cpu, {}).get(element_bytes)
+    if measured is not None and measured[1] % w == 0:
+        mr, nv = measured[0], measured[1] // w
         if mr * nv + nv + 1 <= regs:
-            return tile
+            return measured
     best: tuple[float, int, int] | None = None
     for nv in range(1, regs):
         mr = (regs - 1 - nv) // nv
@@ -201,18 +195,9 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
     return size
 
 
-def _remainder(m: int, n: int, mr: int, nr: int) -> float:
-    """The share of an m x n matmul's rows and columns left over by an mr x nr tile (run
-    in peeled copies, at a fraction of the tile's speed)."""
-    return (m % mr) / m + (n % nr) / n if m and n else 0.0
-
-
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e)
-    rule = register_tile(target, e, measured=False)
-    if (mr, nr) != rule and _remainder(m, n, mr, nr) > MAX_REMAINDER > _remainder(m, n, *rule):
-        mr, nr = rule  # the measured tile would leave much in copies, the rule's little
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
     # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
     nr = max(1, min(nr, n))
