@@ -30,17 +30,16 @@ Each rewrite is a remark with the patch matrix's size and the matmul's shape.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
-    IntegerAttr,
     MemRefType,
     ModuleOp,
     NoneAttr,
+    ShapedType,
     StridedLayoutAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -49,6 +48,7 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
+from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
 from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, zero_nest
 
@@ -126,37 +126,9 @@ _LAYOUTS = {
 }
 
 
-def _linear(m: AffineMap, result: int) -> tuple[list[int], int] | None:
-    """(coefficient per dim, constant) of a map result that is linear in the dims (checked
-    at random points), else None."""
-    def at(point: list[int]) -> int:
-        return m.eval(point, [])[result]
-
-    zero = [0] * m.num_dims
-    const = at(zero)
-    coeffs = [at([int(i == d) for i in range(m.num_dims)]) - const for d in range(m.num_dims)]
-    rng = random.Random(result)
-    for _ in range(4):
-        point = [rng.randrange(-50, 50) for _ in range(m.num_dims)]
-        if at(point) != const + sum(c * p for c, p in zip(coeffs, point)):
-            return None
-    return coeffs, const
-
-
 def _contiguous(t: MemRefType) -> bool:
-    layout = t.layout
-    if isinstance(layout, NoneAttr):
-        return True
-    if isinstance(layout, StridedLayoutAttr):
-        shape = t.get_shape()
-        expected, stride = [], 1
-        for d in reversed(shape):
-            expected.insert(0, stride)
-            stride *= d
-        strides = [s.data if isinstance(s, IntegerAttr) else s for s in layout.get_strides()]
-        offset = layout.get_offset()
-        return strides == expected and offset == 0
-    return False
+    """Row-major with no offset: the layout a view can reshape."""
+    return list(t.get_strides() or ()) == list(ShapedType.strides_for_shape(t.get_shape())) and t.get_offset() == 0
 
 
 def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
@@ -199,11 +171,12 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
                 "or W[r, s, c, f] and Y[n, oh, ow, f] (NHWC)")
     form = _LAYOUTS[layout]
     xm = lx.map.data
-    rows, cols = (_linear(xm, form.rows), _linear(xm, form.cols)) if len(xm.results) == 4 else (None, None)
+    forms = map_forms(xm, ivs) if len(xm.results) == 4 else [None] * 4
+    rows, cols = forms[form.rows], forms[form.cols]
     lead = tuple(xm.results[i] for i in range(4) if i not in (form.rows, form.cols))
     if lead != tuple(d[i] for i in form.x_rest) or rows is None or cols is None:
         return f"its read of X is not {form.x_text}"
-    (hc, ph), (wc, pw) = (rows[0], -rows[1]), (cols[0], -cols[1])
+    (hc, ph), (wc, pw) = ([rows.coeff(iv) for iv in ivs], -rows.const), ([cols.coeff(iv) for iv in ivs], -cols.const)
     if any(c for i, c in enumerate(hc) if i not in (form.oh, form.r)) or any(
             c for i, c in enumerate(wc) if i not in (form.ow, form.s)):
         return f"its read of X is not {form.x_text}"
@@ -241,19 +214,27 @@ def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
     stride, the taps of one phase at consecutive addresses: it vectorizes."""
     (ph, pw), sw = conv.padding, conv.strides[1]
     wide = -(-(conv.width + 2 * pw) // sw)
-    shape = [conv.n, conv.c, conv.h + 2 * ph, sw, wide]
-    xs = memref.AllocOp.get(conv.x.type.get_element_type(), 64, shape)
-    xs.memref.name_hint = "x_staged"
     d = [AffineExpr.dimension(i) for i in range(4)]
     column = (AffineExpr.constant(0), d[3] + pw) if sw == 1 else ((d[3] + pw) % sw, (d[3] + pw) // sw)
-    to = AffineMapAttr(AffineMap(4, 0, (d[0], d[1], d[2] + ph, *column)))
+    return _bordered(conv.x, [conv.n, conv.c, conv.h + 2 * ph, sw, wide], (d[0], d[1], d[2] + ph, *column),
+                     "x_staged", ["n", "c", "h", "w"])
+
+
+def _bordered(x: SSAValue, shape: list[int], into: tuple[AffineExpr, ...], name: str,
+              names: list[str]) -> tuple[list[Operation], SSAValue]:
+    """A buffer of `shape` named `name`, zeroed, then X copied into it, X[i] at `into`(i)
+    (nests tagged "im2col.pad", ivs named `names`)."""
+    element = x.type.get_element_type()
+    buffer = memref.AllocOp.get(element, 64, shape)
+    buffer.memref.name_hint = name
+    to = AffineMapAttr(AffineMap(4, 0, into))
 
     def body(ivs: list[SSAValue]) -> list[Operation]:
-        value = affine.LoadOp(conv.x, ivs, AffineMapAttr(AffineMap.identity(4)), conv.x.type.get_element_type())
-        return [value, affine.StoreOp(value.result, xs.memref, ivs, to)]
+        value = affine.LoadOp(x, ivs, AffineMapAttr(AffineMap.identity(4)), element)
+        return [value, affine.StoreOp(value.result, buffer.memref, ivs, to)]
 
-    copy = build_nest([conv.n, conv.c, conv.h, conv.width], "im2col.pad", body, ["n", "c", "h", "w"])
-    return [xs, *zero_nest(xs.memref, "im2col.pad"), *copy], xs.memref
+    copy = build_nest(list(x.type.get_shape()), "im2col.pad", body, names)
+    return [buffer, *zero_nest(buffer.memref, "im2col.pad"), *copy], buffer.memref
 
 
 def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operation]:
@@ -297,10 +278,7 @@ def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operati
 
 def _view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
     element = source.type.get_element_type()
-    natural = [1] * len(shape)
-    for i in reversed(range(len(shape) - 1)):
-        natural[i] = natural[i + 1] * shape[i + 1]
-    layout = NoneAttr() if strides == natural else StridedLayoutAttr(strides, 0)
+    layout = NoneAttr() if strides == list(ShapedType.strides_for_shape(shape)) else StridedLayoutAttr(strides, 0)
     return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
 
 
@@ -348,18 +326,10 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         source = conv.x
         (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
         if ph or pw:
-            xp = memref.AllocOp.get(element, 64, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c])
-            xp.memref.name_hint = "x_padded"
             d = [AffineExpr.dimension(i) for i in range(4)]
-            into = AffineMapAttr(AffineMap(4, 0, (d[0], d[1] + ph, d[2] + pw, d[3])))
-
-            def interior(ivs: list[SSAValue]) -> list[Operation]:
-                value = affine.LoadOp(conv.x, ivs, AffineMapAttr(AffineMap.identity(4)), element)
-                return [value, affine.StoreOp(value.result, xp.memref, ivs, into)]
-
-            ops += [xp, *zero_nest(xp.memref, "im2col.pad"),
-                    *build_nest([conv.n, conv.h, conv.width, conv.c], "im2col.pad", interior, ["n", "h", "w", "c"])]
-            source = xp.memref
+            staging, source = _bordered(conv.x, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c],
+                                        (d[0], d[1] + ph, d[2] + pw, d[3]), "x_padded", ["n", "h", "w", "c"])
+            ops += staging
         col = memref.AllocOp.get(element, 64, [conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c])
         col.memref.name_hint = "col"
         ops.append(col)
