@@ -19,6 +19,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-naive": "schedule.loom_naive:LoomNaivePipelinePass",
     "loom-default": "schedule.loom_default:LoomDefaultPass",
     "loom-im2col": "schedule.loom_im2col:LoomIm2colPass",
+    "loom-direct-conv": "schedule.loom_direct_conv:LoomDirectConvPass",
     "loom-pack": "schedule.loom_pack:LoomPackPass",
     "loom-peel": "schedule.loom_peel:LoomPeelPass",
     "loom-prefetch": "schedule.loom_prefetch:LoomPrefetchPass",

@@ -191,10 +191,12 @@ def test_two_matmuls_and_two_functions():
     np.testing.assert_array_equal(other(a, b), exact_matmul(a, b, np.float32))
 
 
-@pytest.mark.parametrize("skip", ["", "im2col"])
-def test_conv2d_im2col_or_left_as_it_is(skip, vector_target):
-    """loom-default rewrites a conv2d into a patch copy and a matmul that gets the matmul
-    schedule; with skip=im2col the conv2d nest is left as it is. Both are right."""
+@pytest.mark.parametrize("skip", ["", "direct", "direct,im2col"])
+def test_conv2d_direct_im2col_or_left_as_it_is(skip, vector_target):
+    """loom-default rewrites a conv2d into a direct convolution (its cost model's choice
+    here: 5 output channels make im2col's patch matrix dear) or, with skip=direct, a patch
+    copy, each then an implicit or a plain matmul that gets the matmul schedule; with
+    skip=direct,im2col the conv2d nest is left as it is. All are right."""
     case = (2, 3, 11, 10, 5, 3, 2, (2, 1), (1, 2), (1, 2))
     src, (x_shape, w_shape), k = conv2d_kernel(case, np.float32)
     src = src.replace("@conv(", "@default_conv(")
@@ -205,12 +207,19 @@ def test_conv2d_im2col_or_left_as_it_is(skip, vector_target):
     x, w = small_ints(rng, x_shape, np.float32), small_ints(rng, w_shape, np.float32)
     np.testing.assert_array_equal(kern(x, w), compiler.reference(src, x, w).astype(np.float32))
     scheduled = [r for r in kern.remarks if re.search(r"\[loom-(tile|interchange|unroll-jam|pack|peel|default)\]", r)]
-    if skip:  # only the zero fill is touched
+    if skip == "direct,im2col":  # only the zero fill is touched
         assert not scheduled, kern.remarks
         return
     plan = next(r for r in scheduled if "[loom-default] conv2d" in r)
-    assert ("conv2d 2x3x11x10 * 5x3x3x2 (strides [2, 1], padding [1, 2], dilations [1, 2]) -> 2x5x6x12" in plan
-            and "im2col: the patch matrix copied once" in plan and "then a matmul 5x72x18 per image (2)" in plan), plan
+    how = next(r for r in scheduled if "[loom-default] nest 'conv2d'" in r)
+    assert "conv2d 2x3x11x10 * 5x3x3x2 (strides [2, 1], padding [1, 2], dilations [1, 2]) -> 2x5x6x12" in plan, plan
+    assert "direct +23.9%" in plan and "im2col +320.0%" in plan, plan
+    if skip:
+        assert ": im2col: the direct convolution not allowed here" in plan, plan
+        assert "patch matrix 2x18x72" in how and "then matmul 5x72x18, batched over 2" in how, how
+    else:
+        assert ": direct: estimated" in plan, plan
+        assert "direct convolution: X staged as 2x3x2x1 planes of 7x14" in how and "implicit matmul 5x82x18" in how, how
     assert any("[loom-default] matmul" in r for r in scheduled), kern.remarks
 
 
@@ -276,7 +285,7 @@ def test_micro_kernel_in_registers_for_each_kind_of_host(kind):
 # 2. Ablations: loom-default{skip=...}
 
 #: the pass whose remarks show that a step ran
-STEP_PASS = {"im2col": "loom-im2col", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
+STEP_PASS = {"direct": "loom-direct-conv", "im2col": "loom-im2col", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
              "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist", "prefetch": "loom-prefetch",
              "parallel": "loom-parallelize"}
 
@@ -313,7 +322,7 @@ def test_skip_unknown_step_is_an_error():
     assert all(step in message for step in STEPS), message
     p = run("loom-opt", ROOT / "examples" / "matmul.mlir", "-p", "loom-default{skip=bogus}")
     assert p.returncode == 1 and p.stdout == ""
-    assert "error: loom-default: unknown step bogus in option 'skip' (steps: im2col, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, parallel)" in p.stderr
+    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, parallel)" in p.stderr
     p = run("loom-run", ROOT / "examples" / "matmul.mlir", "--pipeline", "loom-default{skip=hoist,bogus}", "--repeat", "1")
     assert p.returncode == 1 and "unknown step bogus" in p.stdout + p.stderr
 

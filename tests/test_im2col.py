@@ -1,6 +1,6 @@
-"""loom-im2col and conv2d in the default pipeline: numerics against the float64
-reference over random layers (batch, channels, window, strides, padding, dilations; NCHW
-and NHWC),
+"""loom-im2col, loom-direct-conv and conv2d in the default pipeline (either strategy):
+numerics against the float64 reference over random layers (batch, channels, window,
+strides, padding, dilations; NCHW and NHWC),
 exactly on small integers; the copy-free 1x1 case; the patch buffers freed."""
 
 import numpy as np
@@ -13,7 +13,12 @@ from dialects.loom import conv2d_output_hw
 from kernels import assert_within_bound, conv2d, small_ints
 
 IM2COL = "loom-bufferize,convert-loom-to-affine,loom-im2col"
+DIRECT = "loom-bufferize,convert-loom-to-affine,loom-direct-conv"
 PIPELINES = [IM2COL, "default"]
+#: (pipeline, layout): each strategy bare and scheduled (`skip=` forces the other out),
+#: and the default's own choice, in the layouts each takes (direct: NCHW)
+CASES = [(IM2COL, "nchw"), (IM2COL, "nhwc"), (DIRECT, "nchw"), ("default", "nchw"), ("default", "nhwc"),
+         ("loom-default{skip=im2col}", "nchw"), ("loom-default{skip=direct}", "nchw")]
 CHANNELS = st.sampled_from([1, 3, 10, 16, 17, 64])
 
 
@@ -47,8 +52,7 @@ def shapes(layer, layout):
     return ((n, c, h, w), (f, c, r, s)) if layout == "nchw" else ((n, h, w, c), (r, s, c, f))
 
 
-@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
-@pytest.mark.parametrize("pipeline", PIPELINES)
+@pytest.mark.parametrize(("pipeline", "layout"), CASES)
 @given(layer=layers(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
 def test_conv2d_matches_the_reference(pipeline, layout, layer, dtype, seed):
     c, r, s = layer[1], layer[5], layer[6]

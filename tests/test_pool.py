@@ -12,9 +12,9 @@ from kernels import conv2d, small_ints
 
 
 def _conv_source():
-    # a padded 3x3 conv: X with its border (160 KiB) and the patch matrix (1.1 MiB) are
-    # temporaries above pool.MIN_BYTES
-    return conv2d((1, 16, 40, 40), (8, 16, 3, 3), (1, 8, 40, 40), (1, 1), (1, 1), (1, 1), np.float32)
+    # a padded 3x3 conv, direct: X in its planes with its border (110 KiB) and Y with the
+    # windows' overhang (105 KiB) are temporaries above pool.MIN_BYTES
+    return conv2d((1, 16, 40, 40), (16, 16, 3, 3), (1, 16, 40, 40), (1, 1), (1, 1), (1, 1), np.float32)
 
 
 def test_large_temporaries_are_parked_and_reused():
@@ -22,7 +22,7 @@ def test_large_temporaries_are_parked_and_reused():
     kern = compiler.compile(src, pipeline="default", num_threads=1)
     assert "@loom_take(i64 64" in kern.llvm_ir and "@loom_give(ptr" in kern.llvm_ir
     rng = np.random.default_rng(0)
-    x, w = small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (8, 16, 3, 3), np.float32)
+    x, w = small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (16, 16, 3, 3), np.float32)
     want = compiler.reference(src, x, w).astype(np.float32)
     pool.clear()
     np.testing.assert_array_equal(kern(x, w), want)
@@ -37,7 +37,7 @@ def test_concurrent_calls_each_get_their_own_buffers():
     src = _conv_source()
     kern = compiler.compile(src, pipeline="default", num_threads=1)
     rng = np.random.default_rng(1)
-    inputs = [(small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (8, 16, 3, 3), np.float32))
+    inputs = [(small_ints(rng, (1, 16, 40, 40), np.float32), small_ints(rng, (16, 16, 3, 3), np.float32))
               for _ in range(4)]
     wants = [compiler.reference(src, x, w).astype(np.float32) for x, w in inputs]
     failures = []

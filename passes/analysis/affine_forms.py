@@ -546,6 +546,13 @@ class AccessStride:
         return self.coefficients[-1:] == (1,) and not any(self.coefficients[:-1]) and self.stride == 1
 
 
+def _addends(e: AffineExpr) -> list[AffineExpr]:
+    """The terms of a sum, nested sums flattened."""
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return [*_addends(e.lhs), *_addends(e.rhs)]
+    return [e]
+
+
 def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) -> AccessStride:
     """The stride of `access`, inside `loop`'s body, along `loop`'s iv: `%b[%k, %j]` in a
     loop over %j of a memref<64x128xf32> has coefficients (0, 1) and stride 1; along %k,
@@ -558,11 +565,19 @@ def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) ->
     m = access.map.data
     for result, form in zip(m.results, map_forms(m, access.indices)):
         if form is None:
-            used = [access.indices[p] for p in used_positions([result], m.num_dims)]
-            if all(defined_outside(v, loop) for v in used):  # (%i - %i_t) floordiv 6 along %j
-                coefficients.append(0)
-                continue
-            raise StrideError(f"{describe_access(access)} is not linear in {value_name(iv)}")
+            # a sum of terms, each linear or invariant: (%i - %i_t) floordiv 6 along %j,
+            # %j + (%k mod 9) floordiv 3 * 58 along %j (a direct convolution's window tap)
+            terms = _addends(result)
+            forms = map_forms(AffineMap(m.num_dims, m.num_symbols, tuple(terms)), access.indices)
+            linear = LinearForm()
+            for term, part in zip(terms, forms):
+                if part is not None:
+                    linear = linear + part
+                    continue
+                used = [access.indices[p] for p in used_positions([term], m.num_dims)]
+                if not all(defined_outside(v, loop) for v in used):
+                    raise StrideError(f"{describe_access(access)} is not linear in {value_name(iv)}")
+            form = linear
         for value in form.coeffs:
             if value is not iv and not defined_outside(value, loop):
                 op_name = value.owner.name if isinstance(value.owner, Operation) else "a block argument"

@@ -46,7 +46,7 @@ the strided reads they save. A matmul with fewer rows than MR (a matrix-vector p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.target import Target
 
@@ -83,6 +83,9 @@ class MatmulPlan:
     pack: bool
     why_no_pack: str = ""
     element_bytes: int = FLOAT
+    #: whether B is packed with A (not when B is read in place: a direct convolution's
+    #: window taps, loom-direct-conv's implicit matrix)
+    pack_b: bool = True
 
     @property
     def rows_tiled(self) -> bool:
@@ -119,9 +122,10 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
         if self.pack:
+            b = (f"B {self.kc}x{self.nc} ({self.kc * self.nc * self.element_bytes // 1024} KiB, L3)" if self.pack_b
+                 else "B read in place (the windows of the staged input)")
             words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * self.element_bytes // 1024} KiB, L2), "
-                         f"B {self.kc}x{self.nc} ({self.kc * self.nc * self.element_bytes // 1024} KiB, L3), "
-                         f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * self.element_bytes // 1024} KiB, L1)")
+                         f"{b}, A sliver {self.kc}x{self.mr} ({self.kc * self.mr * self.element_bytes // 1024} KiB, L1)")
         elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
@@ -195,7 +199,15 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
     return size
 
 
-def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT) -> MatmulPlan:
+def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
+                b_in_place: bool = False) -> MatmulPlan:
+    """The plan for C[M,N] += A[M,K] B[K,N]; `b_in_place`: B is not a matrix a copy can
+    pack (loom-direct-conv's window taps), so only A is packed."""
+    plan = _plan_matmul(m, n, k, target, element_bytes)
+    return replace(plan, pack_b=False) if b_in_place else plan
+
+
+def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e)
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
@@ -211,3 +223,45 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         nr = max(1, min(MV_J_VECTORS * w, n))
         return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)
+
+
+#: the time one element of im2col's patch matrix costs, in fmas of its matmul: written by
+#: the copy, then read and written again by the packing of B. Fitted to one thread on
+#: znver4 (`loom-bench --conv`, both strategies interleaved): a 3x3 C64 56^2 layer ran
+#: 86.7 GFLOP/s with im2col against 104.8 direct (1.8M patch elements, 1/64 per fma)
+IM2COL_ELEMENT_FMAS = 16
+#: the direct convolution's cost over a packed matmul's: its taps are loaded from the
+#: staged planes (rows and channels apart, most loads straddling two cache lines), not
+#: from a packed panel in one stream. Fitted to the layers where the two tie or nearly:
+#: 3x3 C128 28^2 (direct 101.8, im2col 101.4 GFLOP/s), stride-2 3x3 C128 (81.0, 83.3)
+DIRECT_PENALTY = 0.10
+
+
+@dataclass(frozen=True)
+class ConvChoice:
+    """A conv2d's strategy and the estimates behind it."""
+
+    strategy: str  # "direct" or "im2col"
+    why: str
+
+
+def choose_conv2d(f: int, copied: int, wasted: float, *, direct: bool = True, im2col: bool = True) -> ConvChoice:
+    """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
+    copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
+    convolution throws away the share `wasted` of its computed columns. Each strategy's
+    time is estimated over the matmul's fmas: im2col adds IM2COL_ELEMENT_FMAS per patch
+    element (1/F of them per fma), the direct convolution its overhang (wasted /
+    (1 - wasted)) and DIRECT_PENALTY; the smaller wins, im2col on a tie (a copy-free
+    pointwise conv is the same matmul both ways). `direct`/`im2col`: whether each may be
+    chosen (at least one)."""
+    im2col_cost = IM2COL_ELEMENT_FMAS / f if copied else 0.0
+    direct_cost = wasted / (1 - wasted) + DIRECT_PENALTY
+    estimate = (f"estimated time over the matmul's: direct +{direct_cost:.1%} (the windows' overhang "
+                f"{wasted:.1%} of the computed columns, taps read in place +{DIRECT_PENALTY:.0%}), im2col "
+                + (f"+{im2col_cost:.1%} (the patch matrix, {copied / 1e6:.3g}M elements, copied and packed: "
+                   f"{IM2COL_ELEMENT_FMAS} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
+    if not direct:
+        return ConvChoice("im2col", "the direct convolution not allowed here; " + estimate)
+    if not im2col:
+        return ConvChoice("direct", "im2col not allowed here; " + estimate)
+    return ConvChoice("direct" if direct_cost < im2col_cost else "im2col", estimate)

@@ -116,9 +116,12 @@ def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
     return [*zero_nest(op.outs[0], "matmul.init"), *matmul_nest(a, b, op.outs[0])]
 
 
-def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue) -> list[Operation]:
+def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue,
+                b_at: Sequence[AffineExpr] | None = None) -> list[Operation]:
     """The textbook nest (b,) i, j, k of `C[(b,) i, j] += A[(b,) i, k] * B[(b,) k, j]`
-    on memrefs (C already zeroed), tagged "matmul"."""
+    on memrefs (C already zeroed), tagged "matmul". `b_at`: B's subscripts, expressions
+    of the nest's ivs, when B is not the matrix itself (loom-direct-conv reads the
+    windows of an input through them)."""
     batched = len(c.type.get_shape()) == 3
     extents = [*c.type.get_shape(), a.type.get_shape()[-1]]
     nb = 1 if batched else 0
@@ -127,7 +130,7 @@ def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue) -> list[Operation]:
 
     def body(ivs):
         la = load(a, ivs, [*bt, i, k])
-        lb = load(b, ivs, [*bt, k, j])
+        lb = load(b, ivs, b_at if b_at is not None else [*bt, k, j])
         lc = load(c, ivs, [*bt, i, j])
         prod = arith.MulfOp(la, lb)
         acc = arith.AddfOp(lc, prod)

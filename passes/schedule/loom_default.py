@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import affine
@@ -60,8 +60,9 @@ from xdsl.passes import ModulePass
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
-from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, plan_matmul
-from passes.schedule.loom_im2col import match_conv2d, rewrite
+from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
+from passes.schedule import loom_direct_conv, loom_im2col
+from passes.schedule.loom_direct_conv import reads_windows
 from passes.schedule.loom_parallelize import LoomParallelizePass
 from passes.analysis.loop_utils import (
     TAG,
@@ -79,7 +80,7 @@ from passes.analysis.loop_utils import (
 #: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
 MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
 #: the steps `skip=` accepts: a conv2d's strategy, then the matmul's
-STEPS = ("im2col", *MATMUL_STEPS)
+STEPS = ("direct", "im2col", *MATMUL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,10 @@ class LoomDefaultPass(ModulePass):
 
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
-        if "im2col" not in skip:
+        if not {"direct", "im2col"} <= skip:
             for nest in tagged_nests(op, "conv2d"):
                 if _empty_loop(nest) is None:  # else left as it is, with the remark below
-                    self._conv2d(nest, target)
+                    self._conv2d(nest, target, skip)
         for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
             temporary = f"loom_default_{index}"
@@ -125,25 +126,28 @@ class LoomDefaultPass(ModulePass):
         if "parallel" not in skip:
             self._parallelize(ctx, op, target)
 
-    def _conv2d(self, nest: affine.ForOp, target: Target) -> None:
-        """A conv2d nest becomes a patch-matrix copy and a matmul (loom-im2col), which the
-        loop over the nests then schedules like any other."""
-        conv = match_conv2d(nest)
+    def _conv2d(self, nest: affine.ForOp, target: Target, skip: set[str]) -> None:
+        """A conv2d nest becomes a direct convolution (loom-direct-conv) or a patch-matrix
+        copy and a matmul (loom-im2col), as `cost_model.choose_conv2d` estimates (or as
+        `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
+        conv = loom_im2col.match_conv2d(nest)
         if isinstance(conv, str):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}")
             return
-        element = conv.y.type.get_element_type().bitwidth // 8
+        geometry = loom_direct_conv.Geometry.of(conv)
         k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
-        copied = conv.n * k * p if conv.copies else 0
-        plan = plan_matmul(conv.f, p, k, target, element)
-        copy = (f"the patch matrix copied once ({copied / 1e6:.3g}M elements, {copied * element // 1024} KiB, "
-                f"{copied / max(1, conv.n * conv.f * p * k):.3g} per fma)" if copied
-                else "no copy: X is the patch matrix")
-        remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: im2col: {copy}, then a matmul "
-               f"{conv.f}x{p}x{k}" + (f" per image ({conv.n})" if conv.n > 1 else "") +
-               f" on the matmul schedule (estimated traffic of the matmul: "
-               f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())})")
-        rewrite(conv)
+        why_not = loom_direct_conv.direct_supported(conv)
+        choice = choose_conv2d(conv.f, conv.n * k * p if conv.copies else 0, geometry.wasted(conv),
+                               direct=why_not is None and "direct" not in skip, im2col="im2col" not in skip)
+        if why_not is not None and "direct" not in skip:
+            choice = replace(choice, why=f"{choice.why}; not direct: {why_not}")
+        element = conv.y.type.get_element_type().bitwidth // 8
+        plan = plan_matmul(conv.f, geometry.columns(conv) if choice.strategy == "direct" else p, k, target,
+                           element, choice.strategy == "direct")
+        remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: {choice.strategy}: {choice.why}; "
+               f"estimated traffic of its matmul: "
+               f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}")
+        remark(self.name, nest, (loom_direct_conv if choice.strategy == "direct" else loom_im2col).rewrite(conv))
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
@@ -191,10 +195,12 @@ class LoomDefaultPass(ModulePass):
         batch = shape[0]
         element = _element_bytes(nest)
 
+        in_place = reads_windows(nest)
+
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element)
+            return plan_matmul(*found[1], target, element, in_place)
 
         nests = [nest]
         if "peel" not in skip:
@@ -282,10 +288,9 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
             f"loom-interchange{{order={_csv(order)} op={op}}}",
         ]
         if "pack" not in skip and plan.pack:
-            steps += [
-                f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}",
-                f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}",
-            ]
+            if plan.pack_b:
+                steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
+            steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
         # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j)
         factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:

@@ -83,7 +83,7 @@ class Conv2DNest:
     @property
     def copies(self) -> bool:
         """Whether the patch matrix is a copy: not for a pointwise conv of a contiguous X."""
-        return not (self.pointwise and _contiguous(self.x.type))
+        return not (self.pointwise and contiguous(self.x.type))
 
     def describe(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
@@ -126,7 +126,7 @@ _LAYOUTS = {
 }
 
 
-def _contiguous(t: MemRefType) -> bool:
+def contiguous(t: MemRefType) -> bool:
     """Row-major with no offset: the layout a view can reshape."""
     return list(t.get_strides() or ()) == list(ShapedType.strides_for_shape(t.get_shape())) and t.get_offset() == 0
 
@@ -195,7 +195,7 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
     if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
         return "its memrefs' shapes do not match its loops"
     for name, t in (("W", wt), ("Y", yt)):
-        if not _contiguous(t):
+        if not contiguous(t):
             return f"{name} ({t}) is not contiguous: the matmul views it as a matrix"
     for value in (lx.memref, lw.memref, ly.memref):
         owner = value.owner
@@ -216,14 +216,15 @@ def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
     wide = -(-(conv.width + 2 * pw) // sw)
     d = [AffineExpr.dimension(i) for i in range(4)]
     column = (AffineExpr.constant(0), d[3] + pw) if sw == 1 else ((d[3] + pw) % sw, (d[3] + pw) // sw)
-    return _bordered(conv.x, [conv.n, conv.c, conv.h + 2 * ph, sw, wide], (d[0], d[1], d[2] + ph, *column),
+    return bordered(conv.x, [conv.n, conv.c, conv.h + 2 * ph, sw, wide], (d[0], d[1], d[2] + ph, *column),
                      "x_staged", ["n", "c", "h", "w"])
 
 
-def _bordered(x: SSAValue, shape: list[int], into: tuple[AffineExpr, ...], name: str,
-              names: list[str]) -> tuple[list[Operation], SSAValue]:
+def bordered(x: SSAValue, shape: list[int], into: tuple[AffineExpr, ...], name: str, names: list[str],
+             tag: str = "im2col.pad", extents: list[int] | None = None) -> tuple[list[Operation], SSAValue]:
     """A buffer of `shape` named `name`, zeroed, then X copied into it, X[i] at `into`(i)
-    (nests tagged "im2col.pad", ivs named `names`)."""
+    (nests tagged `tag`, ivs named `names`), for i in `extents` (all of X by default:
+    fewer where the rows and columns past them are read by no window)."""
     element = x.type.get_element_type()
     buffer = memref.AllocOp.get(element, 64, shape)
     buffer.memref.name_hint = name
@@ -233,8 +234,8 @@ def _bordered(x: SSAValue, shape: list[int], into: tuple[AffineExpr, ...], name:
         value = affine.LoadOp(x, ivs, AffineMapAttr(AffineMap.identity(4)), element)
         return [value, affine.StoreOp(value.result, buffer.memref, ivs, to)]
 
-    copy = build_nest(list(x.type.get_shape()), "im2col.pad", body, names)
-    return [buffer, *zero_nest(buffer.memref, "im2col.pad"), *copy], buffer.memref
+    copy = build_nest(extents or list(x.type.get_shape()), tag, body, names)
+    return [buffer, *zero_nest(buffer.memref, tag), *copy], buffer.memref
 
 
 def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operation]:
@@ -276,7 +277,7 @@ def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operati
     return build_nest([conv.n, conv.c, conv.r, conv.s], "im2col", body, ["n", "c", "r", "s"])
 
 
-def _view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
+def matrix_view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
     element = source.type.get_element_type()
     layout = NoneAttr() if strides == list(ShapedType.strides_for_shape(shape)) else StridedLayoutAttr(strides, 0)
     return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
@@ -306,9 +307,9 @@ def _nchw_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         b_source = col.memref
         kib = conv.n * k * p * element.bitwidth // 8 // 1024
         how = f"patch matrix {conv.n}x{k}x{p} ({kib} KiB) copied by nest 'im2col'"
-    a = _view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
-    b = _view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
-    c = _view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
+    a = matrix_view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
+    b = matrix_view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
+    c = matrix_view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
     shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batch else "")
     return [a, b, c], f"{how}; then matmul {shape} (W as {conv.f}x{k}, Y as {conv.f}x{p})"
 
@@ -327,20 +328,20 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
         if ph or pw:
             d = [AffineExpr.dimension(i) for i in range(4)]
-            staging, source = _bordered(conv.x, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c],
+            staging, source = bordered(conv.x, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c],
                                         (d[0], d[1] + ph, d[2] + pw, d[3]), "x_padded", ["n", "h", "w", "c"])
             ops += staging
         col = memref.AllocOp.get(element, 64, [conv.n, conv.ho, conv.wo, conv.r, conv.s, conv.c])
         col.memref.name_hint = "col"
         ops.append(col)
-        if dw == 1 and (source is not conv.x or _contiguous(conv.x.type)):
+        if dw == 1 and (source is not conv.x or contiguous(conv.x.type)):
             # the taps of a window row (s, c) are S*C consecutive elements of X's row: one
             # run each, copied on views of X as N x H x (W*C) and the patch matrix as
             # ... x R x (S*C) (a 3-channel stem's runs of 3 become runs of 21)
             run = conv.s * conv.c
             wide = source.type.get_shape()
-            row = _view(source, [wide[0], wide[1], wide[2] * wide[3]], [wide[1] * wide[2] * wide[3], wide[2] * wide[3], 1])
-            flat = _view(col.memref, [conv.n, conv.ho, conv.wo, conv.r, run],
+            row = matrix_view(source, [wide[0], wide[1], wide[2] * wide[3]], [wide[1] * wide[2] * wide[3], wide[2] * wide[3], 1])
+            flat = matrix_view(col.memref, [conv.n, conv.ho, conv.wo, conv.r, run],
                          [conv.ho * conv.wo * conv.r * run, conv.wo * conv.r * run, conv.r * run, run, 1])
             row.results[0].name_hint, flat.results[0].name_hint = "x_rows", "col_runs"
             n, oh, ow, r, t = (AffineExpr.dimension(i) for i in range(5))
@@ -367,9 +368,9 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         after.append(memref.DeallocOp.get(col.memref))
         a_source = col.memref
         how = f"patch matrix {p}x{k} ({p * k * element.bitwidth // 8 // 1024} KiB) copied by nest 'im2col'"
-    a = _view(a_source, [p, k], [k, 1])
-    b = _view(conv.w, [k, conv.f], [conv.f, 1])
-    c = _view(conv.y, [p, conv.f], [conv.f, 1])
+    a = matrix_view(a_source, [p, k], [k, 1])
+    b = matrix_view(conv.w, [k, conv.f], [conv.f, 1])
+    c = matrix_view(conv.y, [p, conv.f], [conv.f, 1])
     return [a, b, c], f"{how}; then matmul {p}x{conv.f}x{k} (W as {k}x{conv.f}, Y as {p}x{conv.f})"
 
 
