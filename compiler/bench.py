@@ -164,11 +164,11 @@ def torch_matmul(a: np.ndarray, b: np.ndarray, threads: int = 1) -> Callable[[],
     return lambda: torch.matmul(ta, tb)
 
 
-def compile_fresh(source: str, pipeline: str, num_threads: int | None = None):
+def compile_fresh(source: str, pipeline: str, num_threads: int | None = None, remarks: bool = False):
     """compile() and its wall time, a real compile: a compile asked for its timings is
     never served from the cache."""
     t0 = time.perf_counter()
-    kernel = compile(source, pipeline=pipeline, num_threads=num_threads, timings={})
+    kernel = compile(source, pipeline=pipeline, num_threads=num_threads, timings={}, remarks=remarks)
     return kernel, time.perf_counter() - t0
 
 

@@ -3,18 +3,22 @@ ResNet-like layers beside torch (`torch.nn.functional.conv2d`, oneDNN; when inst
 and beside numpy doing the same im2col + matmul by hand (the patch matrix copied with
 `sliding_window_view`, then `np.matmul` with OpenBLAS), on the same threads, in one
 process, interleaved, medians of rounds. Every Loom kernel is checked against the float64
-reference within `error_bound` of its reduction length C*R*S.
+reference within `error_bound` of its reduction length C*R*S. In NHWC (`layout="nhwc"`)
+Loom gets NHWC input and HWCF filter, torch the same data as channels_last tensors (its
+filter in its own channels_last order, F x R x S x C), numpy the NHWC patch matrix.
+The table names the strategy the default pipeline chose per layer (its remark).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from compiler.bench import compile_fresh
-from compiler.numpy_reference import conv2d_nchw
+from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from compiler.runner import SETTLE, error_bound, timed_rounds
 from dialects.loom import conv2d_output_hw
 
@@ -38,13 +42,22 @@ FAMILY: dict[str, Layer] = {
 LAYERS = {"resnet": RESNET, "family": FAMILY, "all": {**RESNET, **FAMILY}}
 
 
-def conv_source(layer: Layer) -> str:
-    n, c, h, w, f, r, s, (sh, sw), (ph, pw), (dh, dw) = layer
-    ho, wo = conv2d_output_hw(h, w, r, s, (sh, sw), (ph, pw), (dh, dw))
-    tx, tw, ty = (f"tensor<{'x'.join(map(str, d))}xf32>" for d in ((n, c, h, w), (f, c, r, s), (n, f, ho, wo)))
+def layer_shapes(layer: Layer, layout: str = "nchw") -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The input's, the filter's and the output's shapes in `layout`."""
+    n, c, h, w, f, r, s, strides, padding, dilations = layer
+    ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+    if layout == "nhwc":
+        return (n, h, w, c), (r, s, c, f), (n, ho, wo, f)
+    return (n, c, h, w), (f, c, r, s), (n, f, ho, wo)
+
+
+def conv_source(layer: Layer, layout: str = "nchw") -> str:
+    (sh, sw), (ph, pw), (dh, dw) = layer[7:]
+    tx, tw, ty = (f"tensor<{'x'.join(map(str, d))}xf32>" for d in layer_shapes(layer, layout))
+    attrs = ('layout = "nhwc", ' if layout == "nhwc" else "") + (
+        f"strides = array<i64: {sh}, {sw}>, padding = array<i64: {ph}, {pw}>, dilations = array<i64: {dh}, {dw}>")
     return (f"func.func @conv(%x: {tx}, %w: {tw}) -> {ty} {{\n"
-            f"  %y = loom.conv2d %x, %w {{strides = array<i64: {sh}, {sw}>, padding = array<i64: {ph}, {pw}>, "
-            f"dilations = array<i64: {dh}, {dw}>}} : ({tx}, {tw}) -> {ty}\n"
+            f"  %y = loom.conv2d %x, %w {{{attrs}}} : ({tx}, {tw}) -> {ty}\n"
             f"  func.return %y : {ty}\n}}\n")
 
 
@@ -62,15 +75,34 @@ def numpy_im2col(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> n
     return np.matmul(w.reshape(f, c * r * s), col).reshape(n, f, ho, wo)
 
 
-def torch_conv(x: np.ndarray, w: np.ndarray, layer: Layer, threads: int) -> Callable[[], object] | None:
-    """`torch.nn.functional.conv2d` on tensors sharing x's and w's memory, on `threads`
-    threads; None when torch is not installed."""
+def numpy_im2col_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
+    """The same in NHWC: the patch matrix (N*Ho*Wo) x (R*S*C), then @ W (R*S*C x F)."""
+    n, _, _, c = x.shape
+    r, s, _, f = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = strides, padding, dilations
+    xp = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0))) if ph or pw else x
+    windows = np.lib.stride_tricks.sliding_window_view(xp, ((r - 1) * dh + 1, (s - 1) * dw + 1), axis=(1, 2))
+    windows = windows[:, ::sh, ::sw, :, ::dh, ::dw]  # n, ho, wo, c, r, s
+    ho, wo = windows.shape[1:3]
+    col = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 5, 3)).reshape(n * ho * wo, r * s * c)
+    return np.matmul(col, w.reshape(r * s * c, f)).reshape(n, ho, wo, f)
+
+
+def torch_conv(x: np.ndarray, w: np.ndarray, layer: Layer, threads: int,
+               layout: str = "nchw") -> Callable[[], object] | None:
+    """`torch.nn.functional.conv2d` on tensors sharing x's and w's memory (NHWC: x's, as
+    a channels_last tensor, and the filter copied once into torch's channels_last order),
+    on `threads` threads; None when torch is not installed."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
-    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    if layout == "nhwc":
+        tx = torch.from_numpy(x).permute(0, 3, 1, 2)
+        tw = torch.from_numpy(np.ascontiguousarray(w.transpose(3, 0, 1, 2))).permute(0, 3, 1, 2)
+    else:
+        tx, tw = torch.from_numpy(x), torch.from_numpy(w)
     strides, padding, dilations = layer[7:]
     return lambda: torch.nn.functional.conv2d(tx, tw, stride=strides, padding=padding, dilation=dilations)
 
@@ -90,6 +122,9 @@ class ConvMeasurement:
     bound: float
     compile_seconds: float
     threads: int
+    layout: str = "nchw"
+    #: the strategy the default pipeline chose ("direct", "im2col"; its remark)
+    strategy: str = ""
 
     def gflops(self, seconds: float | None) -> float | None:
         return None if seconds is None else self.flops / seconds / 1e9
@@ -100,17 +135,19 @@ class ConvMeasurement:
 
 
 def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2.0, repeat: int = 10,
-                 rounds: int = 1, seed: int = 0) -> ConvMeasurement:
+                 rounds: int = 1, seed: int = 0, layout: str = "nchw") -> ConvMeasurement:
     n, c, h, w, f, r, s, strides, padding, dilations = layer
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = rng.standard_normal((f, c, r, s)).astype(np.float32)
-    kernel, compile_seconds = compile_fresh(conv_source(layer), "default", threads)
-    want = conv2d_nchw(x.astype(np.float64), wt.astype(np.float64), strides, padding, dilations)
+    x_shape, w_shape, _ = layer_shapes(layer, layout)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    wt = rng.standard_normal(w_shape).astype(np.float32)
+    kernel, compile_seconds = compile_fresh(conv_source(layer, layout), "default", threads, remarks=True)
+    reference, im2col = (conv2d_nhwc, numpy_im2col_nhwc) if layout == "nhwc" else (conv2d_nchw, numpy_im2col)
+    want = reference(x.astype(np.float64), wt.astype(np.float64), strides, padding, dilations)
     err = float(np.abs(kernel(x, wt) - want).max())
     bound = error_bound(c * r * s, np.dtype(np.float32), float(np.abs(want).max()))
-    fns = [lambda: kernel(x, wt), lambda: numpy_im2col(x, wt, strides, padding, dilations)]
-    torch = torch_conv(x, wt, layer, threads)
+    fns = [lambda: kernel(x, wt), lambda: im2col(x, wt, strides, padding, dilations)]
+    torch = torch_conv(x, wt, layer, threads, layout)
     if torch is not None:
         fns.append(torch)
     for fn in fns[1:]:
@@ -120,14 +157,21 @@ def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2
     return ConvMeasurement(
         name, layer, 2.0 * n * f * ho * wo * c * r * s, timing.median(0),
         timing.median(2) if torch is not None else None, timing.median(1),
-        timing.ratios(2) if torch is not None else (), timing.ratios(1), err, bound, compile_seconds, threads)
+        timing.ratios(2) if torch is not None else (), timing.ratios(1), err, bound, compile_seconds, threads,
+        layout, chosen_strategy(kernel.remarks))
+
+
+def chosen_strategy(remarks: Sequence[str]) -> str:
+    """The conv2d strategy named by loom-default's remark ("?" if none says)."""
+    found = re.search(r"\[loom-default\] conv2d .*?: (direct|im2col): ", "\n".join(remarks))
+    return found.group(1) if found else "?"
 
 
 def run_conv(layers: dict[str, Layer], *, threads: int = 1, budget: float = 2.0, repeat: int = 10, rounds: int = 1,
-             on_row: Callable[[ConvMeasurement], None] | None = None) -> list[ConvMeasurement]:
+             layout: str = "nchw", on_row: Callable[[ConvMeasurement], None] | None = None) -> list[ConvMeasurement]:
     rows = []
     for name, layer in layers.items():
-        row = measure_conv(name, layer, threads=threads, budget=budget, repeat=repeat, rounds=rounds)
+        row = measure_conv(name, layer, threads=threads, budget=budget, repeat=repeat, rounds=rounds, layout=layout)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -143,16 +187,16 @@ def _f(x: float | None, spec: str = ".1f") -> str:
 
 
 def markdown_conv(rows: list[ConvMeasurement]) -> str:
-    out = ["| layer | N×C×H×W, F×R×S, stride, pad, dil | Loom GFLOP/s | torch GFLOP/s | loom/torch | "
+    out = ["| layer | N×C×H×W, F×R×S, stride, pad, dil | strategy | Loom GFLOP/s | torch GFLOP/s | loom/torch | "
            "numpy im2col GFLOP/s | loom/numpy | compile s | check |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for m in rows:
         n, c, h, w, f, r, s, st, pad, dil = m.layer
         shape = f"{n}×{c}×{h}×{w}, {f}×{r}×{s}, {st[0]}, {pad[0]}, {dil[0]}"
         torch_ratio = _median(m.torch_ratios) if m.torch_ratios else (
             None if m.torch_seconds is None else m.torch_seconds / m.seconds)
         numpy_ratio = _median(m.numpy_ratios) or m.numpy_seconds / m.seconds
-        out.append(f"| {m.name} | {shape} | {_f(m.gflops(m.seconds))} | {_f(m.gflops(m.torch_seconds))} | "
+        out.append(f"| {m.name} | {shape} | {m.strategy} | {_f(m.gflops(m.seconds))} | {_f(m.gflops(m.torch_seconds))} | "
                    f"{_f(torch_ratio, '.2f')} | {_f(m.gflops(m.numpy_seconds))} | {numpy_ratio:.2f} | "
                    f"{m.compile_seconds:.2f} | {'ok' if m.ok else 'MISMATCH'} |")
     return "\n".join(out)
@@ -163,4 +207,5 @@ def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
              "gflops": m.gflops(m.seconds), "torch_gflops": m.gflops(m.torch_seconds),
              "numpy_im2col_gflops": m.gflops(m.numpy_seconds), "torch_ratios": list(m.torch_ratios),
              "numpy_ratios": list(m.numpy_ratios), "max_err": m.max_err, "bound": m.bound, "ok": m.ok,
-             "compile_seconds": m.compile_seconds, "threads": m.threads} for m in rows]
+             "compile_seconds": m.compile_seconds, "threads": m.threads, "layout": m.layout,
+             "strategy": m.strategy} for m in rows]

@@ -81,6 +81,7 @@ def test_parse_shapes_list_and_defaults():
     (["--shapes", "--ablation"], "not allowed with argument"),
     (["--stages", "--threads", "2"], "--threads applies to --shapes and --conv only"),
     (["--shapes", "--layers", "resnet"], "--layers applies to --conv only"),
+    (["--shapes", "--layout", "nhwc"], "--layout applies to --conv only"),
     (["--conv", "--layers", "vgg"], "invalid choice: 'vgg'"),
     (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     ([], "nothing to do"),
@@ -425,10 +426,20 @@ def test_conv_command_line(monkeypatch, capsys):
     monkeypatch.setitem(bench_conv.LAYERS, "resnet", layers)
     assert loom_bench.main(["--conv", "--layers", "resnet", *FAST]) == 0
     out = capsys.readouterr().out
-    assert "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | " in out and "| tiny 1x1 | " in out and out.count("| ok |") == 2
-    from compiler.numpy_reference import conv2d_nchw
+    assert "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | direct | " in out and "| tiny 1x1 | 1×4×5×5, 6×1×1, 1, 0, 1 | im2col | " in out
+    assert out.count("| ok |") == 2 and "f32, NCHW" in out
+    assert loom_bench.main(["--conv", "--layers", "resnet", "--layout", "nhwc", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "f32, NHWC" in out and "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | direct | " in out and out.count("| ok |") == 2
+    from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 
     rng = np.random.default_rng(0)
-    for n, c, h, w, f, r, s, *params in layers.values():
-        x, wt = rng.standard_normal((n, c, h, w)), rng.standard_normal((f, c, r, s))
+    for layer in layers.values():
+        params = layer[7:]
+        x_shape, w_shape, _ = bench_conv.layer_shapes(layer)
+        x, wt = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
         np.testing.assert_allclose(bench_conv.numpy_im2col(x, wt, *params), conv2d_nchw(x, wt, *params), rtol=1e-12, atol=1e-12)
+        x_shape, w_shape, _ = bench_conv.layer_shapes(layer, "nhwc")
+        x, wt = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        np.testing.assert_allclose(bench_conv.numpy_im2col_nhwc(x, wt, *params), conv2d_nhwc(x, wt, *params),
+                                   rtol=1e-12, atol=1e-12)

@@ -16,9 +16,9 @@ IM2COL = "loom-bufferize,convert-loom-to-affine,loom-im2col"
 DIRECT = "loom-bufferize,convert-loom-to-affine,loom-direct-conv"
 PIPELINES = [IM2COL, "default"]
 #: (pipeline, layout): each strategy bare and scheduled (`skip=` forces the other out),
-#: and the default's own choice, in the layouts each takes (direct: NCHW)
-CASES = [(IM2COL, "nchw"), (IM2COL, "nhwc"), (DIRECT, "nchw"), ("default", "nchw"), ("default", "nhwc"),
-         ("loom-default{skip=im2col}", "nchw"), ("loom-default{skip=direct}", "nchw")]
+#: and the default's own choice, in both layouts
+CASES = [(pipeline, layout) for layout in ("nchw", "nhwc")
+         for pipeline in (IM2COL, DIRECT, "default", "loom-default{skip=im2col}", "loom-default{skip=direct}")]
 CHANNELS = st.sampled_from([1, 3, 10, 16, 17, 64])
 
 

@@ -6,7 +6,7 @@
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
-    loom-bench --conv [--layers resnet|family|all] [--threads T] [--rounds R] [--repeat N]
+    loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
                       [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
@@ -41,7 +41,9 @@ takes there.
 the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x3, a
 512-channel 7x7 map, a dilated 5x5, a 3-channel 32x32 batch; default all) beside torch
 (when installed) and beside numpy doing the same im2col + matmul by hand, on `--threads`
-threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py).
+threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py); `--layout
+nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The table
+names the strategy the default pipeline chose per layer (direct or im2col).
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -98,6 +100,8 @@ def parse_args(argv):
     mode.add_argument("--compile", action="store_true", help="compile time by stage")
     mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
     p.add_argument("--layers", choices=("resnet", "family", "all"), help="--conv: which layers (default all)")
+    p.add_argument("--layout", choices=("nchw", "nhwc"),
+                   help="--conv: NCHW input and FCHW filter (default), or NHWC and HWCF (torch: channels_last)")
     p.add_argument("--sizes", help=f"--stages: square sizes N (default {SIZES})")
     p.add_argument("--shapes-list", metavar="SHAPES",
                    help=f"--shapes/--ablation: comma-separated N or MxNxK (default {SHAPES}; "
@@ -132,13 +136,14 @@ def parse_args(argv):
                                ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes", "conv")),
                                ("--threads", args.threads != 1, ("shapes", "conv")),
-                               ("--layers", args.layers, ("conv",))):
+                               ("--layers", args.layers, ("conv",)), ("--layout", args.layout, ("conv",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
     if args.compile:
         _parse_compile_args(p, args)
     elif args.conv:
         args.layers = args.layers or "all"
+        args.layout = args.layout or "nchw"
     elif args.stages:
         try:
             args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]
@@ -222,17 +227,19 @@ def _conv_mode(args, bench, blas: str) -> int:
 
     def progress(m) -> None:
         torch = "" if m.torch_seconds is None else f", torch {m.gflops(m.torch_seconds):.1f}"
-        print(f"  {m.name:<20} {m.seconds:.4g} s  {m.gflops(m.seconds):7.1f} GFLOP/s  (numpy im2col "
+        print(f"  {m.name:<20} {m.strategy:<6} {m.seconds:.4g} s  {m.gflops(m.seconds):7.1f} GFLOP/s  (numpy im2col "
               f"{m.gflops(m.numpy_seconds):.1f}{torch})  compile {m.compile_seconds:.2f} s"
               f"{'' if m.ok else '  MISMATCH'}", file=sys.stderr)
 
     rows = bench_conv.run_conv(bench_conv.LAYERS[args.layers], threads=args.threads, budget=args.budget,
-                               repeat=args.repeat, rounds=args.rounds, on_row=None if args.json else progress)
+                               repeat=args.repeat, rounds=args.rounds, layout=args.layout,
+                               on_row=None if args.json else progress)
     machine = bench.bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "rows": bench_conv.conv_json(rows)}, indent=1))
     else:
-        print(f"machine: {machine}\n{blas}\n\npipeline: default, threads: {args.threads}, f32\n")
+        print(f"machine: {machine}\n{blas}\n\npipeline: default, threads: {args.threads}, f32, "
+              f"{args.layout.upper()}\n")
         print(bench_conv.markdown_conv(rows))
     return 0 if all(r.ok for r in rows) else 1
 

@@ -171,6 +171,64 @@ def map_forms(m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm | N
     return [form(e) for e in m.results]
 
 
+def _sum_terms(expr: AffineExpr) -> list[tuple[int, AffineExpr | None]]:
+    """A sum's terms as (coefficient, factor); None is the factor of a constant term."""
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        return _sum_terms(expr.lhs) + _sum_terms(expr.rhs)
+    if isinstance(expr, AffineConstantExpr):
+        return [(expr.value, None)]
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mul:
+        for factor, scale in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if isinstance(scale, AffineConstantExpr):
+                return [(scale.value * coeff, f) for coeff, f in _sum_terms(factor)]
+    return [(1, expr)]
+
+
+def _sum_of(terms: Sequence[tuple[int, AffineExpr | None]]) -> AffineExpr:
+    exprs = [AffineExpr.constant(c) if f is None else f * c for c, f in terms] or [AffineExpr.constant(0)]
+    total = exprs[0]
+    for e in exprs[1:]:
+        total = total + e
+    return total
+
+
+def distribute_divisions(m: AffineMap, operands: Sequence[SSAValue]) -> AffineMap:
+    """`m` with each floordiv and mod by a constant b of a sum M + R, M the terms known to
+    be a multiple of b (a coefficient times what `known_multiple` says of an operand),
+    rewritten as M/b + R floordiv b and R mod b: exact, whatever R. After a k loop that
+    steps by 9 from a multiple of 9 is unrolled by 9, its copies read `(%k + 3) floordiv 9`
+    and `(%k + 3) mod 9` (a direct convolution's channel and tap): `%k floordiv 9` and 3,
+    one division every copy shares instead of one each."""
+    multiples = [known_multiple(LinearForm.of(v)) for v in operands]
+
+    def multiple(factor: AffineExpr | None) -> int:
+        if isinstance(factor, AffineDimExpr):
+            return multiples[factor.position]
+        if isinstance(factor, AffineSymExpr):
+            return multiples[m.num_dims + factor.position]
+        return 1
+
+    def walk(e: AffineExpr) -> AffineExpr:
+        if not isinstance(e, AffineBinaryOpExpr):
+            return e
+        lhs, rhs = walk(e.lhs), walk(e.rhs)
+        if e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod) and isinstance(rhs, AffineConstantExpr) \
+                and rhs.value > 0:
+            b = rhs.value
+            terms = _sum_terms(lhs)
+            whole = [(c, f) for c, f in terms if f is not None and c and (c * multiple(f)) % b == 0]
+            rest = [t for t in terms if t not in whole]
+            if whole:
+                if e.kind == AffineBinaryOpKind.Mod:
+                    return _sum_of(rest) % b
+                quotient = [(c // gcd(c, b), f if gcd(c, b) == b else f // (b // gcd(c, b))) for c, f in whole]
+                return _sum_of(quotient) + _sum_of(rest) // b
+        return AffineBinaryOpExpr(e.kind, lhs, rhs)
+
+    return AffineMap(m.num_dims, m.num_symbols,
+                     tuple(simplify(walk(r), m.num_dims, m.num_symbols) for r in m.results))
+
+
 def known_multiple(form: LinearForm) -> int:
     """The largest g known to divide every value the form takes (0: the form is 0). A loop
     iv is a multiple of gcd(its single lower bound's multiple, its step), other values

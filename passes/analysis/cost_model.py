@@ -83,9 +83,12 @@ class MatmulPlan:
     pack: bool
     why_no_pack: str = ""
     element_bytes: int = FLOAT
-    #: whether B is packed with A (not when B is read in place: a direct convolution's
-    #: window taps, loom-direct-conv's implicit matrix)
-    pack_b: bool = True
+    #: the operand read in place, not packed ("A", "B"; "" for none): a direct
+    #: convolution's windows, loom-direct-conv's implicit matrix
+    in_place: str = ""
+    #: k's unroll factor, which KC is a multiple of: a direct convolution's taps R*S, so
+    #: that each copy of the k loop's body reads one tap at constant offsets
+    k_group: int = 1
 
     @property
     def rows_tiled(self) -> bool:
@@ -121,11 +124,16 @@ class MatmulPlan:
                 f"{self.lanes} lanes)",
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
+            if self.k_group > 1:
+                words.append(f"k unrolled by the {self.k_group} taps of a window (KC a multiple)")
         if self.pack:
-            b = (f"B {self.kc}x{self.nc} ({self.kc * self.nc * self.element_bytes // 1024} KiB, L3)" if self.pack_b
-                 else "B read in place (the windows of the staged input)")
-            words.append(f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * self.element_bytes // 1024} KiB, L2), "
-                         f"{b}, A sliver {self.kc}x{self.mr} ({self.kc * self.mr * self.element_bytes // 1024} KiB, L1)")
+            e = self.element_bytes
+            a = f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)"
+            b = f"B {self.kc}x{self.nc} ({self.kc * self.nc * e // 1024} KiB, L3)"
+            sliver = f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * e // 1024} KiB, L1)"
+            place = "read in place (the windows of the staged input)"
+            words.append({"A": f"A {place}, packed {b}", "B": f"{a}, B {place}, {sliver}"}.get(
+                self.in_place, f"{a}, {b}, {sliver}"))
         elif self.rows_tiled:
             words.append(f"no packing: {self.why_no_pack}")
         flops = self.m * self.n * self.k
@@ -142,11 +150,23 @@ class MatmulPlan:
 #: 6x64 were slower than 8x48). 24 accumulators, as in BLIS's AVX-512 sgemm kernels, and
 #: a longer A sliver per L1 (KC 768, not 432); fewer rows also leave smaller remainders.
 MEASURED_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (8, 48)}}
+#: the same for a matmul whose A is read in place (an NHWC direct convolution: each of
+#: the MR rows is a pixel of its own, whose address lives in a general register across
+#: the k loop, and the N columns are the layer's F output channels, 64, 128, 256, 512).
+#: znver4, f32, one thread, GFLOP/s (`loom-bench --conv --layout nhwc` layers), 4x64
+#: against 8x48 / 14x32: 3x3 C64 56^2 113.1 / 112.2 / 112.0, 3x3 C128 28^2 109.8 / 75.4 /
+#: 111.6, the 7x7/2 stem N8 89.2 / 66.8 / 51.1, 3x3 C512 7^2 80.3 / 56.7 / 88.8, 5x5
+#: dilation 2 113.6 / 69.0 / 113.3, 3-channel CIFAR N32 91.5 / 89.2 / 68.4 (8x48 leaves
+#: 64 channels as 48 + a 16-column copy; 14 rows' addresses do not fit the registers
+#: beside the k loop's when K is short: 147 and 27 there; 3x64, 5x64, 8x32, 12x32 and
+#: 6x64 were as fast or slower)
+MEASURED_WINDOW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 64)}}
 
 
-def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]:
+def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False) -> tuple[int, int]:
     """(MR, NR) for elements of `element_bytes` (f32 by default): the tile measured on the
-    target's CPU (`MEASURED_TILES`, when it fits its registers), else the rule.
+    target's CPU (`MEASURED_TILES`, or `MEASURED_WINDOW_TILES` for a matmul whose A is a
+    direct convolution's windows, when it fits its registers), else the rule.
     A tile fits when its MR*nv accumulators, nv vectors of B and one
     broadcast of A fit the registers (MR*nv + nv + 1 <= registers), and keeps the fma
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
@@ -155,7 +175,7 @@ def register_tile(target: Target, element_bytes: int = FLOAT) -> tuple[int, int]
     B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27%
     more); AVX-512 (32 x 16 lanes): 14x32."""
     w, regs = target.lanes(element_bytes), target.vector_registers
-    measured = MEASURED_TILES.get(target.cpu, {}).get(element_bytes)
+    measured = (MEASURED_WINDOW_TILES if windows else MEASURED_TILES).get(target.cpu, {}).get(element_bytes)
     if measured is not None and measured[1] % w == 0:
         mr, nv = measured[0], measured[1] // w
         if mr * nv + nv + 1 <= regs:
@@ -200,16 +220,21 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
-                b_in_place: bool = False) -> MatmulPlan:
-    """The plan for C[M,N] += A[M,K] B[K,N]; `b_in_place`: B is not a matrix a copy can
-    pack (loom-direct-conv's window taps), so only A is packed."""
-    plan = _plan_matmul(m, n, k, target, element_bytes)
-    return replace(plan, pack_b=False) if b_in_place else plan
+                in_place: str = "", k_group: int = 1) -> MatmulPlan:
+    """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
+    not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
+    `k_group`: KC a multiple of it, k unrolled by it (a direct convolution's taps)."""
+    plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
+    if in_place:
+        plan = replace(plan, in_place=in_place)
+    if k_group > 1 and plan.rows_tiled and k % k_group == 0:
+        plan = replace(plan, k_group=k_group, kc=max(k_group, plan.kc // k_group * k_group))
+    return plan
 
 
-def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int) -> MatmulPlan:
+def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool) -> MatmulPlan:
     e = element_bytes
-    mr, nr = register_tile(target, e)
+    mr, nr = register_tile(target, e, windows)
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
     # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
     nr = max(1, min(nr, n))
@@ -225,16 +250,21 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int) -> 
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)
 
 
-#: the time one element of im2col's patch matrix costs, in fmas of its matmul: written by
-#: the copy, then read and written again by the packing of B. Fitted to one thread on
-#: znver4 (`loom-bench --conv`, both strategies interleaved): a 3x3 C64 56^2 layer ran
-#: 86.7 GFLOP/s with im2col against 104.8 direct (1.8M patch elements, 1/64 per fma)
-IM2COL_ELEMENT_FMAS = 16
-#: the direct convolution's cost over a packed matmul's: its taps are loaded from the
-#: staged planes (rows and channels apart, most loads straddling two cache lines), not
-#: from a packed panel in one stream. Fitted to the layers where the two tie or nearly:
-#: 3x3 C128 28^2 (direct 101.8, im2col 101.4 GFLOP/s), stride-2 3x3 C128 (81.0, 83.3)
-DIRECT_PENALTY = 0.10
+#: the time one element of im2col's patch matrix costs, in fmas of its matmul, per layout:
+#: written by the copy, then read and written again by the packing of B (NCHW) or A
+#: (NHWC, whose matmul also has the F output channels as its columns, 64 of them a 48-wide
+#: tile and a 16-wide rest on znver4). Fitted to one thread on znver4, both strategies
+#: interleaved: a 3x3 C64 56^2 layer ran 86.7 GFLOP/s with im2col against 104.8 direct in
+#: NCHW, 66.5 against 103.0 in NHWC (1.8M patch elements, 1/64 per fma)
+IM2COL_ELEMENT_FMAS = {"nchw": 16, "nhwc": 48}
+#: the direct convolution's cost over a packed matmul's, per layout. NCHW: its taps are
+#: vectors loaded from the staged planes (rows and channels apart, most loads straddling
+#: two cache lines), not from a packed panel in one stream; fitted to the layers where
+#: the two strategies tie or nearly: 3x3 C128 28^2 (direct 101.8, im2col 101.4 GFLOP/s),
+#: stride-2 3x3 C128 (81.0, 83.3). NHWC: its taps are broadcasts, a row of pixels'
+#: addresses in registers, and its layers ran as fast as a packed matmul (3x3 C64 56^2
+#: 113.1 GFLOP/s, a 1x1 C256 layer's plain matmul 109.7)
+DIRECT_PENALTY = {"nchw": 0.10, "nhwc": 0.0}
 
 
 @dataclass(frozen=True)
@@ -245,21 +275,23 @@ class ConvChoice:
     why: str
 
 
-def choose_conv2d(f: int, copied: int, wasted: float, *, direct: bool = True, im2col: bool = True) -> ConvChoice:
+def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", *, direct: bool = True,
+                  im2col: bool = True) -> ConvChoice:
     """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
     copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
-    convolution throws away the share `wasted` of its computed columns. Each strategy's
-    time is estimated over the matmul's fmas: im2col adds IM2COL_ELEMENT_FMAS per patch
-    element (1/F of them per fma), the direct convolution its overhang (wasted /
-    (1 - wasted)) and DIRECT_PENALTY; the smaller wins, im2col on a tie (a copy-free
+    convolution throws away the share `wasted` of its computed pixels. Each strategy's
+    time is estimated over the matmul's fmas: im2col adds IM2COL_ELEMENT_FMAS[layout] per
+    patch element (1/F of them per fma), the direct convolution its overhang (wasted /
+    (1 - wasted); none in NHWC) and DIRECT_PENALTY[layout]; the smaller wins, im2col on a tie (a copy-free
     pointwise conv is the same matmul both ways). `direct`/`im2col`: whether each may be
     chosen (at least one)."""
-    im2col_cost = IM2COL_ELEMENT_FMAS / f if copied else 0.0
-    direct_cost = wasted / (1 - wasted) + DIRECT_PENALTY
+    per_element = IM2COL_ELEMENT_FMAS[layout]
+    im2col_cost = per_element / f if copied else 0.0
+    direct_cost = wasted / (1 - wasted) + DIRECT_PENALTY[layout]
     estimate = (f"estimated time over the matmul's: direct +{direct_cost:.1%} (the windows' overhang "
-                f"{wasted:.1%} of the computed columns, taps read in place +{DIRECT_PENALTY:.0%}), im2col "
+                f"{wasted:.1%} of the computed pixels, taps read in place +{DIRECT_PENALTY[layout]:.0%}), im2col "
                 + (f"+{im2col_cost:.1%} (the patch matrix, {copied / 1e6:.3g}M elements, copied and packed: "
-                   f"{IM2COL_ELEMENT_FMAS} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
+                   f"{per_element} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
     if not direct:
         return ConvChoice("im2col", "the direct convolution not allowed here; " + estimate)
     if not im2col:

@@ -116,20 +116,21 @@ def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
     return [*zero_nest(op.outs[0], "matmul.init"), *matmul_nest(a, b, op.outs[0])]
 
 
-def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue,
+def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue, a_at: Sequence[AffineExpr] | None = None,
                 b_at: Sequence[AffineExpr] | None = None) -> list[Operation]:
     """The textbook nest (b,) i, j, k of `C[(b,) i, j] += A[(b,) i, k] * B[(b,) k, j]`
-    on memrefs (C already zeroed), tagged "matmul". `b_at`: B's subscripts, expressions
-    of the nest's ivs, when B is not the matrix itself (loom-direct-conv reads the
-    windows of an input through them)."""
+    on memrefs (C already zeroed), tagged "matmul". `a_at`, `b_at`: A's or B's
+    subscripts, expressions of the nest's ivs, when it is not the matrix itself
+    (loom-direct-conv reads the windows of an input through them)."""
     batched = len(c.type.get_shape()) == 3
-    extents = [*c.type.get_shape(), a.type.get_shape()[-1]]
+    k_extent = b.type.get_shape()[-2] if a_at is not None else a.type.get_shape()[-1]  # from a matrix operand
+    extents = [*c.type.get_shape(), k_extent]
     nb = 1 if batched else 0
     bt = [AffineExpr.dimension(0)] if batched else []
     i, j, k = (AffineExpr.dimension(nb + x) for x in range(3))
 
     def body(ivs):
-        la = load(a, ivs, [*bt, i, k])
+        la = load(a, ivs, a_at if a_at is not None else [*bt, i, k])
         lb = load(b, ivs, b_at if b_at is not None else [*bt, k, j])
         lc = load(c, ivs, [*bt, i, j])
         prod = arith.MulfOp(la, lb)

@@ -147,6 +147,17 @@ def _negated(expr: AffineExpr) -> AffineExpr | None:
 
 
 def _nonnegative(expr: AffineExpr, dims: Sequence[SSAValue], symbols: Sequence[SSAValue]) -> bool:
+    """Whether `expr` is >= 0 wherever it is evaluated: a linear form `provably_nonnegative`
+    says so of, a mod by a positive constant, or a sum, a product by a positive constant
+    or a floordiv/ceildiv by one of such (a direct convolution's `(%k mod 9) floordiv 3`)."""
+    if isinstance(expr, AffineBinaryOpExpr) and (expr.kind != AffineBinaryOpKind.Mul or constant_value(expr.rhs) is not None):
+        kind, lhs, rhs = expr.kind, expr.lhs, expr.rhs
+        if kind == AffineBinaryOpKind.Add:
+            if _nonnegative(lhs, dims, symbols) and _nonnegative(rhs, dims, symbols):
+                return True
+        elif (divisor := constant_value(rhs)) is not None and divisor > 0:
+            if kind == AffineBinaryOpKind.Mod or _nonnegative(lhs, dims, symbols):
+                return True
     operands = [*dims, *symbols]
     (form,) = map_forms(AffineMap(len(dims), len(symbols), (expr,)), operands)
     return form is not None and provably_nonnegative(form)
@@ -210,8 +221,10 @@ class _Expander:
                 if divisor == 1:
                     return self.constant(0) if kind == AffineBinaryOpKind.Mod else a
                 if kind != AffineBinaryOpKind.CeilDiv and _nonnegative(lhs, dims, symbols):
-                    # (%j_r - %j_t) floordiv 16 of a packed panel: no sign fix-up to emit
-                    op = arith.DivSIOp if kind == AffineBinaryOpKind.FloorDiv else arith.RemSIOp
+                    # (%j_r - %j_t) floordiv 16 of a packed panel, a direct convolution's
+                    # taps: no sign fix-up to emit, and an unsigned division by a constant
+                    # is a multiply and a shift
+                    op = arith.DivUIOp if kind == AffineBinaryOpKind.FloorDiv else arith.RemUIOp
                     return self.emit(op(a, self.constant(divisor)))
                 match kind:
                     case AffineBinaryOpKind.FloorDiv:

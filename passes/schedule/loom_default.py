@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine
@@ -62,7 +62,7 @@ from compiler.remarks import remark
 from compiler.target import Target, host
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.schedule import loom_direct_conv, loom_im2col
-from passes.schedule.loom_direct_conv import reads_windows
+from passes.schedule.loom_direct_conv import windows_operand
 from passes.schedule.loom_parallelize import LoomParallelizePass
 from passes.analysis.loop_utils import (
     TAG,
@@ -136,18 +136,18 @@ class LoomDefaultPass(ModulePass):
             return
         geometry = loom_direct_conv.Geometry.of(conv)
         k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
-        why_not = loom_direct_conv.direct_supported(conv)
-        choice = choose_conv2d(conv.f, conv.n * k * p if conv.copies else 0, geometry.wasted(conv),
-                               direct=why_not is None and "direct" not in skip, im2col="im2col" not in skip)
-        if why_not is not None and "direct" not in skip:
-            choice = replace(choice, why=f"{choice.why}; not direct: {why_not}")
+        choice = choose_conv2d(conv.f, conv.n * k * p if conv.copies else 0, geometry.wasted(conv), conv.layout,
+                               direct="direct" not in skip, im2col="im2col" not in skip)
         element = conv.y.type.get_element_type().bitwidth // 8
-        plan = plan_matmul(conv.f, geometry.columns(conv) if choice.strategy == "direct" else p, k, target,
-                           element, choice.strategy == "direct")
+        direct = choice.strategy == "direct"
+        pixels = geometry.columns(conv) if direct else p  # per image (NHWC im2col: all images)
+        nhwc = conv.layout == "nhwc"
+        m, n = ((pixels if direct else conv.n * p), conv.f) if nhwc else (conv.f, pixels)
+        plan = plan_matmul(m, n, k, target, element, ("A" if nhwc else "B") if direct else "")
         remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: {choice.strategy}: {choice.why}; "
                f"estimated traffic of its matmul: "
                f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}")
-        remark(self.name, nest, (loom_direct_conv if choice.strategy == "direct" else loom_im2col).rewrite(conv))
+        remark(self.name, nest, (loom_direct_conv if direct else loom_im2col).rewrite(conv))
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
@@ -195,12 +195,12 @@ class LoomDefaultPass(ModulePass):
         batch = shape[0]
         element = _element_bytes(nest)
 
-        in_place = reads_windows(nest)
+        in_place, taps = windows_operand(nest)
 
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place)
+            return plan_matmul(*found[1], target, element, in_place, taps)
 
         nests = [nest]
         if "peel" not in skip:
@@ -288,9 +288,10 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
             f"loom-interchange{{order={_csv(order)} op={op}}}",
         ]
         if "pack" not in skip and plan.pack:
-            if plan.pack_b:
+            if plan.in_place != "B":
                 steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
-            steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
+            if plan.in_place != "A":
+                steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
         # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j)
         factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:
@@ -301,6 +302,10 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
     if "hoist" not in skip:
         steps.append(f"loom-hoist{{op={op}}}")
+    if plan.k_group > 1 and "unroll-jam" not in skip and "tile" not in skip:
+        # the micro-kernel's k loop (the innermost, C's block in its iter_args) by a
+        # window's taps: each copy reads one tap at constant offsets (KC is a multiple)
+        steps.append(f"loom-unroll{{factor={plan.k_group} op={op}}}")
     if "prefetch" not in skip and plan.rows_tiled:
         steps.append(f"loom-prefetch{{op={op}}}")
     return ",".join(steps)

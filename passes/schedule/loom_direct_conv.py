@@ -1,44 +1,51 @@
 """loom-direct-conv{op=TAG}: a conv2d nest -> a direct convolution: an implicit matmul
 that reads every window of the input in place, with no patch matrix.
 
-    for f, p, (c, r, s):   Y'[f, p] += W[f, c, r, s] * Xq[c, r, s, p]
+    NCHW   for f, p, (c, r, s):   Y'[f, p] += W[f, c, r, s] * Xq[c, r, s, p]
+    NHWC   for p, f, (r, s, c):   Y[p, f]  += Xq[p, r, s, c] * W[r, s, c, f]
 
-"Reuse in convolution": each input value loaded into a vector register serves the MR
-output channels of the register tile (their filter values broadcast), each filter value
-the NR output pixels of it, and the C*R*S window taps are rows of an implicit matrix
-B[k, p] that is never written: the default schedule packs only the filter (A: panels of
-MR output channels, F/MR x C*R*S x MR, loom-pack) and loads the taps straight from the
-input, NR consecutive pixels at a time.
+"Reuse in convolution": each input value loaded into a register serves every output
+channel of the register tile, each filter value every output pixel of it, and the
+C*R*S window taps are the k of an implicit matrix that is never written. The default
+schedule packs only the filter (NCHW: A, in panels of MR output channels, F/MR x C*R*S
+x MR; NHWC: B, in panels of NR) and reads the windows in place.
 
-For the taps of one row of pixels to be consecutive addresses whatever the padding and
-the strides, X is first staged (nests tagged "direct.pad") into planes, one per channel
-and phase pair (a, b) of the strides, with its zero border written:
+X is first staged (nests tagged "direct.pad") with its zero border written, so that no
+read needs a guard and a window row's taps are at constant offsets from a pixel's:
 
-    Xq[n, c, a, b, i*Wq + j] = Xpad[n, c, i*sh + a, j*sw + b]      (N x C x sh x sw x Hq*Wq)
+    NCHW   Xq[n, c, a, b, i*Wq + j]        = Xpad[n, c, i*sh + a, j*sw + b]
+    NHWC   Xq[n, a, (i*Wq*sw + w)*C + c]   = Xpad[n, i*sh + a, w, c]
 
-Hq = Ho + (R-1)*dh floordiv sh rows of Wq = Wo + (S-1)*dw floordiv sw columns. Tap
-(r, s) of output pixel (oh, ow) is then Xq[n, c, (r*dh) mod sh, (s*dw) mod sw,
-p + ((r*dh) floordiv sh)*Wq + (s*dw) floordiv sw] with p = oh*Wq + ow: one flat index p
-walks the output pixels row after row, unit stride, so a vector of NR pixels is one load.
-The Wq - Wo columns past each output row (the window's overhang) are computed and thrown
-away: p runs over (Ho-1)*Wq + Wo columns into a buffer Y' (N x F x that), which a copy
-(nest "direct.out") moves into Y; then the zero fill of Y (the `conv2d.init` nest right
-before, when there is one) zeroes Y' instead, and the copy overwrites Y; otherwise the
-copy adds Y' to Y. Without padding or strides X is its own staging (a view of it); with
-Wq = Wo (a 1x1 window) Y is its own Y' (a view of it): a 1x1 stride-1 conv is a plain
-matmul on the tensors as they are.
+planes of Hq = Ho + (R-1)*dh floordiv sh rows of Wq = Wo + (S-1)*dw floordiv sw columns
+per phase (a, b) of the strides (NHWC keeps a row's column phases side by side, so that
+tap (r, s) is at `((oh + (r*dh) floordiv sh)*Wq + ow)*sw*C + s*dw*C + c` in plane
+(r*dh) mod sh: a window row's S*C taps are one run).
 
-The matmul nest is the textbook (b,) i, j, k nest, tagged "matmul", with A = W as
-F x C*R*S (a view, repeated over the batch with stride 0), C = Y' as F x P, and B's
-subscripts the expressions above of k = (c*R + r)*S + s (floordiv and mod by R*S and S):
-they are not linear in k, which is why loom-pack cannot copy B (and loom-default does not
-ask it to), and linear in j with coefficient 1, which is what loom-vectorize needs.
+NCHW: the output pixels are the vector dimension, so a vector of NR pixels must be
+consecutive addresses of every tap: one flat index p = oh*Wq + ow walks them row after
+row, tap (r, s) at `p + ((r*dh) floordiv sh)*Wq + (s*dw) floordiv sw` in plane
+(c, (r*dh) mod sh, (s*dw) mod sw). The Wq - Wo columns past each output row (the
+window's overhang) are computed and thrown away: p runs over (Ho-1)*Wq + Wo pixels into
+a buffer Y' (N x F x that), which a copy (nest "direct.out") moves into Y; then the zero
+fill of Y (the `conv2d.init` nest right before, when there is one) zeroes Y' instead,
+and the copy overwrites Y; otherwise it adds Y' to Y. With Wq = Wo (a 1x1 window) Y is
+its own Y'. k = (c*R + r)*S + s: B's subscripts take floordiv and mod of k by R*S and
+S, which the default schedule folds away by unrolling the micro-kernel's k loop by the
+R*S taps (each copy reads one tap at constant offsets; loom-unroll's copies have their
+divisions split over the multiples they are known to be).
 
-NCHW only (an NHWC conv2d is left to loom-im2col). Refused with a LoomError at the nest,
-nothing changed, when `op=` names it: a nest that is not the textbook conv2d
-(`loom_im2col.match_conv2d` says why), an NHWC nest. Without `op=`, other nests are
-skipped with a remark. Each rewrite is a remark with the staged planes' size and the
-share of computed columns thrown away.
+NHWC: the output pixels are the rows, each a broadcast whose address is computed once
+per register tile, so p may be any function of the row: p = (n, oh, ow) with the batch
+folded in, nothing computed twice, Y written in place (no Y', no copy). k = (r*S + s)*C
++ c: one floordiv and one mod by S*C per k.
+
+Without padding or strides X is its own staging (a view of it). A 1x1 stride-1 conv is a
+plain matmul on the tensors as they are.
+
+Refused with a LoomError at the nest, nothing changed, when `op=` names it: a nest that
+is not the textbook conv2d (`loom_im2col.match_conv2d` says why). Without `op=`, other
+nests are skipped with a remark. Each rewrite is a remark with the staged planes' size
+and the share of computed pixels thrown away.
 """
 
 from __future__ import annotations
@@ -49,11 +56,12 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
+from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import nest_tag, perfect_band, select_nests
 from passes.conversion.convert_loom_to_affine import build_nest, matmul_nest, zero_nest
 from passes.schedule.loom_im2col import Conv2DNest, bordered, contiguous, match_conv2d, matrix_view
@@ -72,9 +80,9 @@ class Geometry:
         return Geometry(conv.ho + (conv.r - 1) * dh // sh, conv.wo + (conv.s - 1) * dw // sw)
 
     def columns(self, conv: Conv2DNest) -> int:
-        """P: the flat pixel index's extent, each output row's Wq - Wo overhang included
-        (but the last row's)."""
-        return (conv.ho - 1) * self.wq + conv.wo
+        """The pixels computed per image: NCHW, the flat pixel index's extent, each output
+        row's Wq - Wo overhang included (but the last row's); NHWC, Ho*Wo."""
+        return conv.ho * conv.wo if conv.layout == "nhwc" else (conv.ho - 1) * self.wq + conv.wo
 
     def staged(self, conv: Conv2DNest) -> bool:
         """Whether X is copied into planes (else it is viewed as one plane per channel)."""
@@ -98,20 +106,34 @@ def _split(e: AffineExpr, by: int, scale: int = 1) -> tuple[AffineExpr, AffineEx
     return (e * scale) % by, (e * scale) // by
 
 
+def _divmod(e: AffineExpr, by: int) -> tuple[AffineExpr, AffineExpr]:
+    """(e floordiv by, e mod by), folded for by = 1."""
+    return (e, AffineExpr.constant(0)) if by == 1 else (e // by, e % by)
+
+
 def window_subscripts(conv: Conv2DNest, geometry: Geometry, batched: bool) -> list[AffineExpr]:
-    """B's subscripts into the staged planes, expressions of the matmul nest's ivs
-    ((b,) i, j, k): k = (c*R + r)*S + s is split back into its tap."""
+    """The implicit operand's subscripts into the staged planes, expressions of the
+    matmul nest's ivs ((b,) i, j, k), k split back into its tap: NCHW, B[k, j] with
+    k = (c*R + r)*S + s and j the flat pixel; NHWC, A[i, k] with k = (r*S + s)*C + c
+    and i the flat pixel."""
     (sh, sw), (dh, dw) = conv.strides, conv.dilations
     nb = 1 if batched else 0
-    j, k = AffineExpr.dimension(nb + 1), AffineExpr.dimension(nb + 2)
-    rs = conv.r * conv.s
-    c = k // rs if rs > 1 else k
-    tap = k % rs if rs > 1 else AffineExpr.constant(0)
-    r = tap // conv.s if conv.s > 1 else tap
-    s = k % conv.s if conv.s > 1 else AffineExpr.constant(0)
+    i, j, k = (AffineExpr.dimension(nb + x) for x in range(3))
+    n = AffineExpr.dimension(0) if batched else AffineExpr.constant(0)
+    if conv.layout == "nhwc":  # i: n, oh, ow; a window row's taps (s, c) are one run
+        assert not batched, "an NHWC direct convolution folds the batch into the rows"
+        n, pixel = _divmod(i, conv.ho * conv.wo) if conv.n > 1 else (AffineExpr.constant(0), i)
+        oh, ow = _divmod(pixel, conv.wo)
+        r, run = _divmod(k, conv.s * conv.c)
+        if dw > 1:
+            run = _divmod(k, conv.c)[0] % conv.s * (dw * conv.c) + _divmod(k, conv.c)[1] if conv.s > 1 else run
+        a, row = _split(r, sh, dh)
+        return [n, a, ((oh + row) * geometry.wq + ow) * (sw * conv.c) + run]
+    c, tap = _divmod(k, conv.r * conv.s)
+    r = _divmod(tap, conv.s)[0]
+    s = _divmod(k, conv.s)[1]  # k mod S, not (k mod R*S) mod S: the same, in fewer instructions
     a, row = _split(r, sh, dh)
     b, column = _split(s, sw, dw)
-    n = AffineExpr.dimension(0) if batched else AffineExpr.constant(0)
     return [n, c, a, b, j + row * geometry.wq + column]
 
 
@@ -121,11 +143,15 @@ def staged_planes(conv: Conv2DNest, geometry: Geometry) -> tuple[list[Operation]
     (sh, sw), (ph, pw) = conv.strides, conv.padding
     hq, wq = geometry.hq, geometry.wq
     d = [AffineExpr.dimension(i) for i in range(4)]
+    rows, cols = min(conv.h, hq * sh - ph), min(conv.width, wq * sw - pw)
+    if conv.layout == "nhwc":  # [n, a, (i*Wq*sw + w)*C + c]: a row's column phases side by side
+        a, i = _split(d[1] + ph, sh)
+        return bordered(conv.x, [conv.n, sh, hq * wq * sw * conv.c], (d[0], a, ((i * wq) * sw + d[2] + pw) * conv.c + d[3]),
+                        "x_planes", ["n", "h", "w", "c"], "direct.pad", [conv.n, rows, cols, conv.c])
     a, i = _split(d[2] + ph, sh)
     b, j = _split(d[3] + pw, sw)
-    extents = [conv.n, conv.c, min(conv.h, hq * sh - ph), min(conv.width, wq * sw - pw)]
     return bordered(conv.x, [conv.n, conv.c, sh, sw, hq * wq], (d[0], d[1], a, b, i * wq + j), "x_planes",
-                    ["n", "c", "h", "w"], "direct.pad", extents)
+                    ["n", "c", "h", "w"], "direct.pad", [conv.n, conv.c, rows, cols])
 
 
 def _zero_fill_before(conv: Conv2DNest) -> affine.ForOp | None:
@@ -146,26 +172,30 @@ def rewrite(conv: Conv2DNest) -> str:
     block = nest.parent_block()
     assert block is not None
     geometry = Geometry.of(conv)
+    nhwc = conv.layout == "nhwc"
     element = conv.y.type.get_element_type()
-    bytes_ = element.bitwidth // 8
     k, p = conv.c * conv.r * conv.s, geometry.columns(conv)
-    batched = conv.n > 1
+    batched = conv.n > 1 and not nhwc  # NHWC: the batch folded into the rows
     batch = [conv.n] if batched else []
     ops: list[Operation] = []
     after: list[Operation] = []
     if geometry.staged(conv):
         ops, planes = staged_planes(conv, geometry)
         after.append(memref.DeallocOp.get(planes))
-        how = (f"X staged as {conv.n}x{conv.c}x{conv.strides[0]}x{conv.strides[1]} planes of "
-               f"{geometry.hq}x{geometry.wq} with its zero border "
-               f"({geometry.plane_elements(conv) * bytes_ // 1024} KiB, nests 'direct.pad')")
+        sh, sw = conv.strides
+        how = (f"X staged as {conv.n}x{sh} planes of {geometry.hq}x{geometry.wq * sw}x{conv.c}" if nhwc else
+               f"X staged as {conv.n}x{conv.c}x{sh}x{sw} planes of {geometry.hq}x{geometry.wq}") + (
+               " with its zero border "
+               f"({geometry.plane_elements(conv) * element.bitwidth // 8 // 1024} KiB, nests 'direct.pad')")
     else:
-        planes = matrix_view(conv.x, [conv.n, conv.c, 1, 1, conv.h * conv.width],
-                             [conv.c * conv.h * conv.width, conv.h * conv.width, 0, 0, 1]).results[0]
+        plane = conv.h * conv.width
+        shape, strides = (([conv.n, 1, plane * conv.c], [plane * conv.c, 0, 1]) if nhwc else
+                          ([conv.n, conv.c, 1, 1, plane], [conv.c * plane, plane, 0, 0, 1]))
+        planes = matrix_view(conv.x, shape, strides).results[0]
         ops.append(planes.owner)
         planes.name_hint = "x_planes"
         how = "X read in place (no padding, stride 1)"
-    wide = geometry.wq != conv.wo
+    wide = geometry.wq != conv.wo and not nhwc
     if wide:
         out = memref.AllocOp.get(element, 64, [conv.n, conv.f, p])
         out.memref.name_hint = "y_wide"
@@ -180,15 +210,22 @@ def rewrite(conv: Conv2DNest) -> str:
                 zero.detach()
                 zero.erase()
         c_source = out.memref
-        how += (f"; Y computed as {conv.f}x{p} per image ({geometry.wasted(conv):.1%} of the columns are the "
-                f"windows' overhang, thrown away), then copied into Y (nest 'direct.out')")
+        how += (f"; Y computed as {p} pixels per image ({geometry.wasted(conv):.1%} of them the windows' overhang, "
+                f"thrown away), then copied into Y (nest 'direct.out')")
     else:
         c_source = conv.y
         init = None
-    a = matrix_view(conv.w, [*batch, conv.f, k], [0, k, 1] if batched else [k, 1])
-    c = matrix_view(c_source, [*batch, conv.f, p], [conv.f * p, p, 1] if batched else [p, 1])
-    a.results[0].name_hint, c.results[0].name_hint = "w_mat", "y_mat"
-    ops += [a, c, *matmul_nest(a.results[0], planes, c.results[0], window_subscripts(conv, geometry, batched))]
+    rows, cols = (conv.n * p, conv.f) if nhwc else (conv.f, p)
+    w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
+    w = matrix_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
+    c = matrix_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])
+    w.results[0].name_hint, c.results[0].name_hint = "w_mat", "y_mat"
+    windows = window_subscripts(conv, geometry, batched)
+    if nhwc:  # the windows are A (rows: pixels), W is B
+        nest_ops = matmul_nest(planes, w.results[0], c.results[0], a_at=windows)
+    else:  # W is A, the windows are B (columns: pixels)
+        nest_ops = matmul_nest(w.results[0], planes, c.results[0], b_at=windows)
+    ops += [w, c, *nest_ops]
     if wide:
         ops += _out_nest(conv, geometry, c_source, accumulate=init is None)
         after.append(memref.DeallocOp.get(c_source))
@@ -198,9 +235,11 @@ def rewrite(conv: Conv2DNest) -> str:
     block.insert_ops_before(ops, nest)
     block.insert_ops_after(after, nest)
     block.erase_op(nest)
-    shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batched else "")
+    shape = f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else "")
+    operands = (f"A's {rows} rows the windows read from the planes, W as {k}x{conv.f}" if nhwc else
+                f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes")
     return (f"nest 'conv2d' {conv.describe()}: direct convolution: {how}; then an implicit matmul {shape} "
-            f"(W as {conv.f}x{k}, B's {k} rows the window taps read from the planes, no patch matrix)")
+            f"({operands}, no patch matrix)")
 
 
 def _out_nest(conv: Conv2DNest, geometry: Geometry, wide: SSAValue, accumulate: bool) -> list[Operation]:
@@ -221,20 +260,21 @@ def _out_nest(conv: Conv2DNest, geometry: Geometry, wide: SSAValue, accumulate: 
     return build_nest([conv.n, conv.f, conv.ho, conv.wo], "direct.out", body, ["n", "f", "oh", "ow"])
 
 
-def reads_windows(nest: affine.ForOp) -> bool:
-    """Whether a matmul nest is loom-direct-conv's: its B read through subscripts that
-    are not linear in k (B is then not a matrix a copy could pack)."""
-    from passes.analysis.affine_forms import map_forms
-
-    loads = [o for o in nest.walk() if isinstance(o, affine.LoadOp)]
-    return len(loads) >= 2 and any(f is None for f in map_forms(loads[1].map.data, loads[1].indices))
-
-
-def direct_supported(conv: Conv2DNest) -> str | None:
-    """Why loom-direct-conv cannot take the conv (None: it can)."""
-    if conv.layout != "nchw":
-        return "an NHWC conv2d (the direct convolution is built for NCHW; loom-im2col takes NHWC)"
-    return None
+def windows_operand(nest: affine.ForOp) -> tuple[str, int]:
+    """Which operand of a matmul nest loom-direct-conv made implicit ("A" in NHWC, "B" in
+    NCHW; "" for a plain matmul: the one read through subscripts that are not linear in
+    k, which a copy cannot pack), and the taps of a window that k walks through within
+    a channel in NCHW (R*S, B's channel subscript `k floordiv (R*S)`; else 1)."""
+    loads = [o for o in nest.walk() if isinstance(o, affine.LoadOp)][:2]
+    for name, load in zip("AB", loads):
+        results = load.map.data.results
+        if any(f is None for f in map_forms(load.map.data, load.indices)):
+            channel = results[1] if name == "B" and len(results) == 5 else None
+            if isinstance(channel, AffineBinaryOpExpr) and channel.kind == AffineBinaryOpKind.FloorDiv and \
+                    isinstance(channel.rhs, AffineConstantExpr):
+                return name, channel.rhs.value
+            return name, 1
+    return "", 1
 
 
 @dataclass(frozen=True)
@@ -245,12 +285,7 @@ class LoomDirectConvPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         nests = select_nests(op, self.op, self.name)
-        found = []
-        for nest in nests:
-            conv = match_conv2d(nest)
-            if isinstance(conv, Conv2DNest) and (why := direct_supported(conv)) is not None:
-                conv = why
-            found.append((nest, conv))
+        found = [(nest, match_conv2d(nest)) for nest in nests]
         if self.op is not None:
             for nest, conv in found:
                 if isinstance(conv, str):

@@ -25,6 +25,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
     AffineConstantExpr,
     AffineExpr,
     AffineMap,
@@ -32,7 +34,7 @@ from xdsl.ir.affine import (
 from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineSet
 from xdsl.traits import IsTerminator
 
-from passes.analysis.affine_forms import LinearForm, bound_map, tiles_are_full
+from passes.analysis.affine_forms import LinearForm, bound_map, distribute_divisions, tiles_are_full
 from passes.analysis.loop_utils import (
     TAG,
     access_memref,
@@ -188,6 +190,20 @@ def _map_operand_groups(op: Operation) -> list[tuple[str, int, int]]:
     return []
 
 
+def _distribute_divisions(loop: affine.ForOp) -> None:
+    """The maps of the accesses and applies in `loop`'s body with their divisions split
+    over the parts known to be multiples (`affine_forms.distribute_divisions`): the
+    copies of an unrolled body read `(%k + 3) floordiv 9` where %k, stepping by 9, is a
+    multiple of 9."""
+    for op in loop.body.walk():
+        if isinstance(op, (affine.LoadOp, affine.VectorLoadOp, affine.StoreOp, affine.VectorStoreOp, affine.ApplyOp)):
+            ((prop, start, count),) = _map_operand_groups(op)
+            m = op.properties[prop].data
+            if any(isinstance(e, AffineBinaryOpExpr) and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
+                   for r in m.results for e in r.dfs()):
+                op.properties[prop] = AffineMapAttr(distribute_divisions(m, op.operands[start:start + count]))
+
+
 def _shift_operand_in_map(op: Operation, index: int, offset: int) -> bool:
     """Rewrite the affine map (or set) that reads operand `index` of `op` so that it reads
     that operand plus `offset`. False when no map of the op reads that operand."""
@@ -337,6 +353,7 @@ def unroll_loop(
         copies.extend(ops)
     block.insert_ops_before(copies, _yield_of(block))
     _set_yield(block, yielded)
+    _distribute_divisions(main)
     if promote and trips is not None and trips == factor:
         promote_single_iteration(main)
         return None, None

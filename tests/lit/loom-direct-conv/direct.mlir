@@ -44,7 +44,7 @@
 // CHECK-NEXT:    memref.dealloc %y_wide : memref<2x4x15xf32>
 // CHECK-NEXT:    func.return
 // REMARK: direct.mlir:[[# @LINE + 3]]:3: remark: [loom-direct-conv] nest 'conv2d.init' skipped: its perfect band has 4 loops, not the 7 of conv2d's n, f, oh, ow, c, r, s
-// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' 2x3x7x6 * 4x3x3x3 (strides [2, 2], padding [2, 1], dilations [2, 1]) -> 2x4x4x3: direct convolution: X staged as 2x3x2x2 planes of 6x4 with its zero border (2 KiB, nests 'direct.pad'); Y computed as 4x15 per image (20.0% of the columns are the windows' overhang, thrown away), then copied into Y (nest 'direct.out'); then an implicit matmul 4x15x27, batched over 2 (W as 4x27, B's 27 rows the window taps read from the planes, no patch matrix)
+// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' 2x3x7x6 * 4x3x3x3 (strides [2, 2], padding [2, 1], dilations [2, 1]) -> 2x4x4x3: direct convolution: X staged as 2x3x2x2 planes of 6x4 with its zero border (2 KiB, nests 'direct.pad'); Y computed as 15 pixels per image (20.0% of them the windows' overhang, thrown away), then copied into Y (nest 'direct.out'); then an implicit matmul 4x15x27, batched over 2 (W as 4x27, B's 27 rows the window taps read from the planes, no patch matrix)
 func.func @padded(%x: memref<2x3x7x6xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x4x4x3xf32>) {
   loom.conv2d ins(%x, %w : memref<2x3x7x6xf32>, memref<4x3x3x3xf32>) outs(%y : memref<2x4x4x3xf32>) {strides = array<i64: 2, 2>, padding = array<i64: 2, 1>, dilations = array<i64: 2, 1>}
   func.return
@@ -122,5 +122,36 @@ func.func @accumulate(%x: memref<1x1x3x4xf32>, %w: memref<1x1x2x2xf32>, %y: memr
       }
     }
   } {loom.tag = "conv2d"}
+  func.return
+}
+
+// -----
+
+// NHWC, batch 2, strides 2, padding and a row dilation: X staged into one plane per row
+// phase (2), each 6 rows of 4 columns times the 2 column phases side by side, 3 channels
+// each (6 x 24): tap (r, s, c) of pixel (oh, ow) at ((oh + r)*4 + ow)*2*3 + s*3 + c in
+// plane (2r) mod 2 = 0. The pixels are the matmul's rows, the batch folded in (i =
+// (n, oh, ow): n = i floordiv 12), so nothing is computed twice and Y is written in
+// place: no y_wide, no copy, the zero fill of Y stays. W (HWCF) is B as it is.
+// CHECK-LABEL: func.func @nhwc(
+// CHECK:         } {loom.tag = "conv2d.init"}
+// CHECK-NEXT:    %x_planes = memref.alloc() {alignment = 64 : i64} : memref<2x2x144xf32>
+// CHECK:         } {loom.tag = "direct.pad"}
+// CHECK:               affine.store %{{.*}}, %x_planes[%n, (%h + 2) mod 2, (%h + 2) floordiv 2 * 24 + %w_1 * 3 + 3 + %c] : memref<2x2x144xf32>
+// CHECK:         } {loom.tag = "direct.pad"}
+// CHECK-NEXT:    %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [27, 4], strides: [4, 1] : memref<3x3x3x4xf32> to memref<27x4xf32>
+// CHECK-NEXT:    %y_mat = memref.reinterpret_cast %y to offset: [0], sizes: [24, 4], strides: [4, 1] : memref<2x4x3x4xf32> to memref<24x4xf32>
+// CHECK-NEXT:    affine.for %i = 0 to 24 {
+// CHECK-NEXT:      affine.for %j = 0 to 4 {
+// CHECK-NEXT:        affine.for %k = 0 to 27 {
+// CHECK-NEXT:          %{{.*}} = affine.load %x_planes[%i floordiv 12, 0, %i mod 12 floordiv 3 * 24 + %k floordiv 9 * 24 + %i mod 12 mod 3 * 6 + %k mod 9] : memref<2x2x144xf32>
+// CHECK-NEXT:          %{{.*}} = affine.load %w_mat[%k, %j]
+// CHECK-NEXT:          %{{.*}} = affine.load %y_mat[%i, %j]
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NEXT:    memref.dealloc %x_planes : memref<2x2x144xf32>
+// CHECK-NEXT:    func.return
+// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' NHWC 2x7x6x3 * HWCF 3x3x3x4 (strides [2, 2], padding [2, 1], dilations [2, 1]) -> 2x4x3x4: direct convolution: X staged as 2x2 planes of 6x8x3 with its zero border (2 KiB, nests 'direct.pad'); then an implicit matmul 24x4x27 (A's 24 rows the windows read from the planes, W as 27x4, no patch matrix)
+func.func @nhwc(%x: memref<2x7x6x3xf32>, %w: memref<3x3x3x4xf32>, %y: memref<2x4x3x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<2x7x6x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x4x3x4xf32>) {layout = "nhwc", strides = array<i64: 2, 2>, padding = array<i64: 2, 1>, dilations = array<i64: 2, 1>}
   func.return
 }

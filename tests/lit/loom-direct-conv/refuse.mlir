@@ -1,16 +1,6 @@
 // RUN: not loom-opt %s -p 'convert-loom-to-affine,loom-direct-conv{op=conv2d}' --split-input-file 2>&1 | filecheck %s
 // RUN: not loom-opt %s -p 'convert-loom-to-affine,loom-direct-conv' --split-input-file 2>&1 | filecheck %s --check-prefix=ANY
 
-// An NHWC conv2d: the direct convolution is built for NCHW (loom-im2col takes NHWC).
-// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-direct-conv: cannot rewrite nest 'conv2d': an NHWC conv2d (the direct convolution is built for NCHW; loom-im2col takes NHWC)
-// ANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-direct-conv: no conv2d nest to rewrite: nest 'conv2d': an NHWC conv2d (the direct convolution is built for NCHW; loom-im2col takes NHWC)
-func.func @nhwc(%x: memref<1x6x6x2xf32>, %w: memref<3x3x2x4xf32>, %y: memref<1x4x4x4xf32>) {
-  loom.conv2d ins(%x, %w : memref<1x6x6x2xf32>, memref<3x3x2x4xf32>) outs(%y : memref<1x4x4x4xf32>) {layout = "nhwc", strides = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilations = array<i64: 1, 1>}
-  func.return
-}
-
-// -----
-
 // Already scheduled: the nest is no longer the textbook conv2d.
 // CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-direct-conv: cannot rewrite nest 'conv2d': its perfect band has 4 loops, not the 7 of conv2d's n, f, oh, ow, c, r, s
 // ANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-direct-conv: no conv2d nest to rewrite: no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s
@@ -25,5 +15,15 @@ func.func @scheduled(%x: memref<1x2x4x4xf32>, %w: memref<3x2x1x1xf32>, %y: memre
       }
     }
   } {loom.tag = "conv2d"}
+  func.return
+}
+
+// -----
+
+// W with a row stride of its own: the implicit matmul views W as a matrix.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-direct-conv: cannot rewrite nest 'conv2d': W (memref<3x2x1x1xf32, strided<[4, 1, 1, 1]>>) is not contiguous: the matmul views it as a matrix
+// ANY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-direct-conv: no conv2d nest to rewrite: nest 'conv2d': W (memref<3x2x1x1xf32, strided<[4, 1, 1, 1]>>) is not contiguous: the matmul views it as a matrix
+func.func @strided_w(%x: memref<1x2x4x4xf32>, %w: memref<3x2x1x1xf32, strided<[4, 1, 1, 1]>>, %y: memref<1x3x4x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x2x4x4xf32>, memref<3x2x1x1xf32, strided<[4, 1, 1, 1]>>) outs(%y : memref<1x3x4x4xf32>) {strides = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilations = array<i64: 1, 1>}
   func.return
 }
