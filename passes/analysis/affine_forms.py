@@ -193,36 +193,57 @@ def _sum_of(terms: Sequence[tuple[int, AffineExpr | None]]) -> AffineExpr:
 
 
 def distribute_divisions(m: AffineMap, operands: Sequence[SSAValue]) -> AffineMap:
-    """`m` with each floordiv and mod by a constant b of a sum M + R, M the terms known to
-    be a multiple of b (a coefficient times what `known_multiple` says of an operand),
-    rewritten as M/b + R floordiv b and R mod b: exact, whatever R. After a k loop that
-    steps by 9 from a multiple of 9 is unrolled by 9, its copies read `(%k + 3) floordiv 9`
-    and `(%k + 3) mod 9` (a direct convolution's channel and tap): `%k floordiv 9` and 3,
-    one division every copy shares instead of one each."""
+    """`m` with its floordivs and mods by a constant b simplified by what is known of
+    the numerator N + c (c its constant, N the rest; `known_multiple` says what an operand
+    is a multiple of, and a mod by a multiple of g keeps a multiple of g one):
+    - the terms of N known to be multiples of b come out exactly: (M + R) floordiv b =
+      M/b + R floordiv b, (M + R) mod b = R mod b;
+    - when N is a multiple of g, g divides b and 0 <= c < g, the constant cannot carry:
+      (N + c) floordiv b = N floordiv b, (N + c) mod b = (N mod b) + c.
+    After a k loop that steps by 3 from a multiple of 3 is unrolled by 3, its copies read
+    `(%k + 2) floordiv 9`, `((%k + 2) mod 9) floordiv 3` and `(%k + 2) mod 3` (a 3x3
+    direct convolution's channel, tap row and tap column): `%k floordiv 9`,
+    `(%k mod 9) floordiv 3` and 2, divisions every copy shares instead of its own."""
     multiples = [known_multiple(LinearForm.of(v)) for v in operands]
 
-    def multiple(factor: AffineExpr | None) -> int:
-        if isinstance(factor, AffineDimExpr):
-            return multiples[factor.position]
-        if isinstance(factor, AffineSymExpr):
-            return multiples[m.num_dims + factor.position]
+    def multiple(e: AffineExpr | None) -> int:
+        """What e is known to be a multiple of (0: e is 0)."""
+        match e:
+            case AffineDimExpr(position=p):
+                return multiples[p]
+            case AffineSymExpr(position=p):
+                return multiples[m.num_dims + p]
+            case AffineConstantExpr(value=v):
+                return abs(v)
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+                return gcd(multiple(lhs), multiple(rhs))
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
+                return multiple(lhs) * multiple(rhs)
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mod, lhs=lhs, rhs=AffineConstantExpr(value=b)):
+                return gcd(multiple(lhs), b)
         return 1
 
     def walk(e: AffineExpr) -> AffineExpr:
         if not isinstance(e, AffineBinaryOpExpr):
             return e
         lhs, rhs = walk(e.lhs), walk(e.rhs)
-        if e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod) and isinstance(rhs, AffineConstantExpr) \
-                and rhs.value > 0:
-            b = rhs.value
-            terms = _sum_terms(lhs)
-            whole = [(c, f) for c, f in terms if f is not None and c and (c * multiple(f)) % b == 0]
-            rest = [t for t in terms if t not in whole]
-            if whole:
-                if e.kind == AffineBinaryOpKind.Mod:
-                    return _sum_of(rest) % b
-                quotient = [(c // gcd(c, b), f if gcd(c, b) == b else f // (b // gcd(c, b))) for c, f in whole]
-                return _sum_of(quotient) + _sum_of(rest) // b
+        if e.kind not in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod) or \
+                not isinstance(rhs, AffineConstantExpr) or rhs.value <= 0:
+            return AffineBinaryOpExpr(e.kind, lhs, rhs)
+        b, mod = rhs.value, e.kind == AffineBinaryOpKind.Mod
+        terms = _sum_terms(lhs)
+        whole = [(c, f) for c, f in terms if f is not None and c and (c * multiple(f)) % b == 0]
+        rest = [t for t in terms if t not in whole]
+        if whole:
+            if mod:
+                return walk(_sum_of(rest) % b)
+            quotient = [(c // gcd(c, b), f if gcd(c, b) == b else f // (b // gcd(c, b))) for c, f in whole]
+            return _sum_of(quotient) + walk(_sum_of(rest) // b)
+        constant = sum(c for c, f in terms if f is None)
+        varying = [(c, f) for c, f in terms if f is not None]
+        g = multiple(_sum_of(varying)) if varying else 0
+        if varying and constant and g and b % g == 0 and 0 <= constant < g:
+            return _sum_of(varying) % b + constant if mod else _sum_of(varying) // b
         return AffineBinaryOpExpr(e.kind, lhs, rhs)
 
     return AffineMap(m.num_dims, m.num_symbols,

@@ -86,8 +86,8 @@ class MatmulPlan:
     #: the operand read in place, not packed ("A", "B"; "" for none): a direct
     #: convolution's windows, loom-direct-conv's implicit matrix
     in_place: str = ""
-    #: k's unroll factor, which KC is a multiple of: a direct convolution's taps R*S, so
-    #: that each copy of the k loop's body reads one tap at constant offsets
+    #: k's unroll factor, which KC is a multiple of: a direct convolution's taps in a
+    #: window row, S, so that the copies of the k loop's body share their index arithmetic
     k_group: int = 1
 
     @property
@@ -125,7 +125,7 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
             if self.k_group > 1:
-                words.append(f"k unrolled by the {self.k_group} taps of a window (KC a multiple)")
+                words.append(f"k unrolled by the {self.k_group} taps of a window row (KC a multiple)")
         if self.pack:
             e = self.element_bytes
             a = f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)"

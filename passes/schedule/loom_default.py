@@ -304,7 +304,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         steps.append(f"loom-hoist{{op={op}}}")
     if plan.k_group > 1 and "unroll-jam" not in skip and "tile" not in skip:
         # the micro-kernel's k loop (the innermost, C's block in its iter_args) by a
-        # window's taps: each copy reads one tap at constant offsets (KC is a multiple)
+        # window row's taps: the copies share k's divisions (KC is a multiple)
         steps.append(f"loom-unroll{{factor={plan.k_group} op={op}}}")
     if "prefetch" not in skip and plan.rows_tiled:
         steps.append(f"loom-prefetch{{op={op}}}")

@@ -31,8 +31,9 @@ fill of Y (the `conv2d.init` nest right before, when there is one) zeroes Y' ins
 and the copy overwrites Y; otherwise it adds Y' to Y. With Wq = Wo (a 1x1 window) Y is
 its own Y'. k = (c*R + r)*S + s: B's subscripts take floordiv and mod of k by R*S and
 S, which the default schedule folds away by unrolling the micro-kernel's k loop by the
-R*S taps (each copy reads one tap at constant offsets; loom-unroll's copies have their
-divisions split over the multiples they are known to be).
+S taps of a window row (each copy reads its tap at a constant offset from the first's;
+loom-unroll's copies have their divisions split over the multiples they are known to
+be).
 
 NHWC: the output pixels are the rows, each a broadcast whose address is computed once
 per register tile, so p may be any function of the row: p = (n, oh, ow) with the batch
@@ -263,17 +264,19 @@ def _out_nest(conv: Conv2DNest, geometry: Geometry, wide: SSAValue, accumulate: 
 def windows_operand(nest: affine.ForOp) -> tuple[str, int]:
     """Which operand of a matmul nest loom-direct-conv made implicit ("A" in NHWC, "B" in
     NCHW; "" for a plain matmul: the one read through subscripts that are not linear in
-    k, which a copy cannot pack), and the taps of a window that k walks through within
-    a channel in NCHW (R*S, B's channel subscript `k floordiv (R*S)`; else 1)."""
+    k, which a copy cannot pack), and, in NCHW, the taps of a window row that k walks
+    through (the least divisor of k in B's subscripts: `k mod S`; else 1): unrolled by
+    it, the copies share every division of k (`affine_forms.distribute_divisions`)."""
     loads = [o for o in nest.walk() if isinstance(o, affine.LoadOp)][:2]
     for name, load in zip("AB", loads):
-        results = load.map.data.results
-        if any(f is None for f in map_forms(load.map.data, load.indices)):
-            channel = results[1] if name == "B" and len(results) == 5 else None
-            if isinstance(channel, AffineBinaryOpExpr) and channel.kind == AffineBinaryOpKind.FloorDiv and \
-                    isinstance(channel.rhs, AffineConstantExpr):
-                return name, channel.rhs.value
-            return name, 1
+        m = load.map.data
+        if not any(f is None for f in map_forms(m, load.indices)):
+            continue
+        k = AffineExpr.dimension(m.num_dims - 1)
+        divisors = [e.rhs.value for r in m.results for e in r.dfs()
+                    if isinstance(e, AffineBinaryOpExpr) and e.lhs == k and isinstance(e.rhs, AffineConstantExpr)
+                    and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)]
+        return name, min(divisors) if name == "B" and divisors else 1
     return "", 1
 
 
