@@ -86,9 +86,6 @@ class MatmulPlan:
     #: the operand read in place, not packed ("A", "B"; "" for none): a direct
     #: convolution's windows, loom-direct-conv's implicit matrix
     in_place: str = ""
-    #: k's unroll factor, which KC is a multiple of: a direct convolution's taps in a
-    #: window row, S, so that the copies of the k loop's body share their index arithmetic
-    k_group: int = 1
 
     @property
     def rows_tiled(self) -> bool:
@@ -124,8 +121,6 @@ class MatmulPlan:
                 f"{self.lanes} lanes)",
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
-            if self.k_group > 1:
-                words.append(f"k unrolled by the {self.k_group} taps of a window row (KC a multiple)")
         if self.pack:
             e = self.element_bytes
             a = f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)"
@@ -220,15 +215,14 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
-                in_place: str = "", k_group: int = 1) -> MatmulPlan:
+                in_place: str = "") -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
-    not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
-    `k_group`: KC a multiple of it, k unrolled by it (a direct convolution's taps)."""
+    not a matrix a copy can pack (loom-direct-conv's windows), so only the other is."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
-    if in_place:
+    if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
+        plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
+    elif in_place:
         plan = replace(plan, in_place=in_place)
-    if k_group > 1 and plan.rows_tiled and k % k_group == 0:
-        plan = replace(plan, k_group=k_group, kc=max(k_group, plan.kc // k_group * k_group))
     return plan
 
 

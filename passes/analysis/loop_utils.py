@@ -328,7 +328,7 @@ def provably_nonempty(loop: affine.ForOp) -> bool:
 
 
 #: ops with no side effect that xDSL 0.74 does not mark so (no NoMemoryEffect trait)
-UNMARKED_PURE = (vector.CreateMaskOp, vector.BroadcastOp)
+UNMARKED_PURE = (vector.CreateMaskOp, vector.BroadcastOp, affine.MinOp)
 
 
 def is_pure(op: Operation) -> bool:

@@ -195,12 +195,12 @@ class LoomDefaultPass(ModulePass):
         batch = shape[0]
         element = _element_bytes(nest)
 
-        in_place, taps = windows_operand(nest)
+        in_place = windows_operand(nest)
 
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place, taps)
+            return plan_matmul(*found[1], target, element, in_place)
 
         nests = [nest]
         if "peel" not in skip:
@@ -302,10 +302,6 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
     if "hoist" not in skip:
         steps.append(f"loom-hoist{{op={op}}}")
-    if plan.k_group > 1 and "unroll-jam" not in skip and "tile" not in skip:
-        # the micro-kernel's k loop (the innermost, C's block in its iter_args) by a
-        # window row's taps: the copies share k's divisions (KC is a multiple)
-        steps.append(f"loom-unroll{{factor={plan.k_group} op={op}}}")
     if "prefetch" not in skip and plan.rows_tiled:
         steps.append(f"loom-prefetch{{op={op}}}")
     return ",".join(steps)
