@@ -253,12 +253,16 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
 IM2COL_ELEMENT_FMAS = {"nchw": 16, "nhwc": 48}
 #: the direct convolution's cost over a packed matmul's, per layout. NCHW: its taps are
 #: vectors loaded from the staged planes (rows and channels apart, most loads straddling
-#: two cache lines), not from a packed panel in one stream; fitted to the layers where
-#: the two strategies tie or nearly: 3x3 C128 28^2 (direct 101.8, im2col 101.4 GFLOP/s),
-#: stride-2 3x3 C128 (81.0, 83.3). NHWC: its taps are broadcasts, a row of pixels'
-#: addresses in registers, and its layers ran as fast as a packed matmul (3x3 C64 56^2
-#: 113.1 GFLOP/s, a 1x1 C256 layer's plain matmul 109.7)
-DIRECT_PENALTY = {"nchw": 0.10, "nhwc": 0.0}
+#: two cache lines), not from a packed panel in one stream, and with a stride they hop
+#: between its phase planes (STRIDED_PENALTY more). Fitted to the layers where the two
+#: strategies come closest (znver4, one thread, interleaved): 3x3 C128 28^2 (direct
+#: 100.0, im2col 95.3 GFLOP/s: the direct's 6.8% overhang and the penalty under im2col's
+#: 12.5%), stride-2 3x3 C128 (82.4, 88.1: its 3.4% overhang and both penalties over
+#: 12.5%). NHWC: its taps are broadcasts, a row of pixels' addresses in registers, and
+#: its layers ran as fast as a packed matmul (3x3 C64 56^2 113.1 GFLOP/s, a 1x1 C256
+#: layer's plain matmul 109.7)
+DIRECT_PENALTY = {"nchw": 0.04, "nhwc": 0.0}
+STRIDED_PENALTY = {"nchw": 0.08, "nhwc": 0.0}
 
 
 @dataclass(frozen=True)
@@ -269,21 +273,24 @@ class ConvChoice:
     why: str
 
 
-def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", *, direct: bool = True,
-                  im2col: bool = True) -> ConvChoice:
+def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", strided: bool = False, *,
+                  direct: bool = True, im2col: bool = True) -> ConvChoice:
     """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
     copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
     convolution throws away the share `wasted` of its computed pixels. Each strategy's
     time is estimated over the matmul's fmas: im2col adds IM2COL_ELEMENT_FMAS[layout] per
     patch element (1/F of them per fma), the direct convolution its overhang (wasted /
-    (1 - wasted); none in NHWC) and DIRECT_PENALTY[layout]; the smaller wins, im2col on a tie (a copy-free
-    pointwise conv is the same matmul both ways). `direct`/`im2col`: whether each may be
+    (1 - wasted); none in NHWC), DIRECT_PENALTY[layout] and, `strided`,
+    STRIDED_PENALTY[layout]; the smaller wins, im2col on a tie (a copy-free pointwise conv
+    is the same matmul both ways). `direct`/`im2col`: whether each may be
     chosen (at least one)."""
     per_element = IM2COL_ELEMENT_FMAS[layout]
     im2col_cost = per_element / f if copied else 0.0
-    direct_cost = wasted / (1 - wasted) + DIRECT_PENALTY[layout]
+    penalty = DIRECT_PENALTY[layout] + (STRIDED_PENALTY[layout] if strided else 0.0)
+    direct_cost = wasted / (1 - wasted) + penalty
     estimate = (f"estimated time over the matmul's: direct +{direct_cost:.1%} (the windows' overhang "
-                f"{wasted:.1%} of the computed pixels, taps read in place +{DIRECT_PENALTY[layout]:.0%}), im2col "
+                f"{wasted:.1%} of the computed pixels, taps read in place{' across stride phases' * strided} "
+                f"+{penalty:.0%}), im2col "
                 + (f"+{im2col_cost:.1%} (the patch matrix, {copied / 1e6:.3g}M elements, copied and packed: "
                    f"{per_element} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
     if not direct:

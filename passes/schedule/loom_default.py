@@ -137,7 +137,7 @@ class LoomDefaultPass(ModulePass):
         geometry = loom_direct_conv.Geometry.of(conv)
         k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
         choice = choose_conv2d(conv.f, conv.n * k * p if conv.copies else 0, geometry.wasted(conv), conv.layout,
-                               direct="direct" not in skip, im2col="im2col" not in skip)
+                               conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip)
         element = conv.y.type.get_element_type().bitwidth // 8
         direct = choice.strategy == "direct"
         pixels = geometry.columns(conv) if direct else p  # per image (NHWC im2col: all images)
