@@ -554,33 +554,43 @@ def require_matplotlib() -> None:
 
 def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
     """A PNG bar chart of GFLOP/s per shape: Loom beside numpy (and torch), the loom/numpy
-    ratio above each group. Drawn with the Agg canvas (no display, no pyplot state)."""
+    ratio above each group."""
+    series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
+    if any(r.torch_gflops is not None for r in rows):
+        series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
+    threads = max(r.threads for r in rows)
+    bar_chart(path, [shape_label(r.shape) for r in rows], series,
+              [(f"{r.ratio:.2f}x", r.ok) for r in rows],
+              xlabel="shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed",
+              ylabel=f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})", title=title)
+
+
+def bar_chart(path, labels: list[str], series: list[tuple[str, list[float]]], notes: list[tuple[str, bool]], *,
+              xlabel: str, ylabel: str, title: str = "") -> None:
+    """A PNG bar chart: one group of bars per label, one bar per series, each group's note
+    (text, ok) above it (red with MISMATCH when not ok). Drawn with the Agg canvas (no
+    display, no pyplot state)."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
-    if any(r.torch_gflops is not None for r in rows):
-        series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
-    fig = Figure(figsize=(max(7.0, 1.0 + 0.9 * len(rows)), 4.8), layout="constrained")
+    fig = Figure(figsize=(max(7.0, 1.0 + 0.9 * len(labels)), 4.8), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     width = 0.8 / len(series)
-    x = np.arange(len(rows))
+    x = np.arange(len(labels))
     for i, (name, values) in enumerate(series):
         ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name)
     top = max([max(v) for _, v in series] + [1e-9])
-    for xi, r in zip(x, rows):
+    for xi, (text, ok) in zip(x, notes):
         height = max(v[xi] for _, v in series)
-        text = f"{r.ratio:.2f}x" + ("" if r.ok else "\nMISMATCH")
-        ax.annotate(text, (xi, height + 0.01 * top), ha="center", va="bottom", fontsize=8,
-                    color="black" if r.ok else "red")
-    ax.set_xticks(x, [shape_label(r.shape) for r in rows], rotation=30, ha="right", fontsize=8)
-    ax.set_xlabel("shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed")
-    threads = max(r.threads for r in rows)
-    ax.set_ylabel(f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})")
+        ax.annotate(text + ("" if ok else "\nMISMATCH"), (xi, height + 0.01 * top), ha="center", va="bottom",
+                    fontsize=8, color="black" if ok else "red")
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, top * 1.15)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the plot: never over a bar's note
     if title:
         ax.set_title(title, fontsize=8)
     fig.savefig(path, dpi=120)

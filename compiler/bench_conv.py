@@ -209,3 +209,18 @@ def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
              "numpy_ratios": list(m.numpy_ratios), "max_err": m.max_err, "bound": m.bound, "ok": m.ok,
              "compile_seconds": m.compile_seconds, "threads": m.threads, "layout": m.layout,
              "strategy": m.strategy} for m in rows]
+
+
+def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
+    """A PNG bar chart of GFLOP/s per layer: Loom beside torch and numpy's im2col, each
+    group's strategy and loom/torch speed above it."""
+    from compiler.bench import bar_chart
+
+    series = [("Loom", [m.gflops(m.seconds) for m in rows]), ("numpy im2col", [m.gflops(m.numpy_seconds) for m in rows])]
+    if any(m.torch_seconds is not None for m in rows):
+        series.append(("torch", [m.gflops(m.torch_seconds) or 0.0 for m in rows]))
+    notes = [(f"{m.strategy}\n{_median(m.torch_ratios):.2f}x" if m.torch_ratios else m.strategy, m.ok) for m in rows]
+    threads = max(m.threads for m in rows)
+    bar_chart(path, [m.name for m in rows], series, notes,
+              xlabel=f"layer ({rows[0].layout.upper()}); above each group: Loom's strategy, loom/torch speed",
+              ylabel=f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})", title=title)

@@ -73,7 +73,7 @@ def test_parse_shapes_list_and_defaults():
     (["--compile", "--matmul", "8x8"], "--matmul: bad shape '8x8'"),
     (["--compile", "--examples", "/nonexistent/k.mlir"], "--examples: cannot read /nonexistent/k.mlir"),
     (["--compile", "--shapes"], "not allowed with argument"),
-    (["--ablation", "--plot", "x.png"], "--plot applies to --shapes only"),
+    (["--ablation", "--plot", "x.png"], "--plot applies to --shapes and --conv only"),
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
     (["--ablation", "--rounds", "3"], "--rounds applies to --shapes and --conv only"),
@@ -416,7 +416,7 @@ def test_chain_source():
     assert src.count("loom.add") == 3 and "func.return %x3" in src
 
 
-def test_conv_command_line(monkeypatch, capsys):
+def test_conv_command_line(monkeypatch, capsys, tmp_path):
     """--conv: each layer checked and timed beside numpy's im2col + matmul (and torch when
     installed); tiny stand-in layers here. numpy's im2col by hand is the reference's twin."""
     from compiler import bench_conv
@@ -428,7 +428,9 @@ def test_conv_command_line(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | direct | " in out and "| tiny 1x1 | 1×4×5×5, 6×1×1, 1, 0, 1 | im2col | " in out
     assert out.count("| ok |") == 2 and "f32, NCHW" in out
-    assert loom_bench.main(["--conv", "--layers", "resnet", "--layout", "nhwc", *FAST]) == 0
+    plot = ["--plot", str(tmp_path / "conv.png")] if _has_matplotlib() else []
+    assert loom_bench.main(["--conv", "--layers", "resnet", "--layout", "nhwc", *FAST, *plot]) == 0
+    assert not plot or (tmp_path / "conv.png").stat().st_size > 0
     out = capsys.readouterr().out
     assert "f32, NHWC" in out and "| tiny 3x3/2 | 2×3×9×8, 5×3×3, 2, 1, 1 | direct | " in out and out.count("| ok |") == 2
     from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc

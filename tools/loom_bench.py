@@ -43,7 +43,8 @@ the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x
 (when installed) and beside numpy doing the same im2col + matmul by hand, on `--threads`
 threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py); `--layout
 nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The table
-names the strategy the default pipeline chose per layer (direct or im2col).
+names the strategy the default pipeline chose per layer (direct or im2col); `--plot
+out.png` draws GFLOP/s per layer.
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -123,7 +124,8 @@ def parse_args(argv):
                         "thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
-    p.add_argument("--plot", metavar="PNG", help="--shapes: write a bar chart of GFLOP/s per shape (needs matplotlib)")
+    p.add_argument("--plot", metavar="PNG",
+                   help="--shapes, --conv: write a bar chart of GFLOP/s per shape or layer (needs matplotlib)")
     args = p.parse_args(argv)
     if not (args.stages or args.shapes or args.ablation or args.compile or args.conv):
         p.error("nothing to do: pass --stages, --shapes, --ablation, --compile or --conv")
@@ -131,7 +133,7 @@ def parse_args(argv):
         p.error("--repeat, --budget, --rounds and --threads must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
-                               ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes",)),
+                               ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes", "conv")),
@@ -211,14 +213,10 @@ def _run_mode(args, bench, blas: str) -> int:
             print(f"pipeline: {args.pipeline}, threads: {args.threads}\n")
         print(table(rows))
     if args.plot:
-        try:
-            threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
-            bench.plot_shapes(rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, {threads}"
-                                                     f"\n{machine}\n{blas}")
-        except OSError as e:
-            print(f"loom-bench: error: cannot write the plot {args.plot}: {e.strerror or e}", file=sys.stderr)
+        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+        if not _write_plot(args.plot, lambda: bench.plot_shapes(
+                rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, {threads}\n{machine}\n{blas}")):
             return 1
-        print(f"plot: {args.plot}", file=sys.stderr)
     return 0 if all(r.ok for r in rows) else 1
 
 
@@ -241,7 +239,24 @@ def _conv_mode(args, bench, blas: str) -> int:
         print(f"machine: {machine}\n{blas}\n\npipeline: default, threads: {args.threads}, f32, "
               f"{args.layout.upper()}\n")
         print(bench_conv.markdown_conv(rows))
+    if args.plot:
+        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+        if not _write_plot(args.plot, lambda: bench_conv.plot_conv(
+                rows, args.plot, title=f"Loom (default) vs torch and numpy im2col: f32 conv2d "
+                                       f"{args.layout.upper()}, {threads}\n{machine}\n{blas}")):
+            return 1
     return 0 if all(r.ok for r in rows) else 1
+
+
+def _write_plot(path: str, draw) -> bool:
+    """Run `draw`, which writes the plot to `path`; False (with the error said) when it cannot."""
+    try:
+        draw()
+    except OSError as e:
+        print(f"loom-bench: error: cannot write the plot {path}: {e.strerror or e}", file=sys.stderr)
+        return False
+    print(f"plot: {path}", file=sys.stderr)
+    return True
 
 
 def run_stages(args, bench):

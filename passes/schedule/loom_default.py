@@ -31,10 +31,19 @@ Each peeled copy is planned for its own extents: a copy with fewer rows than MR 
 its columns peeled to NR first; a copy of fewer columns than NR gets a tile as wide as
 it is (6x15: a full and a masked vector per row, kept in registers by loom-hoist).
 Nests of other ops (elementwise epilogues, the zero fill of C) are
-vectorized. A conv2d nest is first rewritten by loom-im2col (the step `im2col`): X's
-windows copied into a patch matrix (from X staged with its zero border and its columns
-by phase, when the conv pads or strides; no copy for a 1x1 stride-1 conv), then a matmul
-of W by it into Y, which gets the matmul schedule above; the copies are vectorized. `--remarks` prints, per matmul, the plan
+vectorized. A conv2d nest is first rewritten into a matmul, by the strategy
+`cost_model.choose_conv2d` estimates faster (its remark gives both estimates):
+
+    direct      loom-direct-conv: X staged with its zero border, then an implicit
+                matmul that reads the windows in place (no patch matrix); its matmul
+                schedule packs only the filter (the plan's `in_place` operand)
+    im2col      loom-im2col: X's windows copied into a patch matrix (from X staged
+                with its zero border and its columns by phase, when the conv pads or
+                strides; no copy for a 1x1 stride-1 conv), then a matmul of W by it
+
+either matmul then gets the matmul schedule above; the copies are vectorized.
+`skip=direct` or `skip=im2col` leaves the other; both leave the conv2d nest as it is.
+`--remarks` prints, per matmul, the plan
 with the estimated traffic per memory level and the equivalent pass list, which
 `loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
 

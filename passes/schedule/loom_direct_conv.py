@@ -59,12 +59,17 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
 from passes.analysis.affine_forms import map_forms
-from passes.analysis.loop_utils import nest_tag, perfect_band, select_nests
+from passes.analysis.loop_utils import nest_tag, perfect_band
 from passes.conversion.convert_loom_to_affine import build_nest, matmul_nest, zero_nest
-from passes.schedule.loom_im2col import Conv2DNest, bordered, contiguous, match_conv2d, matrix_view
+from passes.schedule.loom_im2col import (
+    Conv2DNest,
+    bordered,
+    contiguous,
+    matrix_view,
+    replace_nest,
+    rewrite_conv2d_nests,
+)
 
 
 @dataclass(frozen=True)
@@ -168,9 +173,6 @@ def _zero_fill_before(conv: Conv2DNest) -> affine.ForOp | None:
 
 def rewrite(conv: Conv2DNest) -> str:
     """Replace the nest; returns the remark."""
-    nest = conv.nest
-    block = nest.parent_block()
-    assert block is not None
     geometry = Geometry.of(conv)
     nhwc = conv.layout == "nhwc"
     element = conv.y.type.get_element_type()
@@ -229,12 +231,7 @@ def rewrite(conv: Conv2DNest) -> str:
     if wide:
         ops += _out_nest(conv, geometry, c_source, accumulate=init is None)
         after.append(memref.DeallocOp.get(c_source))
-    for op in [*ops, *after]:
-        for inner in op.walk():
-            inner.location = nest.location
-    block.insert_ops_before(ops, nest)
-    block.insert_ops_after(after, nest)
-    block.erase_op(nest)
+    replace_nest(conv.nest, ops, after)
     shape = f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else "")
     operands = (f"A's {rows} rows the windows read from the planes, W as {k}x{conv.f}" if nhwc else
                 f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes")
@@ -278,19 +275,4 @@ class LoomDirectConvPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        nests = select_nests(op, self.op, self.name)
-        found = [(nest, match_conv2d(nest)) for nest in nests]
-        if self.op is not None:
-            for nest, conv in found:
-                if isinstance(conv, str):
-                    raise LoomError(f"{self.name}: cannot rewrite nest '{nest_tag(nest) or 'untagged'}': {conv}", nest)
-        elif not any(isinstance(conv, Conv2DNest) for _, conv in found):
-            seven = [(n, c) for n, c in found if len(perfect_band(n)) == 7]
-            why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
-                   else "no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s")
-            raise LoomError(f"{self.name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
-        for nest, conv in found:
-            if isinstance(conv, str):
-                remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}")
-            else:
-                remark(self.name, nest, rewrite(conv))
+        rewrite_conv2d_nests(op, self.op, self.name, rewrite)

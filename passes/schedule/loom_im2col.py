@@ -30,6 +30,7 @@ Each rewrite is a remark with the patch matrix's size and the matmul's shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -376,9 +377,6 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
 
 def rewrite(conv: Conv2DNest) -> str:
     """Replace the nest; returns the remark."""
-    nest = conv.nest
-    block = nest.parent_block()
-    assert block is not None
     ops: list[Operation] = []
     after: list[Operation] = []
     views, how = (_nhwc_matmul if conv.layout == "nhwc" else _nchw_matmul)(conv, ops, after)
@@ -386,13 +384,44 @@ def rewrite(conv: Conv2DNest) -> str:
         source = view.operands[0]
         view.results[0].name_hint = f"{source.name_hint or 'v'}_mat"  # loom-pack names its buffers after them
     ops += [*views, *matmul_nest(*(v.results[0] for v in views))]
+    replace_nest(conv.nest, ops, after)
+    return f"nest 'conv2d' {conv.describe()}: {how}"
+
+
+def replace_nest(nest: affine.ForOp, ops: list[Operation], after: list[Operation]) -> None:
+    """Put `ops` where the nest is and `after` right after it (at its location), and
+    erase the nest."""
+    block = nest.parent_block()
+    assert block is not None
     for op in [*ops, *after]:
         for inner in op.walk():
             inner.location = nest.location
     block.insert_ops_before(ops, nest)
     block.insert_ops_after(after, nest)
     block.erase_op(nest)
-    return f"nest 'conv2d' {conv.describe()}: {how}"
+
+
+def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite: Callable[[Conv2DNest], str]) -> None:
+    """A conv2d pass's apply: `rewrite` every textbook conv2d nest of the nests `tag`
+    selects (a remark each). With `tag`, a nest that is not one is refused; without, it
+    is skipped with a remark, unless no nest is one (refused, the 7-loop nests' reasons
+    given)."""
+    nests = select_nests(op, tag, pass_name)
+    found = [(nest, match_conv2d(nest)) for nest in nests]
+    if tag is not None:
+        for nest, conv in found:
+            if isinstance(conv, str):
+                raise LoomError(f"{pass_name}: cannot rewrite nest '{nest_tag(nest) or 'untagged'}': {conv}", nest)
+    elif not any(isinstance(conv, Conv2DNest) for _, conv in found):
+        seven = [(n, c) for n, c in found if len(perfect_band(n)) == 7]
+        why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
+               else "no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s")
+        raise LoomError(f"{pass_name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
+    for nest, conv in found:
+        if isinstance(conv, str):
+            remark(pass_name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}")
+        else:
+            remark(pass_name, nest, rewrite(conv))
 
 
 @dataclass(frozen=True)
@@ -402,19 +431,4 @@ class LoomIm2colPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        nests = select_nests(op, self.op, self.name)
-        found = [(nest, match_conv2d(nest)) for nest in nests]
-        if self.op is not None:
-            for nest, conv in found:
-                if isinstance(conv, str):
-                    raise LoomError(f"{self.name}: cannot rewrite nest '{nest_tag(nest) or 'untagged'}': {conv}", nest)
-        elif not any(isinstance(conv, Conv2DNest) for _, conv in found):
-            seven = [(n, c) for n, c in found if len(perfect_band(n)) == 7]
-            why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
-                   else "no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s")
-            raise LoomError(f"{self.name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
-        for nest, conv in found:
-            if isinstance(conv, str):
-                remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}")
-            else:
-                remark(self.name, nest, rewrite(conv))
+        rewrite_conv2d_nests(op, self.op, self.name, rewrite)
