@@ -99,7 +99,7 @@ class Geometry:
         return conv.n * conv.c * sh * sw * self.hq * self.wq if self.staged(conv) else 0
 
     def wasted(self, conv: Conv2DNest) -> float:
-        """The share of the computed columns thrown away."""
+        """The share of the computed pixels thrown away (NCHW: each row's overhang)."""
         return 1 - conv.ho * conv.wo / self.columns(conv)
 
 
