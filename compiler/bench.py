@@ -558,18 +558,16 @@ def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
     series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
     if any(r.torch_gflops is not None for r in rows):
         series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
-    threads = max(r.threads for r in rows)
-    bar_chart(path, [shape_label(r.shape) for r in rows], series,
-              [(f"{r.ratio:.2f}x", r.ok) for r in rows],
+    bar_chart(path, [shape_label(r.shape) for r in rows], series, [(f"{r.ratio:.2f}x", r.ok) for r in rows],
               xlabel="shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed",
-              ylabel=f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})", title=title)
+              threads=max(r.threads for r in rows), title=title)
 
 
 def bar_chart(path, labels: list[str], series: list[tuple[str, list[float]]], notes: list[tuple[str, bool]], *,
-              xlabel: str, ylabel: str, title: str = "") -> None:
-    """A PNG bar chart: one group of bars per label, one bar per series, each group's note
-    (text, ok) above it (red with MISMATCH when not ok). Drawn with the Agg canvas (no
-    display, no pyplot state)."""
+              xlabel: str, threads: int, title: str = "") -> None:
+    """A PNG bar chart of GFLOP/s on `threads` threads: one group of bars per label, one
+    bar per series, each group's note (text, ok) above it (red with MISMATCH when not
+    ok). Drawn with the Agg canvas (no display, no pyplot state)."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -588,7 +586,7 @@ def bar_chart(path, labels: list[str], series: list[tuple[str, list[float]]], no
                     fontsize=8, color="black" if ok else "red")
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})")
     ax.set_ylim(0, top * 1.15)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the plot: never over a bar's note
     if title:

@@ -220,7 +220,6 @@ def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
     if any(m.torch_seconds is not None for m in rows):
         series.append(("torch", [m.gflops(m.torch_seconds) or 0.0 for m in rows]))
     notes = [(f"{m.strategy}\n{_median(m.torch_ratios):.2f}x" if m.torch_ratios else m.strategy, m.ok) for m in rows]
-    threads = max(m.threads for m in rows)
     bar_chart(path, [m.name for m in rows], series, notes,
               xlabel=f"layer ({rows[0].layout.upper()}); above each group: Loom's strategy, loom/torch speed",
-              ylabel=f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})", title=title)
+              threads=max(m.threads for m in rows), title=title)

@@ -7,7 +7,7 @@
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
     loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
-                      [--budget S] [--json]
+                      [--budget S] [--json] [--plot out.png]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against

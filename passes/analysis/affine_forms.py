@@ -625,13 +625,6 @@ class AccessStride:
         return self.coefficients[-1:] == (1,) and not any(self.coefficients[:-1]) and self.stride == 1
 
 
-def _addends(e: AffineExpr) -> list[AffineExpr]:
-    """The terms of a sum, nested sums flattened."""
-    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
-        return [*_addends(e.lhs), *_addends(e.rhs)]
-    return [e]
-
-
 def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) -> AccessStride:
     """The stride of `access`, inside `loop`'s body, along `loop`'s iv: `%b[%k, %j]` in a
     loop over %j of a memref<64x128xf32> has coefficients (0, 1) and stride 1; along %k,
@@ -646,7 +639,7 @@ def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) ->
         if form is None:
             # a sum of terms, each linear or invariant: (%i - %i_t) floordiv 6 along %j,
             # %j + (%k mod 9) floordiv 3 * 58 along %j (a direct convolution's window tap)
-            terms = _addends(result)
+            terms = [_sum_of([term]) for term in _sum_terms(result)]
             forms = map_forms(AffineMap(m.num_dims, m.num_symbols, tuple(terms)), access.indices)
             linear = LinearForm()
             for term, part in zip(terms, forms):

@@ -150,14 +150,13 @@ def _nonnegative(expr: AffineExpr, dims: Sequence[SSAValue], symbols: Sequence[S
     """Whether `expr` is >= 0 wherever it is evaluated: a linear form `provably_nonnegative`
     says so of, a mod by a positive constant, or a sum, a product by a positive constant
     or a floordiv/ceildiv by one of such (a direct convolution's `(%k mod 9) floordiv 3`)."""
-    if isinstance(expr, AffineBinaryOpExpr) and (expr.kind != AffineBinaryOpKind.Mul or constant_value(expr.rhs) is not None):
+    if isinstance(expr, AffineBinaryOpExpr):
         kind, lhs, rhs = expr.kind, expr.lhs, expr.rhs
-        if kind == AffineBinaryOpKind.Add:
-            if _nonnegative(lhs, dims, symbols) and _nonnegative(rhs, dims, symbols):
-                return True
-        elif (divisor := constant_value(rhs)) is not None and divisor > 0:
-            if kind == AffineBinaryOpKind.Mod or _nonnegative(lhs, dims, symbols):
-                return True
+        by_positive = (constant_value(rhs) or 0) > 0  # a product, floordiv, ceildiv or mod by one
+        if kind == AffineBinaryOpKind.Add and _nonnegative(lhs, dims, symbols) and _nonnegative(rhs, dims, symbols):
+            return True
+        if by_positive and (kind == AffineBinaryOpKind.Mod or _nonnegative(lhs, dims, symbols)):
+            return True
     operands = [*dims, *symbols]
     (form,) = map_forms(AffineMap(len(dims), len(symbols), (expr,)), operands)
     return form is not None and provably_nonnegative(form)

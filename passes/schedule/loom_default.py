@@ -71,7 +71,6 @@ from compiler.remarks import remark
 from compiler.target import Target, host
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.schedule import loom_direct_conv, loom_im2col
-from passes.schedule.loom_direct_conv import windows_operand
 from passes.schedule.loom_parallelize import LoomParallelizePass
 from passes.analysis.loop_utils import (
     TAG,
@@ -143,20 +142,18 @@ class LoomDefaultPass(ModulePass):
         if isinstance(conv, str):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}")
             return
-        geometry = loom_direct_conv.Geometry.of(conv)
-        k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
-        choice = choose_conv2d(conv.f, conv.n * k * p if conv.copies else 0, geometry.wasted(conv), conv.layout,
+        patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
+        choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
                                conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip)
         element = conv.y.type.get_element_type().bitwidth // 8
         direct = choice.strategy == "direct"
-        pixels = geometry.columns(conv) if direct else p  # per image (NHWC im2col: all images)
-        nhwc = conv.layout == "nhwc"
-        m, n = ((pixels if direct else conv.n * p), conv.f) if nhwc else (conv.f, pixels)
-        plan = plan_matmul(m, n, k, target, element, ("A" if nhwc else "B") if direct else "")
+        strategy = loom_direct_conv if direct else loom_im2col
+        in_place = ("A" if conv.layout == "nhwc" else "B") if direct else ""
+        plan = plan_matmul(*strategy.matmul_shape(conv), target, element, in_place)
         remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: {choice.strategy}: {choice.why}; "
                f"estimated traffic of its matmul: "
                f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}")
-        remark(self.name, nest, (loom_direct_conv if direct else loom_im2col).rewrite(conv))
+        remark(self.name, nest, strategy.rewrite(conv))
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
@@ -204,7 +201,7 @@ class LoomDefaultPass(ModulePass):
         batch = shape[0]
         element = _element_bytes(nest)
 
-        in_place = windows_operand(nest)
+        in_place = loom_direct_conv.windows_operand(nest)
 
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)

@@ -116,6 +116,13 @@ def _divmod(e: AffineExpr, by: int) -> tuple[AffineExpr, AffineExpr]:
     return (e, AffineExpr.constant(0)) if by == 1 else (e // by, e % by)
 
 
+def matmul_shape(conv: Conv2DNest) -> tuple[int, int, int]:
+    """(M, N, K) of the implicit matmul, per image in NCHW (the flat pixels, each row's
+    overhang included, as N), of all images in NHWC (their pixels as M)."""
+    k, p = conv.c * conv.r * conv.s, Geometry.of(conv).columns(conv)
+    return (conv.n * p, conv.f, k) if conv.layout == "nhwc" else (conv.f, p, k)
+
+
 def window_subscripts(conv: Conv2DNest, geometry: Geometry, batched: bool) -> list[AffineExpr]:
     """The implicit operand's subscripts into the staged planes, expressions of the
     matmul nest's ivs ((b,) i, j, k), k split back into its tap: NCHW, B[k, j] with
@@ -130,8 +137,9 @@ def window_subscripts(conv: Conv2DNest, geometry: Geometry, batched: bool) -> li
         n, pixel = _divmod(i, conv.ho * conv.wo) if conv.n > 1 else (AffineExpr.constant(0), i)
         oh, ow = _divmod(pixel, conv.wo)
         r, run = _divmod(k, conv.s * conv.c)
-        if dw > 1:
-            run = _divmod(k, conv.c)[0] % conv.s * (dw * conv.c) + _divmod(k, conv.c)[1] if conv.s > 1 else run
+        if dw > 1 and conv.s > 1:  # the run's taps are dw*C apart
+            tap, c = _divmod(k, conv.c)
+            run = tap % conv.s * (dw * conv.c) + c
         a, row = _split(r, sh, dh)
         return [n, a, ((oh + row) * geometry.wq + ow) * (sw * conv.c) + run]
     c, tap = _divmod(k, conv.r * conv.s)
@@ -176,7 +184,8 @@ def rewrite(conv: Conv2DNest) -> str:
     geometry = Geometry.of(conv)
     nhwc = conv.layout == "nhwc"
     element = conv.y.type.get_element_type()
-    k, p = conv.c * conv.r * conv.s, geometry.columns(conv)
+    rows, cols, k = matmul_shape(conv)
+    p = geometry.columns(conv)
     batched = conv.n > 1 and not nhwc  # NHWC: the batch folded into the rows
     batch = [conv.n] if batched else []
     ops: list[Operation] = []
@@ -217,7 +226,6 @@ def rewrite(conv: Conv2DNest) -> str:
     else:
         c_source = conv.y
         init = None
-    rows, cols = (conv.n * p, conv.f) if nhwc else (conv.f, p)
     w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
     w = matrix_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
     c = matrix_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])

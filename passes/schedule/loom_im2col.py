@@ -284,12 +284,19 @@ def matrix_view(source: SSAValue, shape: list[int], strides: list[int]) -> memre
     return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
 
 
+def matmul_shape(conv: Conv2DNest) -> tuple[int, int, int]:
+    """(M, N, K) of the matmul after the patch copy, per image in NCHW, of all images
+    (their pixels as M) in NHWC."""
+    k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
+    return (conv.n * p, conv.f, k) if conv.layout == "nhwc" else (conv.f, p, k)
+
+
 def _nchw_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation]) -> tuple[list[Operation], str]:
     """NCHW: W (F x C*R*S) @ the patch matrix (C*R*S x Ho*Wo) = Y (F x Ho*Wo), per image
     (a batch loop, W repeated over it). Appends the copies to `ops`, the frees after the
     matmul to `after`; returns the views and the remark's words."""
     element = conv.y.type.get_element_type()
-    k, p = conv.c * conv.r * conv.s, conv.ho * conv.wo
+    _, p, k = matmul_shape(conv)
     batch = [conv.n] if conv.n > 1 else []
     if not conv.copies:
         b_source = conv.x
@@ -320,7 +327,7 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
     batch folded into the rows: one matmul. X with its zero border when the conv pads (the
     copy runs along c, contiguous in X, whatever the strides)."""
     element = conv.y.type.get_element_type()
-    k, p = conv.r * conv.s * conv.c, conv.n * conv.ho * conv.wo
+    p, _, k = matmul_shape(conv)
     if not conv.copies:
         a_source = conv.x
         how = "a 1x1 convolution with stride 1 and no padding: X is already the patch matrix, no copy"
