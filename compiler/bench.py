@@ -24,7 +24,7 @@ from itertools import groupby
 import numpy as np
 
 from compiler.driver import compile
-from compiler.jit import Timings
+from compiler.llvm_jit import Timings
 from compiler.runner import SETTLE, error_bound, run_and_check, timed_rounds
 
 

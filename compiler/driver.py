@@ -26,14 +26,14 @@ from compiler.pipelines import Callback, build
 from compiler.remarks import collect
 from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp
 
-if TYPE_CHECKING:  # compiler.jit imports LLVM: not at `import compiler`
-    from compiler.jit import Timings
+if TYPE_CHECKING:  # compiler.llvm_jit imports LLVM: not at `import compiler`
+    from compiler.llvm_jit import Timings
 
 
 class KernelCache:
     """compile()'s in-memory cache: the `size` kernels used last (least recently used
     out first). A kernel dropped from it is freed, its machine code included, once
-    nothing else holds it (compiler/jit.py); one a caller still holds keeps working.
+    nothing else holds it (compiler/llvm_jit.py); one a caller still holds keeps working.
     `size` is `LOOM_CACHE_SIZE` (default 64, read at the first compile);
     `compiler.set_cache_size(n)` changes it, 0 turns caching off."""
 
@@ -207,7 +207,7 @@ def compile(
     source: str | ModuleOp,
     *,
     entry: str | None = None,
-    pipeline: str = "naive",
+    pipeline: str = "default",
     num_threads: int | None = None,
     remarks: bool = False,
     stages: bool = False,
@@ -217,7 +217,8 @@ def compile(
     """Compile a loom function to machine code.
 
     `source` is MLIR text or a module; `entry` names the function (optional when there is
-    one); `pipeline` is a named pipeline (`naive`) or a pass-list string, completed with
+    one); `pipeline` is a named pipeline (`default`, the schedule the cost model picks for
+    the host; `naive`, the textbook loops) or a pass-list string, completed with
     the steps it leaves out (`compiler.pipelines.complete`); `num_threads` is how many
     threads the parallel loops of `loom-default` and `loom-parallelize` run on (default:
     `OMP_NUM_THREADS`, else the cores this process may run on; 1 makes serial code);
@@ -233,10 +234,10 @@ def compile(
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
     pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
     pass's output); `LLVM emission`; then the JIT's `LLVM parse`, `LLVM O3` and `machine
-    code` (`compiler.jit.compile_ir`). A timed compile neither uses nor fills the cache:
+    code` (`compiler.llvm_jit.compile_ir`). A timed compile neither uses nor fills the cache:
     it is a real compile (what `loom-bench --compile` measures).
     """
-    from compiler.jit import compile_ir, timed
+    from compiler.llvm_jit import compile_ir, timed
     from compiler.llvm_emit import to_llvm_ir
 
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -303,7 +304,7 @@ def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | No
     that comes twice is `name#2`), then `then` (timed as `verify`: what `stages` adds)."""
     if timings is None:
         return then
-    from compiler.jit import timed
+    from compiler.llvm_jit import timed
 
     clock = [0.0, 0.0]
 

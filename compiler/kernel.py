@@ -209,6 +209,7 @@ class Kernel:
         ret = "int" if self.returns_status else "void"
         # cffi rather than ctypes: a call costs well under a microsecond of Python
         self._cfunc = _ffi.cast(f"{ret} (*)({', '.join(['void *'] * n) or 'void'})", self.address)
+        self._fast = _fast_call(self) if self._direct and not self._written else None
 
     def __repr__(self) -> str:
         args = ", ".join(f"{s.name}: {s.short()}" for s in self.inputs)
@@ -296,6 +297,12 @@ class Kernel:
                            f"{partial}")
 
     def __call__(self, *arrays):
+        if self._fast is not None:
+            return self._fast(self, arrays)
+        return self._call(arrays)
+
+    def _call(self, arrays: tuple):
+        """The call with every check spelled out: what `_fast_call`'s code falls back on."""
         ins = self.check(arrays)
         outs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
         if self._direct:
@@ -307,3 +314,36 @@ class Kernel:
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _fast_call(kernel: Kernel):
+    """The call of a kernel whose arguments are all C-contiguous and read only, as one
+    generated Python function: each array checked against its exact type, dtype (the
+    dtype object numpy shares), shape, strides and alignment in one expression, the
+    outputs allocated, the machine code called. Anything else (another layout that still
+    fits, a wrong argument) goes to `Kernel._call`, which accepts it or says what is
+    wrong. It cuts a call's Python cost from about 3 to 1.5 microseconds (a 64^3 matmul
+    runs for 5): the checks of `check` loop over specs and build flag objects."""
+    names = [f"a{i}" for i in range(len(kernel.inputs))]
+    env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc}
+    tests = []
+    for i, spec in enumerate(kernel.inputs):
+        env.update({f"D{i}": spec.dtype, f"S{i}": spec.shape, f"T{i}": spec.strides})
+        tests.append(f"type(a{i}) is ndarray and a{i}.dtype is D{i} and a{i}.shape == S{i} "
+                     f"and a{i}.strides == T{i} and a{i}.flags.aligned")
+    outs = [f"o{i}" for i in range(len(kernel.outputs))]
+    for i, spec in enumerate(kernel.outputs):
+        env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
+    pointers = ", ".join(f"fb({v})" for v in (*names, *outs))
+    lines = ["def call(kernel, arrays):",  # the kernel passed in: no cycle through its own function
+             f"    if len(arrays) != {len(names)}:",
+             "        return kernel._call(arrays)",
+             *([f"    {', '.join(names)}, = arrays"] if names else []),
+             f"    if not ({' and '.join(tests) or 'True'}):",
+             "        return kernel._call(arrays)",
+             *[f"    o{i} = empty(OS{i}, OD{i})" for i in range(len(outs))],
+             f"    status = f({pointers})" if kernel.returns_status else f"    f({pointers})",
+             *(["    if status:", "        raise kernel._allocation_error(status)"] if kernel.returns_status else []),
+             f"    return {', '.join(outs) if len(outs) > 1 else outs[0] if outs else 'None'}"]
+    exec(compile("\n".join(lines), f"<loom kernel @{kernel.entry}>", "exec"), env)
+    return env["call"]

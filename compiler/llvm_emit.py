@@ -347,7 +347,7 @@ def to_llvm_ir(module: ModuleOp) -> str:
 
     with session():  # the garbage collector paused: see compiler/session.py
         text = str(to_llvmlite_module(module))
-    try:  # a private context: LLVM's global one belongs to the JIT (compiler/jit.py)
+    try:  # a private context: LLVM's global one belongs to the JIT (compiler/llvm_jit.py)
         parsed = binding.parse_assembly(text, context=binding.create_context())
         parsed.verify()
     except RuntimeError as e:
@@ -374,7 +374,7 @@ class LoomAsmTarget(Target):
     name = "asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from compiler.jit import assembly
+        from compiler.llvm_jit import assembly
 
         print(assembly(to_llvm_ir(module)), file=output)
 

@@ -14,7 +14,7 @@ to `loom_take(align, bytes)` and its free to `loom_give(ptr, bytes)`:
 
 The slots are claimed with compare-and-swap, so concurrent calls (Python threads, or
 kernels on libgomp's team) each get a buffer of their own. At most `SLOTS` buffers stay
-parked between calls; `clear()` (and `compiler.jit.release()`) frees them.
+parked between calls; `clear()` (and `compiler.llvm_jit.release()`) frees them.
 
 The pool is LLVM IR, compiled once per process by an engine of its own when a kernel
 first needs it, its functions handed to the JIT's linker by address.
@@ -138,8 +138,8 @@ FUNCTIONS = ("loom_take", "loom_give", "loom_pool_clear")
 @functools.cache
 def _engine() -> llvm.ExecutionEngine:
     """The pool's machine code, for the life of the process (its buffers outlive any one
-    kernel); its functions added to the JIT's linker. Call with compiler.jit's lock held."""
-    from compiler.jit import _get_host, _resolve_symbols
+    kernel); its functions added to the JIT's linker. Call with compiler.llvm_jit's lock held."""
+    from compiler.llvm_jit import _get_host, _resolve_symbols
 
     host = _get_host()
     _resolve_symbols(["aligned_alloc", "free"])
@@ -156,7 +156,7 @@ def _engine() -> llvm.ExecutionEngine:
 def clear() -> int:
     """Free the buffers parked in the pool; returns how many there were. Safe at any
     time: a kernel running meanwhile takes or parks its own buffers as usual."""
-    from compiler.jit import _lock
+    from compiler.llvm_jit import _lock
 
     with _lock:
         address = _engine().get_function_address("loom_pool_clear")

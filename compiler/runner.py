@@ -23,7 +23,7 @@ from compiler.kernel import ArgSpec
 from compiler.target import host
 
 if TYPE_CHECKING:
-    from compiler.jit import Timings
+    from compiler.llvm_jit import Timings
 
 
 def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:

@@ -59,11 +59,11 @@ def is_x86_64() -> bool:
 
 def asm_for_cpu(llvm_ir: str, cpu: str) -> str:
     """The assembly of `llvm_ir` optimized and compiled as the JIT would on a host whose
-    LLVM CPU is `cpu` (the JIT's own O3 pipeline, `compiler.jit._run_o3`), without
+    LLVM CPU is `cpu` (the JIT's own O3 pipeline, `compiler.llvm_jit._run_o3`), without
     running it: the other kind of host's machine code, checked here."""
     import llvmlite.binding as llvm
 
-    from compiler import jit
+    from compiler import llvm_jit as jit
 
     with jit._lock:
         llvm.initialize_native_target()

@@ -94,6 +94,29 @@ def test_inputs_untouched_and_outputs_fresh(mm):
     assert c1 is not c2 and not np.shares_memory(c1, c2)
 
 
+def test_fast_call_path_and_its_fallback(mm, monkeypatch):
+    """The generated call takes exact arrays without `Kernel._call`; an array that fits
+    otherwise (a size-1 dimension with another stride) goes there and gets the same
+    answer; a bad one (a big-endian dtype) gets `_call`'s error."""
+    a, b = args()
+    want = mm(a, b)
+    calls = []
+    real = type(mm)._call
+    monkeypatch.setattr(type(mm), "_call", lambda self, arrays: calls.append(1) or real(self, arrays))
+    k = mm
+    np.testing.assert_array_equal(k(a, b), want)
+    assert not calls
+    big_endian = a.astype(a.dtype.newbyteorder(">"))
+    with pytest.raises(TypeError, match="has dtype >f4, expected float32"):
+        k(big_endian, b)
+    assert calls
+    calls.clear()
+    row = np.lib.stride_tricks.as_strided(a, shape=(1, 3), strides=(999 * 4, 4))  # its row stride addresses nothing
+    one_row = compiler.compile(matmul((1, 3), (3, 5), (1, 5), np.float32))
+    np.testing.assert_array_equal(one_row(row, b), one_row(a[:1].copy(), b))
+    assert calls
+
+
 def test_memref_kernel_writes_in_place_zero_copy():
     src = """func.func @f(%a: memref<8xf32>, %out: memref<8xf32>) {
       loom.relu ins(%a : memref<8xf32>) outs(%out : memref<8xf32>)

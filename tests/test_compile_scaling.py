@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import bench, driver, jit, session
+from compiler import bench, driver, session
+from compiler import llvm_jit as jit
 from compiler.diagnostics import LoomError, deep_nesting
 from compiler.runner import run_and_check
 

@@ -42,7 +42,7 @@ def run_and_compare(src, shapes, reduction, pipeline, *, exact, dtype=np.float32
     else:
         assert_within_bound(out, ref, reduction, dtype)
     if naive_bits:
-        np.testing.assert_array_equal(out, compiler.compile(src)(*arrays))
+        np.testing.assert_array_equal(out, compiler.compile(src, pipeline="naive")(*arrays))
 
 
 def sizes_option(sizes, depth=0):

@@ -25,7 +25,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="loom-run", description=__doc__.split("\n\n")[0])
     p.add_argument("files", nargs="+", metavar="FILE", help=".mlir file(s) with loom kernels")
     p.add_argument("--entry", help="function to run (default: the only one in the file)")
-    p.add_argument("--pipeline", default="naive", help="named pipeline or pass list (default: naive)")
+    p.add_argument("--pipeline", default="default", help="named pipeline or pass list (default: default)")
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timing per round (default 0.5)")
     p.add_argument("--rounds", type=int, default=3, help="timing rounds; their median is reported (default 3)")
     p.add_argument("--repeat", type=int, default=100, help="at most this many timed runs per round (default 100)")

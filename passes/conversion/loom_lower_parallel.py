@@ -68,7 +68,7 @@ from passes.schedule.loom_outline import outline_inputs
 from passes.schedule.loom_parallelize import NUM_THREADS
 
 PASS = "loom-lower-parallel"
-#: the libgomp entry points the lowered code calls (compiler/jit.py loads libgomp)
+#: the libgomp entry points the lowered code calls (compiler/llvm_jit.py loads libgomp)
 RUNTIME = {
     "GOMP_parallel": ([llvm.LLVMPointerType(), llvm.LLVMPointerType(), i32, i32], []),
     "omp_get_thread_num": ([], [i32]),

@@ -157,7 +157,7 @@ class LoomDefaultPass(ModulePass):
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
-        from compiler.jit import openmp_runtime
+        from compiler.llvm_jit import openmp_runtime
 
         threads = self._threads(set(), target)
         if threads > 1 and outermost_nests(op):
@@ -170,7 +170,7 @@ class LoomDefaultPass(ModulePass):
     def _threads(self, skip: set[str], target: Target) -> int:
         """The threads the parallel step will use (1: it will not run: skipped, one thread
         asked for, or no libgomp)."""
-        from compiler.jit import openmp_runtime
+        from compiler.llvm_jit import openmp_runtime
 
         if "parallel" in skip or openmp_runtime() is None:
             return 1
