@@ -41,10 +41,12 @@ from passes.conversion.loom_lower_affine import LoomLowerAffinePass, expand_affi
 
 N_DIMS, N_SYMS = 2, 2
 
-# What the lowering of an affine expression may emit: plain arith, no floordivsi/ceildivsi.
+# What the lowering of an affine expression may emit: plain arith, no floordivsi/ceildivsi
+# (divui/remui where the dividend is provably non-negative, e.g. (d0 * 2) floordiv 2 of a
+# dimension, which is an index and never negative).
 PLAIN_ARITH = {
     "arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.divsi",
-    "arith.remsi", "arith.cmpi", "arith.select",
+    "arith.remsi", "arith.divui", "arith.remui", "arith.cmpi", "arith.select",
 }  # fmt: skip
 
 
@@ -103,7 +105,8 @@ def exact(expr: AffineExpr, dims: list[int], syms: list[int]) -> int:
 
 @register_impls
 class MinMaxFunctions(InterpreterFunctions):
-    """arith.minsi/maxsi, which xDSL 0.74's arith interpreter lacks."""
+    """arith.minsi/maxsi and divui/remui, which xDSL 0.74's arith interpreter lacks (the
+    unsigned ones on non-negative operands: the only ones lower-affine gives them)."""
 
     @impl(arith.MinSIOp)
     def run_minsi(self, interpreter: Interpreter, op: arith.MinSIOp, args: PythonValues):
@@ -112,6 +115,16 @@ class MinMaxFunctions(InterpreterFunctions):
     @impl(arith.MaxSIOp)
     def run_maxsi(self, interpreter: Interpreter, op: arith.MaxSIOp, args: PythonValues):
         return (max(args),)
+
+    @impl(arith.DivUIOp)
+    def run_divui(self, interpreter: Interpreter, op: arith.DivUIOp, args: PythonValues):
+        assert min(args) >= 0, args
+        return (args[0] // args[1],)
+
+    @impl(arith.RemUIOp)
+    def run_remui(self, interpreter: Interpreter, op: arith.RemUIOp, args: PythonValues):
+        assert min(args) >= 0, args
+        return (args[0] % args[1],)
 
 
 def lower(module: ModuleOp) -> ModuleOp:
