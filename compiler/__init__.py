@@ -1,12 +1,4 @@
-"""Loom: compile dense tensor kernels written in Python or in the loom dialect, run them on numpy arrays.
-
-    import compiler as loom
-
-    @loom.jit                                # traced on the first call per signature
-    def mlp(x, w, b):
-        return loom.relu(x @ w + b)
-
-    y = mlp(x, w, b)                         # numpy in, numpy out
+"""Loom: compile dense tensor kernels written in the loom dialect, run them on numpy arrays.
 
     import compiler
     k = compiler.compile(mlir_text)          # pipeline="default" (or "naive", or a pass list)
@@ -16,13 +8,8 @@
 
 from compiler.diagnostics import LoomError
 from compiler.driver import compile, reference, set_cache_size
-from compiler.frontend import (
-    JitFunction, TraceError, add, broadcast_to, contiguous, conv2d, jit, matmul, multiply, relu, reshape, transpose,
-)
 from compiler.kernel import ArgSpec, Kernel
 from compiler.pipelines import PIPELINES
 
-__all__ = ["compile", "reference", "set_cache_size", "Kernel", "ArgSpec", "LoomError", "PIPELINES",
-           "jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "transpose", "reshape",
-           "broadcast_to", "contiguous"]
+__all__ = ["compile", "reference", "set_cache_size", "Kernel", "ArgSpec", "LoomError", "PIPELINES"]
 __version__ = "0.1.0"
