@@ -470,6 +470,73 @@ def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     return result
 
 
+#: run by `disk_hit` in fresh processes sharing one cache folder: `import compiler`, then
+#: compile() of the matmul (a miss that fills the disk cache in the first process, a hit
+#: in the later ones), the kernel checked
+_DISK_PROBE = """
+import json, sys, time
+wall = time.perf_counter()
+import compiler
+imported = time.perf_counter() - wall
+from compiler.cache import disk_cache
+from compiler.bench import matmul_source
+m, n, k = json.loads(sys.argv[1])
+source = matmul_source(m, n, k)
+wall = time.perf_counter()
+kernel = compiler.compile(source, pipeline="default")
+seconds = time.perf_counter() - wall
+import numpy as np
+from compiler.runner import error_bound
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+want = a.astype(np.float64) @ b
+ok = float(np.abs(kernel(a, b) - want).max()) <= error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
+print(json.dumps({"import": imported, "compile": seconds, "stats": dict(disk_cache.stats), "ok": ok}))
+"""
+
+
+def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
+    """compile() of the default pipeline's matmul of `shape` in a fresh process with an
+    empty disk cache ("miss": it compiles and stores), then in `hits` more processes that
+    find it there; the wall seconds of `import compiler` and of compile() in each, and
+    whether every kernel checked against numpy."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from compiler.diagnostics import LoomError
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="loom-bench-cache-") as folder:
+        environment = {**os.environ, "LOOM_CACHE_DIR": folder}
+        environment.pop("LOOM_CACHE_MAX_BYTES", None)
+        for _ in range(1 + hits):
+            done = subprocess.run([sys.executable, "-c", _DISK_PROBE, json.dumps(list(shape))], capture_output=True,
+                                  text=True, env=environment, check=False)
+            if done.returncode != 0:
+                last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+                raise LoomError(f"the disk cache probe failed (exit status {done.returncode}): {last.strip()}")
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {"shape": list(shape), "miss": runs[0], "hits": runs[1:],
+            "ok": all(r["ok"] for r in runs) and all(r["stats"].get("hit") for r in runs[1:])}
+
+
+def markdown_disk_hit(result: dict) -> str:
+    """One line per process: import and compile() wall milliseconds, and what the cache did."""
+    hits = sorted(r["compile"] for r in result["hits"])
+    label = "x".join(map(str, result["shape"]))
+    out = [f"disk cache, matmul {label} (default pipeline), each a fresh process:",
+           "| process | import compiler (ms) | compile() (ms) | disk cache |", "|---|---:|---:|---|"]
+    for i, r in enumerate([result["miss"], *result["hits"]]):
+        what = ", ".join(f"{k} {v}" for k, v in sorted(r["stats"].items()))
+        out.append(f"| {'first' if i == 0 else f'then {i}'} | {r['import'] * 1e3:.1f} | {r['compile'] * 1e3:.1f} | "
+                   f"{what}{'' if r['ok'] else ', MISMATCH'} |")
+    out.append(f"\na hit: median {hits[len(hits) // 2] * 1e3:.1f} ms, best {hits[0] * 1e3:.1f} ms beyond import")
+    return "\n".join(out)
+
+
 def run_compile(
     examples: Sequence[tuple[str, str]] = (), *, chains: Sequence[int] = CHAIN_LENGTHS, pipeline: str = "default",
     matmul: Shape | None = (1024, 1024, 1024), on_row: Callable[[CompileRow], None] | None = None,
@@ -600,3 +667,161 @@ def bench_machine() -> str:
     from compiler.target import machine
 
     return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {machine().cpu}"
+
+
+def peak_figures(threads: int = 1) -> dict[str, float]:
+    """The machine's FMA peak in GFLOP/s on `threads` threads, f32 and f64 (compiler/peak.py:
+    measured once per machine, then cached), for the tables to quote shares of."""
+    from compiler.peak import peak_gflops
+
+    return {dtype: peak_gflops(dtype, threads) for dtype in ("f32", "f64")}
+
+
+def peak_line(threads: int = 1) -> str:
+    """`peak: ...`, the line under a table's machine line."""
+    figures = peak_figures(threads)
+    return (f"peak: {figures['f32']:.1f} GFLOP/s f32, {figures['f64']:.1f} f64 (vector FMA, {threads} "
+            f"thread{'s' * (threads != 1)}; measured once per machine, compiler/peak.py)")
+
+
+# --------------------------------------------------------------------------- epilogue fusion
+
+#: `loom-bench --fusion`: the dense layer of issue 12's target, relu(x @ w + b) at
+#: "128x768x3072", as M x N x K (this project's shape notation: K = 3072) and as a
+#: transformer's feed-forward layer reads it (x 128x768 @ w 768x3072: N = 3072, K = 768)
+FUSION_DENSE: list[Shape] = [(128, 768, 3072), (128, 3072, 768)]
+#: and conv2d + bias + relu on these layers of compiler/bench_conv.py
+FUSION_CONVS = ["3x3 C64 56x56", "3x3 C128 28x28", "1x1 C256 14x14", "3x3 C3 32x32 N32"]
+
+
+@dataclass
+class FusionRow:
+    """One kernel with an epilogue: Loom fused (`default`), unfused (`loom-default{skip=fuse}`)
+    and the producer alone (the matmul or conv2d with no epilogue: what fusion tends to),
+    numpy's expression and product alone for the dense layer, interleaved, by rounds."""
+
+    name: str
+    flops: float  # the matmul's or conv2d's
+    fused: float
+    unfused: float
+    alone: float
+    numpy: float | None
+    numpy_alone: float | None
+    #: per round: unfused / fused and numpy / fused seconds (above 1, fusion wins)
+    over_unfused: tuple[float, ...]
+    over_numpy: tuple[float, ...]
+    max_err: float
+    bound: float
+    remark: str  # loom-fuse-epilogue's remark (what was fused)
+
+    def gflops(self, seconds: float | None) -> float | None:
+        return None if seconds is None else self.flops / seconds / 1e9
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_err <= self.bound) and "] fused" in self.remark
+
+
+def dense_epilogue_source(m: int, n: int, k: int) -> tuple[str, str]:
+    """`@dense`: relu(x @ w + b), b over the rows; and `@matmul`, x @ w alone."""
+    tx, tw, ty_ = (f"tensor<{r}x{c}xf32>" for r, c in ((m, k), (k, n), (m, n)))
+    dense = (f"func.func @dense(%x: {tx}, %w: {tw}, %b: tensor<{n}xf32>) -> {ty_} {{\n"
+             f"  %c = loom.matmul %x, %w : ({tx}, {tw}) -> {ty_}\n"
+             f"  %s = loom.add %c, %b : ({ty_}, tensor<{n}xf32>) -> {ty_}\n"
+             f"  %r = loom.relu %s : {ty_}\n  func.return %r : {ty_}\n}}\n")
+    return dense, matmul_source(m, n, k)
+
+
+def conv_epilogue_source(layer, layout: str) -> tuple[str, str]:
+    """conv2d + a bias per output channel (F x 1 x 1 in NCHW, F in NHWC) + relu; and the
+    conv2d alone."""
+    from compiler.bench_conv import conv_source, layer_shapes
+
+    alone = conv_source(layer, layout)
+    y = layer_shapes(layer, layout)[2]
+    f = layer[4]
+    ty_, tb = f"tensor<{'x'.join(map(str, y))}xf32>", f"tensor<{f}x1x1xf32>" if layout == "nchw" else f"tensor<{f}xf32>"
+    head, _, _ = alone.partition("  func.return")
+    head = head.replace(") -> ", f", %b: {tb}) -> ", 1)
+    return (head + f"  %s = loom.add %y, %b : ({ty_}, {tb}) -> {ty_}\n  %r = loom.relu %s : {ty_}\n"
+            f"  func.return %r : {ty_}\n}}\n", alone)
+
+
+def _fusion_row(name: str, source: str, alone_source: str, args: list[np.ndarray], alone_args: list[np.ndarray],
+                flops: float, k: int, numpy_fns: list | None, *, budget: float, repeat: int, rounds: int) -> FusionRow:
+    from compiler.driver import reference
+
+    fused = compile(source, pipeline="default", num_threads=1, remarks=True, cache=False)
+    unfused = compile(source, pipeline="loom-default{skip=fuse}", num_threads=1, cache=False)
+    alone = compile(alone_source, pipeline="default", num_threads=1, cache=False)
+    want = reference(source, *args)
+    got = fused(*args)
+    err = max(float(np.abs(got - want).max()), float(np.abs(unfused(*args) - want).max()))
+    bound = error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
+    fns = [lambda: fused(*args), lambda: unfused(*args), lambda: alone(*alone_args), *(numpy_fns or [])]
+    for f in fns[1:]:
+        f()
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
+    remark = next((r for r in fused.remarks if "[loom-fuse-epilogue]" in r), "")
+    return FusionRow(name, flops, timing.median(0), timing.median(1), timing.median(2),
+                     timing.median(3) if numpy_fns else None, timing.median(4) if numpy_fns else None,
+                     timing.ratios(1), timing.ratios(3) if numpy_fns else (), err, bound, remark)
+
+
+def run_fusion(dense: Sequence[Shape] = FUSION_DENSE, convs: Sequence[str] = FUSION_CONVS,
+               layouts: Sequence[str] = ("nchw", "nhwc"), *, budget: float = 2.0, repeat: int = 20, rounds: int = 5,
+               seed: int = 0, on_row: Callable[[FusionRow], None] | None = None) -> list[FusionRow]:
+    """Each dense shape beside numpy's `np.maximum(x @ w + b, 0)`, and each conv2d layer in
+    each layout, fused against unfused (one thread, interleaved, medians of `rounds`)."""
+    from compiler.bench_conv import LAYERS, layer_shapes
+
+    rows = []
+    rng = np.random.default_rng(seed)
+    for m, n, k in dense:
+        x, w = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        source, alone = dense_epilogue_source(m, n, k)
+        numpy_fns = [lambda: np.maximum(x @ w + b, 0), lambda: x @ w]
+        rows.append(_fusion_row(f"relu(x @ w + b) {m}x{n}x{k}", source, alone, [x, w, b], [x, w], 2.0 * m * n * k,
+                                k, numpy_fns, budget=budget, repeat=repeat, rounds=rounds))
+        if on_row:
+            on_row(rows[-1])
+    for name in convs:
+        layer = LAYERS["all"][name]
+        for layout in layouts:
+            x_shape, w_shape, y_shape = layer_shapes(layer, layout)
+            x = rng.standard_normal(x_shape).astype(np.float32)
+            w = rng.standard_normal(w_shape).astype(np.float32)
+            f = layer[4]
+            b = rng.standard_normal((f, 1, 1) if layout == "nchw" else (f,)).astype(np.float32)
+            source, alone = conv_epilogue_source(layer, layout)
+            c, r, s = layer[1], layer[5], layer[6]
+            flops = 2.0 * float(np.prod(y_shape)) * c * r * s
+            rows.append(_fusion_row(f"conv2d {name} {layout.upper()} + bias + relu", source, alone, [x, w, b], [x, w],
+                                    flops, c * r * s, None, budget=budget, repeat=repeat, rounds=rounds))
+            if on_row:
+                on_row(rows[-1])
+    return rows
+
+
+def markdown_fusion(rows: list[FusionRow]) -> str:
+    """GFLOP/s of the producer's flops (the matmul's or conv2d's): fused, unfused, the
+    producer alone, numpy's expression and product; fused over unfused and over numpy's
+    expression (medians of the rounds' ratios, with their range)."""
+    out = ["| kernel | fused GFLOP/s | unfused GFLOP/s | fused/unfused | alone GFLOP/s | numpy expr GFLOP/s "
+           "| fused/numpy expr | numpy x@w GFLOP/s | check |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        def spread(ratios: tuple[float, ...]) -> str:
+            return f"{np.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "-"
+
+        out.append(f"| {r.name} | {r.gflops(r.fused):.1f} | {r.gflops(r.unfused):.1f} | {spread(r.over_unfused)} "
+                   f"| {r.gflops(r.alone):.1f} | {_fmt(r.gflops(r.numpy), '.1f')} | {spread(r.over_numpy)} "
+                   f"| {_fmt(r.gflops(r.numpy_alone), '.1f')} | {'ok' if r.ok else 'MISMATCH or not fused'} |")
+    return "\n".join(out)
+
+
+def fusion_json(rows: list[FusionRow]) -> list[dict]:
+    return [{**asdict(r), "fused_gflops": r.gflops(r.fused), "unfused_gflops": r.gflops(r.unfused),
+             "alone_gflops": r.gflops(r.alone), "numpy_gflops": r.gflops(r.numpy),
+             "numpy_alone_gflops": r.gflops(r.numpy_alone), "ok": r.ok} for r in rows]

@@ -17,6 +17,7 @@ from xdsl.dialects import affine, func, memref, vector
 from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from compiler import numpy_reference as ref
 from compiler.context import make_context
@@ -24,10 +25,14 @@ from compiler.diagnostics import LoomError, op_location, parse_module, verify
 from compiler.kernel import AllocationSite, ArgSpec, Kernel
 from compiler.pipelines import Callback, build
 from compiler.remarks import collect
-from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp
+from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
 
 if TYPE_CHECKING:  # compiler.llvm_jit imports LLVM: not at `import compiler`
     from compiler.llvm_jit import Timings
+
+#: when this process imported Loom: a source file of Loom newer than that may not be the
+#: code it runs, and then compiler/cache.py files no kernel on disk
+IMPORTED_AT_NS = time.time_ns()
 
 
 class KernelCache:
@@ -163,13 +168,24 @@ def written_arguments(fn: func.FuncOp) -> set[int]:
     return {i for i, a in enumerate(fn.body.block.args) if isinstance(a.type, MemRefType) and _may_write(a)}
 
 
+def _passed_type(fn: func.FuncOp, index: int):
+    """The type argument `index` is passed as: a tensor with `loom.buffer_layout` as the
+    strided memref loom-bufferize makes of it (the array's strides), any other as it is."""
+    if argument_layout(fn, index) is None:
+        return fn.body.block.args[index].type
+    try:
+        return argument_buffer_type(fn, index)
+    except VerifyException as e:
+        raise LoomError(str(e), fn) from None
+
+
 def signature(fn: func.FuncOp) -> tuple[list[ArgSpec], list[ArgSpec]]:
     """The kernel's arrays: the arguments (with the layouts of memref ones, and whether
     the function writes them), then the tensor results. Errors are located at `fn`."""
     args = fn.body.block.args
     written = written_arguments(fn)
     inputs = [
-        ArgSpec.from_type(f"%{a.name_hint or i}", a.type, is_output=False, writes=i in written, op=fn)
+        ArgSpec.from_type(f"%{a.name_hint or i}", _passed_type(fn, i), is_output=False, writes=i in written, op=fn)
         for i, a in enumerate(args)
     ]
     outputs = [
@@ -213,6 +229,7 @@ def compile(
     stages: bool = False,
     filename: str = "<source>",
     timings: Timings | None = None,
+    cache: bool = True,
 ) -> Kernel:
     """Compile a loom function to machine code.
 
@@ -228,29 +245,34 @@ def compile(
     (a debugging aid: it costs about a third of the compile time); by default the input
     and the final module are verified. The result is cached in memory per (source,
     filename, entry, pipeline, num_threads, remarks, stages, `LOOM_TARGET`): the last 64
-    kernels used (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`).
+    kernels used (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`); and
+    on disk for later processes, keyed by that, Loom's version and sources and the CPU
+    (`LOOM_CACHE_DIR`, `LOOM_CACHE_MAX_BYTES`; see compiler/cache.py). A kernel found on
+    disk is loaded in a few milliseconds, before anything is parsed. `cache=False`
+    neither uses nor fills either cache.
 
     `timings`, a dict, receives the CPU and wall seconds of each stage, in order:
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
     pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
     pass's output); `LLVM emission`; then the JIT's `LLVM parse`, `LLVM O3` and `machine
-    code` (`compiler.llvm_jit.compile_ir`). A timed compile neither uses nor fills the cache:
+    code` (`compiler.llvm_jit.compile_ir`). A timed compile neither uses nor fills the caches:
     it is a real compile (what `loom-bench --compile` measures).
     """
-    from compiler.llvm_jit import compile_ir, timed
-    from compiler.llvm_emit import to_llvm_ir
-
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     if not isinstance(source, str | ModuleOp):
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be True or False, got {cache!r}")
     key = (source if isinstance(source, str) else _print(source), filename, entry, pipeline, num_threads, remarks,
            stages, os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
-    cached = kernel_cache.get(key) if timings is None else None
+    cached, disk_key = _cached(key) if cache and timings is None else (None, None)
     if cached is not None:
         return cached
+    from compiler.llvm_emit import to_llvm_ir
+    from compiler.llvm_jit import compile_ir, timed
 
     with timed(timings, "parse+verify"):
         module = load_module(source, filename)
@@ -294,9 +316,28 @@ def compile(
         allocation_sites=sites,
         _module=jit_module,
     )
-    if timings is None:
+    if cache and timings is None:
         kernel_cache.put(key, kernel)
+        if disk_key is not None:
+            from compiler.cache import disk_cache
+
+            disk_cache.store(disk_key, kernel)
     return kernel
+
+
+def _cached(key: tuple) -> tuple[Kernel | None, str | None]:
+    """compile()'s kernel for `key` from memory, else from the disk (then kept in
+    memory too); and the disk cache's key for it (None when the disk cache is off)."""
+    from compiler.cache import disk_cache  # not at `import compiler`: what it costs counts in a hit
+
+    kernel = kernel_cache.get(key)
+    if kernel is not None or disk_cache.folder() is None:
+        return kernel, None
+    disk_key = disk_cache.kernel_key(*key)
+    kernel = disk_cache.load(disk_key)
+    if kernel is not None:
+        kernel_cache.put(key, kernel)
+    return kernel, disk_key
 
 
 def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | None:

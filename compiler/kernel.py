@@ -298,7 +298,7 @@ class Kernel:
 
     def __call__(self, *arrays):
         if self._fast is not None:
-            return self._fast(self, arrays)
+            return self._fast(self, arrays, self._call)
         return self._call(arrays)
 
     def _call(self, arrays: tuple):
@@ -321,9 +321,10 @@ def _fast_call(kernel: Kernel):
     generated Python function: each array checked against its exact type, dtype (the
     dtype object numpy shares), shape, strides and alignment in one expression, the
     outputs allocated, the machine code called. Anything else (another layout that still
-    fits, a wrong argument) goes to `Kernel._call`, which accepts it or says what is
-    wrong. It cuts a call's Python cost from about 2.7 to 1.8 microseconds (a 64^3 matmul
-    runs for 5.1): the checks of `check` loop over specs and build flag objects."""
+    fits, a wrong argument) goes to `miss`: `Kernel._call`, which accepts it or says what
+    is wrong, or a @loom.jit function's lookup of another signature. It cuts a call's
+    Python cost from about 2.7 to 1.8 microseconds (a 64^3 matmul runs for 5): the
+    checks of `check` loop over specs and build flag objects."""
     names = [f"a{i}" for i in range(len(kernel.inputs))]
     env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc}
     tests = []
@@ -335,12 +336,12 @@ def _fast_call(kernel: Kernel):
     for i, spec in enumerate(kernel.outputs):
         env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
     pointers = ", ".join(f"fb({v})" for v in (*names, *outs))
-    lines = ["def call(kernel, arrays):",  # the kernel passed in: no cycle through its own function
+    lines = ["def call(kernel, arrays, miss):",  # the kernel passed in: no cycle through its own function
              f"    if len(arrays) != {len(names)}:",
-             "        return kernel._call(arrays)",
+             "        return miss(arrays)",
              *([f"    {', '.join(names)}, = arrays"] if names else []),
              f"    if not ({' and '.join(tests) or 'True'}):",
-             "        return kernel._call(arrays)",
+             "        return miss(arrays)",
              *[f"    o{i} = empty(OS{i}, OD{i})" for i in range(len(outs))],
              f"    status = f({pointers})" if kernel.returns_status else f"    f({pointers})",
              *(["    if status:", "        raise kernel._allocation_error(status)"] if kernel.returns_status else []),

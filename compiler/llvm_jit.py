@@ -7,6 +7,7 @@ vectorization on), then compiled by an MCJIT engine of its own.
     optimize(ir_text) -> str          the optimized IR, for tests and --remarks
     assembly(ir_text) -> str          the host's assembly of the optimized IR (loom-opt -t asm)
     compile_ir(ir_text) -> JITModule  .function_address(name), .optimized_ir, .asm(), .cpu
+    load_object(obj, symbols) -> JITModule  an object file made before (the disk cache's)
 
 A module's machine code lives as long as its `JITModule` (a `Kernel` holds one): when the
 JITModule is garbage, its engine, and with it the code and LLVM's copy of the module, is
@@ -23,18 +24,15 @@ introduces (memset, sincosf, __powisf2) from the object file's undefined symbols
 MCJIT links it. A symbol found nowhere is a LoomError, never a call through a null
 pointer.
 
-LLVM's global context is not thread-safe: all work on LLVM objects holds one lock.
+LLVM's global context is not thread-safe: all work on LLVM objects holds one lock
+(`compiler.loader.LOCK`, which the buffer pool's creation holds too).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import gc
 import itertools
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,8 +43,9 @@ from llvmlite.binding.newpassmanagers import NewPassManager
 
 from compiler import pool
 from compiler.diagnostics import LoomError
+from compiler.loader import LOCK, openmp_runtime, symbol_address  # noqa: F401 (openmp_runtime: the passes' libgomp)
 
-_lock = threading.RLock()
+_lock = LOCK
 _host: _Host | None = None
 _module_ids = itertools.count()
 _resolved: set[str] = set()  # external symbols made visible to the JIT's linker (process-wide)
@@ -100,49 +99,19 @@ def release() -> None:
     pool.clear()
 
 
-@functools.cache
-def _symbol_libraries() -> list[ctypes.CDLL]:
-    libraries = [ctypes.CDLL(None)]  # the process: libc, libm
-    gcc_s = ctypes.util.find_library("gcc_s")  # compiler builtins: __powisf2, __divti3, …
-    if gcc_s:
-        try:
-            libraries.append(ctypes.CDLL(gcc_s))
-        except OSError:
-            pass
-    gomp = openmp_runtime()
-    if gomp is not None:
-        libraries.append(gomp)
-    return libraries
-
-
-@functools.cache
-def openmp_runtime() -> ctypes.CDLL | None:
-    """libgomp (GCC's OpenMP runtime: Debian's libgomp1), whose thread team runs the
-    parallel loops (passes/conversion/loom_lower_parallel.py); None where it is missing, and then
-    compile() makes serial code."""
-    for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
-        if name:
-            try:
-                return ctypes.CDLL(name)
-            except OSError:
-                continue
-    return None
-
-
 def _resolve_symbols(names: list[str]) -> None:
-    """Make the named symbols visible to the JIT's linker, where they can be found."""
+    """Make the named symbols visible to the JIT's linker, where they can be found (the
+    buffer pool's from its one copy in the process: compiler/pool.py)."""
     for name in names:
         if name in _resolved:
             continue
         if name in pool.FUNCTIONS:
-            pool._engine()  # compiled on first use; it adds its functions
-        if llvm.address_of_symbol(name) is None:
-            for library in _symbol_libraries():
-                if hasattr(library, name):
-                    llvm.add_symbol(name, ctypes.cast(getattr(library, name), ctypes.c_void_p).value)
-                    break
-            else:
+            llvm.add_symbol(name, pool.address(name))
+        elif llvm.address_of_symbol(name) is None:
+            address = symbol_address(name)
+            if address is None:
                 continue  # reported by the caller
+            llvm.add_symbol(name, address)
         _resolved.add(name)
 
 
@@ -216,6 +185,12 @@ def _emit_assembly(optimized_ir: str, host: _Host) -> str:
     return host.target_machine.emit_assembly(mod)
 
 
+def optimized_assembly(optimized_ir: str) -> str:
+    """The host's assembly of IR already optimized (a kernel read from the disk cache)."""
+    with _lock:
+        return _emit_assembly(optimized_ir, _get_host())
+
+
 def assembly(llvm_ir: str) -> str:
     """The host's assembly of `llvm_ir` optimized at O3: the code `compile_ir` would
     generate, without an engine. Nothing is linked, so a call to an external symbol the
@@ -242,6 +217,11 @@ class JITModule:
     def functions(self) -> list[str]:
         """Names of the functions this module defines and exports."""
         return sorted(self._symbols)
+
+    @property
+    def symbols(self) -> dict[str, str]:
+        """Each exported function's name -> its symbol in the object code."""
+        return dict(self._symbols)
 
     def function_address(self, name: str) -> int:
         """Address of the compiled function `name` (as written in the IR), valid while
@@ -346,4 +326,28 @@ def compile_ir(llvm_ir: str, timings: Timings | None = None) -> JITModule:
         unresolved = [n for n in undefined_symbols(obj) if not llvm.address_of_symbol(n)]
         if unresolved:  # linked against null: never hand out an address into it
             raise LoomError(f"JIT: the compiled code needs symbols found nowhere: {', '.join(unresolved)}")
+        return jit_module
+
+
+def load_object(obj: bytes, symbols: dict[str, str], optimized_ir: str = "") -> JITModule:
+    """A JITModule of object file `obj`, made for this host before (what the disk cache
+    keeps, where compiler.loader cannot load it): linked by an MCJIT engine of its own
+    against the external symbols a compile would use. `symbols` maps each exported
+    function's name (as the IR writes it) to its symbol in the object."""
+    if obj[:4] != b"\x7fELF":  # undefined_symbols reads ELF only: nothing may link against a missing symbol
+        raise LoomError("JIT: only ELF object files are loaded")
+    with _lock:
+        _free_retired()
+        host = _get_host()
+        needed = undefined_symbols(obj)
+        _resolve_symbols(needed)
+        unresolved = [n for n in needed if not llvm.address_of_symbol(n)]
+        if unresolved:
+            raise LoomError(f"JIT: the machine code needs symbols found nowhere: {', '.join(unresolved)}")
+        mod = llvm.parse_assembly("")
+        mod.triple = host.target_machine.triple
+        engine = llvm.create_mcjit_compiler(mod, host.new_target_machine())
+        jit_module = JITModule(engine, optimized_ir, dict(symbols), obj, host.cpu)  # frees the engine when dropped
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
         return jit_module

@@ -52,6 +52,24 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
     raise LoomError(f"no reference for '{op.name}'", op)
 
 
+def evaluate_view(op: loom.LoomViewOp, a: np.ndarray) -> np.ndarray:
+    """The value of a view op, by numpy's own operations (not by the strides that
+    loom-bufferize computes for it: the tests check those against these)."""
+    if isinstance(op, loom.TransposeOp):
+        return np.transpose(a, op.perm)
+    if isinstance(op, loom.SliceOp):
+        offsets, sizes, strides = op.params()
+        picked = np.ix_(*(o + st * np.arange(n) for o, n, st in zip(offsets, sizes, strides)))
+        return np.asarray(a[picked]).reshape(sizes)  # (a[()] of a 0-d array is a scalar)
+    if isinstance(op, loom.BroadcastToOp):
+        return np.broadcast_to(a, op.result_shape)
+    if isinstance(op, loom.ReshapeOp):
+        return np.reshape(a, op.result_shape)
+    if isinstance(op, loom.ContiguousOp):
+        return np.array(a, order="C", copy=True)
+    raise LoomError(f"no reference for '{op.name}'", op)
+
+
 def evaluate(fn: func.FuncOp, arrays: list[np.ndarray], dtype=np.float64) -> tuple[np.ndarray, ...]:
     """Evaluate a loom-dialect function on numpy arrays; returns its results in `dtype`
     (float64 for checking; the inputs' own dtype to time numpy's BLAS on the same work).
@@ -69,6 +87,8 @@ def evaluate(fn: func.FuncOp, arrays: list[np.ndarray], dtype=np.float64) -> tup
                 env[op.outs[0]][...] = value
             else:
                 env[op.res[0]] = value
+        elif isinstance(op, loom.LoomViewOp):
+            env[op.result] = evaluate_view(op, env[op.input])
         elif isinstance(op, func.ReturnOp):
             return tuple(env[v] for v in op.arguments)
         else:

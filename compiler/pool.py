@@ -16,16 +16,15 @@ The slots are claimed with compare-and-swap, so concurrent calls (Python threads
 kernels on libgomp's team) each get a buffer of their own. At most `SLOTS` buffers stay
 parked between calls; `clear()` (and `compiler.llvm_jit.release()`) frees them.
 
-The pool is LLVM IR, compiled once per process by an engine of its own when a kernel
-first needs it, its functions handed to the JIT's linker by address.
+The pool is LLVM IR, one copy of its machine code per process, made when a kernel first
+needs it (read from the disk cache where it is there, else compiled: compiler/cache.py
+`runtime_code`), its functions handed to the JIT's linker by address.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-
-import llvmlite.binding as llvm
 
 #: allocations of at least this many bytes go through the pool (smaller ones come from
 #: malloc's own free lists, without page faults)
@@ -136,28 +135,23 @@ FUNCTIONS = ("loom_take", "loom_give", "loom_pool_clear")
 
 
 @functools.cache
-def _engine() -> llvm.ExecutionEngine:
+def _code():
     """The pool's machine code, for the life of the process (its buffers outlive any one
-    kernel); its functions added to the JIT's linker. Call with compiler.llvm_jit's lock held."""
-    from compiler.llvm_jit import _get_host, _resolve_symbols
+    kernel). Call with compiler.loader.LOCK held."""
+    from compiler.cache import runtime_code
 
-    host = _get_host()
-    _resolve_symbols(["aligned_alloc", "free"])
-    mod = llvm.parse_assembly(IR)
-    mod.verify()
-    mod.triple = host.target_machine.triple
-    engine = llvm.create_mcjit_compiler(mod, host.new_target_machine())
-    engine.finalize_object()
-    for name in FUNCTIONS:
-        llvm.add_symbol(name, engine.get_function_address(name))
-    return engine
+    return runtime_code("pool", IR)
+
+
+def address(name: str) -> int:
+    """The address of the pool's function `name` (one of FUNCTIONS)."""
+    from compiler.loader import LOCK
+
+    with LOCK:
+        return _code().function_address(name)
 
 
 def clear() -> int:
     """Free the buffers parked in the pool; returns how many there were. Safe at any
     time: a kernel running meanwhile takes or parks its own buffers as usual."""
-    from compiler.llvm_jit import _lock
-
-    with _lock:
-        address = _engine().get_function_address("loom_pool_clear")
-    return int(ctypes.CFUNCTYPE(ctypes.c_int64)(address)())
+    return int(ctypes.CFUNCTYPE(ctypes.c_int64)(address("loom_pool_clear"))())

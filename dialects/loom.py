@@ -19,6 +19,20 @@ loom.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>) outs(%c : memref<
 
 Shape rules live in `result_shape`, shared by the verifiers, bufferization, the lowering
 to loops and the numpy reference.
+
+View ops, on tensors only, which `loom-bufferize` makes memref views (strided layouts)
+of their operand's buffer, with no copy; `loom.contiguous` is the one that copies:
+
+```mlir
+%t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+%s = loom.slice %a {offsets = array<i64: 0, 1>, sizes = array<i64: 2, 3>, strides = array<i64: 2, 1>} : tensor<4x8xf32> -> tensor<2x3xf32>
+%b = loom.broadcast_to %v : tensor<8xf32> -> tensor<4x8xf32>
+%r = loom.reshape %a : tensor<4x8xf32> -> tensor<2x16xf32>
+%c = loom.contiguous %t : tensor<8x4xf32> -> tensor<8x4xf32>
+```
+
+A tensor argument passed as a numpy view carries its element strides:
+`%a: tensor<4x4xf32> {loom.buffer_layout = strided<[1, 4]>}` (`argument_buffer_type`).
 """
 
 from __future__ import annotations
@@ -48,10 +62,12 @@ from xdsl.ir import Attribute, BlockArgument, Dialect, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
     var_operand_def,
     var_result_def,
 )
@@ -579,6 +595,367 @@ class ReluOp(LoomComputeOp):
         return shapes[0]
 
 
+# --------------------------------------------------------------------------------------
+# View ops: one tensor in, a tensor that is a view of its elements out. On tensors they
+# are values like any other; loom-bufferize makes each a memref view of its operand's
+# buffer (a strided layout: an offset and a stride per dimension, 0 for a broadcast),
+# with no copy. `loom.contiguous` is the one that copies.
+# --------------------------------------------------------------------------------------
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of `shape`."""
+    return tuple(MemRefType.strides_for_shape(shape)) if shape else ()
+
+
+def is_row_major(shape: Sequence[int], strides: Sequence[int], offset: int) -> bool:
+    """Whether a layout is the identity one: row-major from offset 0, the strides of
+    size-1 dimensions (never multiplied by anything but 0) aside; any layout of an
+    empty shape is."""
+    if 0 in shape:
+        return True
+    c = row_major_strides(shape)
+    return offset == 0 and all(s == r for n, s, r in zip(shape, strides, c) if n != 1)
+
+
+def strided_memref(element: Attribute, shape: Sequence[int], strides: Sequence[int], offset: int) -> MemRefType:
+    """The memref type of a static layout: the identity layout when it is row-major from
+    offset 0 (`is_row_major`), so that equal layouts have equal types; else
+    `strided<[...], offset: o>`, size-1 dimensions given their row-major stride."""
+    if is_row_major(shape, strides, offset):
+        return MemRefType(element, shape)
+    c = row_major_strides(shape)
+    canonical = [r if n == 1 else s for n, s, r in zip(shape, strides, c)]
+    return MemRefType(element, shape, StridedLayoutAttr(canonical, offset))
+
+
+def static_strides(t: MemRefType) -> tuple[tuple[int, ...], int] | None:
+    """(element strides, offset) of a memref type with a static strided layout (the
+    identity one included); None for a dynamic or non-strided one."""
+    if isinstance(t.layout, NoneAttr):
+        return row_major_strides(t.get_shape()), 0
+    if not isinstance(t.layout, StridedLayoutAttr):
+        return None
+    strides, offset = t.layout.get_strides(), t.layout.get_offset()
+    if offset is None or any(s is None for s in strides):
+        return None
+    return tuple(strides), offset  # type: ignore[arg-type]
+
+
+def reshape_strides(old_shape: Sequence[int], old_strides: Sequence[int],
+                    new_shape: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides that view an array of `old_shape` laid out with `old_strides` as
+    `new_shape` (the same elements in row-major order), or None when no strides can:
+    numpy's `_attempt_nocopy_reshape`. The old dimensions are grouped with the new ones
+    into runs of equal element counts; a run is a view only if its old dimensions are
+    contiguous with each other (each stride the next one's times its extent)."""
+    if 0 in old_shape:
+        return row_major_strides(new_shape)  # no element: any strides
+    old = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
+    new = list(new_shape)
+    strides = [0] * len(new)
+    oi = ni = 0
+    while oi < len(old) and ni < len(new):
+        oj, nj = oi + 1, ni + 1
+        o_count, n_count = old[oi][0], new[ni]
+        while o_count != n_count:
+            if n_count < o_count:
+                n_count *= new[nj]
+                nj += 1
+            else:
+                o_count *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None
+        strides[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            strides[k - 1] = strides[k] * new[k]
+        oi, ni = oj, nj
+    # what is left of the new shape is 1s: their strides address nothing
+    return tuple(strides[:ni]) + row_major_strides(new[ni:]) if ni < len(new) else tuple(strides)
+
+
+def _i64_array(op: IRDLOperation, name: str, rank: int, what: str) -> tuple[int, ...]:
+    """The values of property `name`, which must be `array<i64: ...>` of `rank` values
+    (`what` says what they are, for the message)."""
+    attr = op.properties.get(name)
+    form = f"attribute '{name}' must be array<i64: ...> with {rank} value{'s' * (rank != 1)} ({what})"
+    if attr is None:
+        raise VerifyException(f"{form}, and it is missing")
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise VerifyException(f"{form}, got {attr}")
+    values = tuple(int(v) for v in attr.get_values())
+    if len(values) != rank:
+        raise VerifyException(f"{form}: the input has rank {rank}, got {len(values)} value{'s' * (len(values) != 1)} "
+                              f"{list(values)}")
+    return values
+
+
+class LoomViewOp(IRDLOperation):
+    """Common structure of the view ops: `%r = loom.<op> %x {attributes} : tensor<...> ->
+    tensor<...>`, one tensor operand, one tensor result of the same element type.
+
+    On tensors a view is a value like any other. loom-bufferize makes it a memref view of
+    its operand's buffer (`memref.reinterpret_cast` to a strided layout: xDSL 0.74 has no
+    memref.transpose, and a reinterpret_cast expresses every view here, a broadcast's
+    zero strides and a slice's negative ones included), with no copy: `view_layout` gives
+    the strides. View ops take tensors only (what bufferization makes of them are memref
+    ops)."""
+
+    input = operand_def()
+    result = result_def()
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: Attribute, properties: dict[str, Attribute] | None = None):
+        super().__init__(operands=[source], result_types=[result_type], properties=properties or {})
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.input.type.get_shape())  # type: ignore[attr-defined]
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        return tuple(self.result.type.get_shape())  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        for what, t in (("operand #0 (input)", self.input.type), ("result", self.result.type)):
+            if not isinstance(t, TensorType):
+                raise VerifyException(f"{what} must be a tensor, got {t} ({self.name} takes tensors; loom-bufferize "
+                                      "makes it a view of the operand's buffer)")
+            LoomComputeOp._check_element_type(what, t.get_element_type())
+            if any(d < 0 for d in t.get_shape()):
+                raise VerifyException(f"{what} must have a static shape, got {t}")
+        elt, out_elt = self.input.type.get_element_type(), self.result.type.get_element_type()  # type: ignore[attr-defined]
+        if elt != out_elt:
+            raise VerifyException(f"result has element type {out_elt}, expected {elt} (the input's): view ops keep "
+                                  "the element type")
+        self.check_shapes(self.input_shape, self.result_shape)
+
+    def check_shapes(self, source: tuple[int, ...], result: tuple[int, ...]) -> None:
+        """Raise VerifyException if `result` is not a shape the op can give `source`
+        (with its attributes, checked too)."""
+        raise NotImplementedError
+
+    def _expect(self, expected: tuple[int, ...], actual: tuple[int, ...], why: str) -> None:
+        if expected != actual:
+            raise VerifyException(f"result has shape {_fmt_shape(actual)}, expected {_fmt_shape(expected)} ({why})")
+
+    def view_layout(self, strides: Sequence[int], offset: int) -> tuple[tuple[int, ...], int] | None:
+        """The (strides, offset) of the result for an operand buffer laid out with
+        `strides` and `offset` (in elements, from the same base), or None when no layout
+        can give the result without a copy (a reshape of some non-contiguous views)."""
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class TransposeOp(LoomViewOp):
+    """The dimensions permuted: result dimension i is input dimension perm[i] (numpy's
+    `np.transpose(x, perm)`), any rank.
+
+    ```mlir
+    %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+    """
+
+    name = "loom.transpose"
+    perm_attr = opt_prop_def(Attribute, prop_name="perm")  # checked in `perm`, to name the form
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        rank = len(self.input_shape)
+        perm = _i64_array(self, "perm", rank, "a permutation of the input's dimensions")
+        if sorted(perm) != list(range(rank)):
+            raise VerifyException(f"attribute 'perm' must be a permutation of 0..{rank - 1} (each dimension of the "
+                                  f"input once), got {list(perm)}")
+        return perm
+
+    def check_shapes(self, source, result):
+        self._expect(tuple(source[p] for p in self.perm), result, f"the input shape {_fmt_shape(source)} permuted "
+                     f"by {list(self.perm)}")
+
+    def view_layout(self, strides, offset):
+        return tuple(strides[p] for p in self.perm), offset
+
+
+@irdl_op_definition
+class SliceOp(LoomViewOp):
+    """numpy's basic slicing, one (offset, size, stride) per dimension: result element
+    (i0, i1, ...) is input element (offsets[0] + i0 * strides[0], ...). A stride may be
+    negative (`x[::-1]` is offset n-1, stride -1); every element read must lie inside
+    the input.
+
+    ```mlir
+    %s = loom.slice %a {offsets = array<i64: 0, 1>, sizes = array<i64: 2, 3>, strides = array<i64: 2, 1>} : tensor<4x8xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "loom.slice"
+    offsets_attr = opt_prop_def(Attribute, prop_name="offsets")
+    sizes_attr = opt_prop_def(Attribute, prop_name="sizes")
+    strides_attr = opt_prop_def(Attribute, prop_name="strides")
+
+    def params(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(offsets, sizes, strides), validated against the input shape."""
+        rank = len(self.input_shape)
+        offsets = _i64_array(self, "offsets", rank, "the first element read, per dimension")
+        sizes = _i64_array(self, "sizes", rank, "the result's shape")
+        strides = _i64_array(self, "strides", rank, "the step between elements read, per dimension")
+        for d, (n, o, s, st) in enumerate(zip(self.input_shape, offsets, sizes, strides)):
+            if s < 0:
+                raise VerifyException(f"attribute 'sizes' must be >= 0, got {s} in dimension {d}")
+            if st == 0:
+                raise VerifyException(f"attribute 'strides' must be nonzero, got 0 in dimension {d} (a stride of 0 "
+                                      "repeats an element: that is loom.broadcast_to)")
+            if s == 0:
+                if not 0 <= o <= n:
+                    raise VerifyException(f"dimension {d}: offset {o} is outside the input's dimension of {n} "
+                                          "(an empty slice starts at 0 to n)")
+                continue
+            last = o + (s - 1) * st
+            for which, at in (("first", o), ("last", last)):
+                if not 0 <= at < n:
+                    raise VerifyException(f"dimension {d}: the slice reads elements {o} to {last} (offset {o}, "
+                                          f"size {s}, stride {st}), but the input's dimension {d} has {n}: its "
+                                          f"{which} element {at} is out of bounds")
+        return offsets, sizes, strides
+
+    def check_shapes(self, source, result):
+        _, sizes, _ = self.params()
+        self._expect(sizes, result, "attribute 'sizes'")
+
+    def view_layout(self, strides, offset):
+        offsets, sizes, steps = self.params()
+        if 0 in sizes:
+            return tuple(s * st for s, st in zip(strides, steps)), offset
+        return (tuple(s * st for s, st in zip(strides, steps)),
+                offset + sum(o * s for o, s in zip(offsets, strides)))
+
+
+@irdl_op_definition
+class BroadcastToOp(LoomViewOp):
+    """numpy's `np.broadcast_to`: leading dimensions added, size-1 dimensions stretched
+    to the result's; the stretched ones read one element (stride 0).
+
+    ```mlir
+    %b = loom.broadcast_to %a : tensor<8xf32> -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "loom.broadcast_to"
+
+    def check_shapes(self, source, result):
+        if len(result) < len(source):
+            raise VerifyException(f"result has rank {len(result)}, less than the input's {len(source)} "
+                                  f"(shape {_fmt_shape(source)}): broadcasting only adds leading dimensions")
+        lead = len(result) - len(source)
+        for d, n in enumerate(source):
+            if n not in (1, result[lead + d]):
+                raise VerifyException(
+                    f"cannot broadcast input shape {_fmt_shape(source)} to {_fmt_shape(result)}: input dimension {d} "
+                    f"has size {n}, expected 1 (stretched) or {result[lead + d]} (result dimension {lead + d})")
+
+    def view_layout(self, strides, offset):
+        lead = len(self.result_shape) - len(self.input_shape)
+        kept = tuple(0 if n == 1 and m != 1 else s
+                     for n, m, s in zip(self.input_shape, self.result_shape[lead:], strides))
+        return (0,) * lead + kept, offset
+
+
+@irdl_op_definition
+class ReshapeOp(LoomViewOp):
+    """The elements in row-major order, in another shape with as many (numpy's
+    `np.reshape`). A view when the operand's layout allows it (always for a contiguous
+    operand; for a strided view, when the dimensions merged are contiguous with each
+    other, numpy's rule); otherwise loom-bufferize copies the operand into a row-major
+    buffer first, and says so in a remark.
+
+    ```mlir
+    %r = loom.reshape %a : tensor<4x8xf32> -> tensor<2x16xf32>
+    ```
+    """
+
+    name = "loom.reshape"
+
+    def check_shapes(self, source, result):
+        if math.prod(source) != math.prod(result):
+            raise VerifyException(f"result shape {_fmt_shape(result)} has {math.prod(result)} elements, the input "
+                                  f"(shape {_fmt_shape(source)}) has {math.prod(source)}: a reshape keeps the element "
+                                  "count")
+
+    def view_layout(self, strides, offset):
+        found = reshape_strides(self.input_shape, strides, self.result_shape)
+        return None if found is None else (found, offset)
+
+
+@irdl_op_definition
+class ContiguousOp(LoomViewOp):
+    """A row-major copy of its operand (numpy's `np.ascontiguousarray`): the one view op
+    that copies, into a fresh buffer, for code that wants unit strides. loom-bufferize
+    copies only an operand that is not already row-major (a copy of a buffer with the
+    identity layout is that buffer: tensors are values); a returned result is copied
+    straight into its out-parameter.
+
+    ```mlir
+    %c = loom.contiguous %a : tensor<8x4xf32> -> tensor<8x4xf32>
+    ```
+    """
+
+    name = "loom.contiguous"
+
+    def check_shapes(self, source, result):
+        self._expect(source, result, "the input's: a contiguous copy keeps the shape")
+
+    def view_layout(self, strides, offset):
+        return row_major_strides(self.result_shape), 0
+
+
+VIEW_OP_TYPES = (TransposeOp, SliceOp, BroadcastToOp, ReshapeOp, ContiguousOp)
+
+#: the argument attribute giving the layout a tensor argument is passed with
+BUFFER_LAYOUT = "loom.buffer_layout"
+
+
+def argument_layout(fn: func.FuncOp, index: int) -> StridedLayoutAttr | None:
+    """The `loom.buffer_layout` of argument `index` of `fn`, if it has one."""
+    if fn.arg_attrs is None or index >= len(fn.arg_attrs.data):
+        return None
+    attr = fn.arg_attrs.data[index].data.get(BUFFER_LAYOUT)
+    return attr  # type: ignore[return-value]  (checked by argument_buffer_type)
+
+
+def argument_buffer_type(fn: func.FuncOp, index: int) -> Attribute:
+    """The memref type tensor argument `index` of `fn` is passed as: its shape, with the
+    layout `{loom.buffer_layout = strided<[s0, s1, ...]>}` gives (MLIR's
+    `bufferization.buffer_layout`): the caller's array has those element strides (0 for
+    a broadcast dimension) from the pointer it passes, the array's first element. With
+    negative strides that pointer is not the lowest address the array reaches: the
+    memref's base is that lowest address, its offset the distance to the first element
+    (kernels move the pointer back by it). Without the attribute: row-major. Raises
+    VerifyException for an attribute that is not a static strided layout of the
+    argument's rank with offset 0, or on an argument that is not a tensor."""
+    t = fn.function_type.inputs.data[index]
+    attr = argument_layout(fn, index)
+    if attr is None:
+        return MemRefType(t.get_element_type(), t.get_shape()) if isinstance(t, TensorType) else t
+    where = f"argument #{index}"
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{where} has attribute '{BUFFER_LAYOUT}' but is a {t}: only a tensor argument "
+                              "takes a buffer layout (a memref's layout is in its type)")
+    rank = t.get_num_dims()
+    form = (f"'{BUFFER_LAYOUT}' of {where} must be strided<[...]> with {rank} static stride{'s' * (rank != 1)} "
+            f"(one per dimension of {t}) and no offset: the element strides of the array passed")
+    if not isinstance(attr, StridedLayoutAttr):
+        raise VerifyException(f"{form}; got {attr}")
+    strides = attr.get_strides()
+    if len(strides) != rank or any(s is None for s in strides) or attr.get_offset() != 0:
+        raise VerifyException(f"{form}; got {attr}")
+    shape = t.get_shape()
+    below = -sum((n - 1) * s for n, s in zip(shape, strides) if s < 0 and n > 0)  # type: ignore[operator]
+    return strided_memref(t.get_element_type(), shape, strides, 0 if 0 in shape else below)  # type: ignore[arg-type]
+
+
 @irdl_op_definition
 class PrefetchOp(IRDLOperation):
     """A hint that an element of a memref will be read or written soon: MLIR's
@@ -653,4 +1030,4 @@ class PrefetchOp(IRDLOperation):
         printer.print_attribute(self.memref.type)
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, PrefetchOp], [])
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, *VIEW_OP_TYPES, PrefetchOp], [])

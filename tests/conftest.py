@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -13,6 +16,16 @@ settings.register_profile(
     "long", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# The suite never touches the user's cache folder: one temporary folder for the session
+# (made by the first process, xdist's controller; its workers and every subprocess a test
+# starts inherit it), removed at the end. The disk cache of kernels is off in it
+# (LOOM_CACHE_MAX_BYTES=0), so that a test compiles what it compiles whatever ran before
+# it; tests/test_disk_cache.py turns it on in folders of its own.
+if "LOOM_TEST_CACHE_DIR" not in os.environ:
+    os.environ["LOOM_TEST_CACHE_DIR"] = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom-test-cache-")
+    os.environ["LOOM_CACHE_MAX_BYTES"] = "0"
+    atexit.register(shutil.rmtree, os.environ["LOOM_TEST_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(params=sorted(TARGETS))

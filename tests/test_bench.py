@@ -76,7 +76,7 @@ def test_parse_shapes_list_and_defaults():
     (["--ablation", "--plot", "x.png"], "--plot applies to --shapes and --conv only"),
     (["--stages", "--shapes-list", "8"], "--shapes-list applies to --shapes and --ablation only"),
     (["--shapes", "--sizes", "8"], "--sizes applies to --stages only"),
-    (["--ablation", "--rounds", "3"], "--rounds applies to --shapes and --conv only"),
+    (["--ablation", "--rounds", "3"], "--rounds applies to --shapes and --conv and --fusion only"),
     (["--shapes", "--rounds", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     (["--shapes", "--ablation"], "not allowed with argument"),
     (["--stages", "--threads", "2"], "--threads applies to --shapes and --conv only"),
@@ -251,6 +251,17 @@ def test_located_errors_and_loom_debug(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("LOOM_DEBUG", "1")
     with pytest.raises(KeyError):
         loom_bench.main(argv)
+
+
+def test_disk_hit_reports_a_miss_then_hits():
+    """`loom-bench --compile`'s disk cache probe: the first fresh process compiles and
+    stores, the next finds what it stored on disk; each checked."""
+    result = bench.disk_hit((8, 16, 24), hits=1)
+    stored = result["miss"]["stats"]["stored"]
+    assert result["ok"] and stored >= 1 and result["miss"]["stats"] == {"miss": stored, "stored": stored}
+    assert result["hits"][0]["stats"] == {"hit": stored}
+    text = bench.markdown_disk_hit(result)
+    assert "| first |" in text and "| then 1 |" in text and "a hit: median" in text
 
 
 @pytest.mark.parametrize("probe, message", [

@@ -163,10 +163,13 @@ def test_matmul_bias_relu_epilogue_vectorized(vector_target):
     assert (out >= 0).all() and (out == 0).any()
     x, w, bias = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32), small_ints(rng, (n,), np.float32)
     np.testing.assert_array_equal(kern(x, w, bias), np.maximum(exact_matmul(x, w, np.float32) + bias, 0))
-    # the add and relu nests (lines 3 and 4) are vectorized by loom-default, for the target
+    # the add and relu nests (lines 3 and 4) are fused into the matmul's nest (its step
+    # `fuse`), or, with skip=fuse, vectorized by loom-default, for the target
+    assert any("fused add (line 3), relu (line 4) into the 'matmul' nest" in r for r in kern.remarks), kern.remarks
+    unfused = compiler.compile(src, pipeline="loom-default{skip=fuse}", remarks=True)
     words = f"vectorized its innermost loop by {vector_target.lanes()} "
-    vectorized = {int(r.split(":")[1]) for r in kern.remarks if "[loom-vectorize]" in r and words in r}
-    assert {3, 4} <= vectorized, kern.remarks
+    vectorized = {int(r.split(":")[1]) for r in unfused.remarks if "[loom-vectorize]" in r and words in r}
+    assert {3, 4} <= vectorized, unfused.remarks
 
 
 def test_two_matmuls_and_two_functions():
@@ -287,7 +290,7 @@ def test_micro_kernel_in_registers_for_each_kind_of_host(kind):
 #: the pass whose remarks show that a step ran
 STEP_PASS = {"direct": "loom-direct-conv", "im2col": "loom-im2col", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
              "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist", "prefetch": "loom-prefetch",
-             "parallel": "loom-parallelize"}
+             "parallel": "loom-parallelize", "fuse": "loom-fuse-epilogue"}
 
 
 @pytest.mark.parametrize("skip", [*STEPS, "tile,pack", ",".join(STEPS)])
@@ -322,7 +325,7 @@ def test_skip_unknown_step_is_an_error():
     assert all(step in message for step in STEPS), message
     p = run("loom-opt", ROOT / "examples" / "matmul.mlir", "-p", "loom-default{skip=bogus}")
     assert p.returncode == 1 and p.stdout == ""
-    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, parallel)" in p.stderr
+    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, parallel)" in p.stderr
     p = run("loom-run", ROOT / "examples" / "matmul.mlir", "--pipeline", "loom-default{skip=hoist,bogus}", "--repeat", "1")
     assert p.returncode == 1 and "unknown step bogus" in p.stdout + p.stderr
 

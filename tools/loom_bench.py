@@ -8,6 +8,8 @@
                          [--pipeline P] [--json]
     loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
                       [--budget S] [--json] [--plot out.png]
+    loom-bench --peak [--threads T] [--json]
+    loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
@@ -35,7 +37,9 @@ kernels (examples/*.mlir, or `--examples`: files, or none), for chains of elemen
 ops (`--chain`: their lengths, 1000 by default) with `--pipeline` (default: default),
 and for the default pipeline's matmul (`--matmul`, 1024 by default; `none` skips it) in
 a fresh process, cold (its first compile) and warm, with the time `import compiler`
-takes there.
+takes there; then that matmul's compile() in fresh processes sharing an empty disk cache:
+the first compiles and stores it, the next five find it on disk (a hit's milliseconds
+beyond import).
 
 `--conv` times the default pipeline's conv2d on ResNet-like layers (`--layers resnet`:
 the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x3, a
@@ -45,6 +49,18 @@ threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py); `--
 nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The table
 names the strategy the default pipeline chose per layer (direct or im2col); `--plot
 out.png` draws GFLOP/s per layer.
+
+`--peak` measures the machine's vector FMA peak afresh (compiler/peak.py: independent FMA
+chains, best of 5 runs), f32 and f64, on one thread and on `--threads`, and keeps the best
+figure known in Loom's cache, where the other modes' tables (their `peak:` line) and
+`compiler.explain` read it: a kernel's GFLOP/s over it is its share of what the machine can do.
+
+`--fusion` times epilogue fusion (loom-fuse-epilogue, the default pipeline's step `fuse`),
+one thread: relu(x @ w + b) at 128x768x3072 and 128x3072x768 (M x N x K) beside numpy's
+`np.maximum(x @ w + b, 0)`, and conv2d + bias + relu on ResNet-like layers in NCHW and
+NHWC; each fused (`default`) against unfused (`loom-default{skip=fuse}`) and the matmul or
+conv2d alone, interleaved, in `--rounds` rounds (5 is a good number on a shared machine):
+the medians of the rounds, and the range of the ratios.
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -100,6 +116,8 @@ def parse_args(argv):
     mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
     mode.add_argument("--compile", action="store_true", help="compile time by stage")
     mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
+    mode.add_argument("--peak", action="store_true", help="measure the machine's vector FMA peak, f32 and f64")
+    mode.add_argument("--fusion", action="store_true", help="epilogue fusion: fused against unfused and numpy")
     p.add_argument("--layers", choices=("resnet", "family", "all"), help="--conv: which layers (default all)")
     p.add_argument("--layout", choices=("nchw", "nhwc"),
                    help="--conv: NCHW input and FCHW filter (default), or NHWC and HWCF (torch: channels_last)")
@@ -127,8 +145,8 @@ def parse_args(argv):
     p.add_argument("--plot", metavar="PNG",
                    help="--shapes, --conv: write a bar chart of GFLOP/s per shape or layer (needs matplotlib)")
     args = p.parse_args(argv)
-    if not (args.stages or args.shapes or args.ablation or args.compile or args.conv):
-        p.error("nothing to do: pass --stages, --shapes, --ablation, --compile or --conv")
+    if not (args.stages or args.shapes or args.ablation or args.compile or args.conv or args.peak or args.fusion):
+        p.error("nothing to do: pass --stages, --shapes, --ablation, --compile, --conv, --peak or --fusion")
     if args.repeat < 1 or args.budget <= 0 or args.rounds < 1 or args.threads < 1:
         p.error("--repeat, --budget, --rounds and --threads must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
@@ -136,8 +154,8 @@ def parse_args(argv):
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
-                               ("--rounds", args.rounds != 1, ("shapes", "conv")),
-                               ("--threads", args.threads != 1, ("shapes", "conv")),
+                               ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion")),
+                               ("--threads", args.threads != 1 and not args.peak, ("shapes", "conv")),
                                ("--layers", args.layers, ("conv",)), ("--layout", args.layout, ("conv",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
@@ -153,7 +171,7 @@ def parse_args(argv):
             p.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
         if min(args.sizes) < 1:
             p.error("--sizes must be positive")
-    else:
+    elif args.shapes or args.ablation:
         try:
             args.shapes_list = parse_shapes(args.shapes_list or (SHAPES if args.shapes else ABLATION_SHAPES))
         except ValueError as e:
@@ -194,6 +212,10 @@ def _run_mode(args, bench, blas: str) -> int:
                                 on_row=None if args.json else _progress)
     elif args.compile:
         return _compile_mode(args, bench, blas)
+    elif args.peak:
+        return _peak_mode(args, bench)
+    elif args.fusion:
+        return _fusion_mode(args, bench, blas)
     elif args.conv:
         return _conv_mode(args, bench, blas)
     else:
@@ -205,10 +227,11 @@ def _run_mode(args, bench, blas: str) -> int:
         "shapes": (bench.markdown_shapes, bench.shapes_json),
         "ablation": (bench.markdown_ablation, bench.ablation_json),
     }["stages" if args.stages else "shapes" if args.shapes else "ablation"]
+    threads = args.threads if args.shapes else 1
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "rows": as_json(rows)}, indent=1))
     else:
-        print(f"machine: {machine}\n{blas}\n")
+        print(f"machine: {machine}\n{bench.peak_line(threads)}\n{blas}\n")
         if args.shapes:
             print(f"pipeline: {args.pipeline}, threads: {args.threads}\n")
         print(table(rows))
@@ -236,8 +259,8 @@ def _conv_mode(args, bench, blas: str) -> int:
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "rows": bench_conv.conv_json(rows)}, indent=1))
     else:
-        print(f"machine: {machine}\n{blas}\n\npipeline: default, threads: {args.threads}, f32, "
-              f"{args.layout.upper()}\n")
+        print(f"machine: {machine}\n{bench.peak_line(args.threads)}\n{blas}\n\npipeline: default, "
+              f"threads: {args.threads}, f32, {args.layout.upper()}\n")
         print(bench_conv.markdown_conv(rows))
     if args.plot:
         threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
@@ -246,6 +269,52 @@ def _conv_mode(args, bench, blas: str) -> int:
                                        f"{args.layout.upper()}, {threads}\n{machine}\n{blas}")):
             return 1
     return 0 if all(r.ok for r in rows) else 1
+
+
+def _fusion_mode(args, bench, blas: str) -> int:
+    def progress(r) -> None:
+        print(f"  {r.name:<44} fused {r.gflops(r.fused):6.1f}  unfused {r.gflops(r.unfused):6.1f}  alone "
+              f"{r.gflops(r.alone):6.1f} GFLOP/s{'' if r.ok else '  MISMATCH or not fused'}", file=sys.stderr)
+
+    rows = bench.run_fusion(bench.FUSION_DENSE, bench.FUSION_CONVS, budget=args.budget, repeat=args.repeat,
+                            rounds=args.rounds, on_row=None if args.json else progress)
+    machine = bench.bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "rows": bench.fusion_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{bench.peak_line(1)}\n{blas}\n\nepilogue fusion, one thread, f32, "
+              f"{args.rounds} round{'s' * (args.rounds != 1)} (GFLOP/s of the matmul's or conv2d's flops)\n")
+        print(bench.markdown_fusion(rows))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _peak_mode(args, bench) -> int:
+    """Measure the FMA peak afresh, f32 and f64, on one thread and on --threads; the cache
+    keeps the best figure known."""
+    from compiler.peak import ITERATIONS, RUNS, cache_path, remeasure, vector_shape
+
+    counts = sorted({1, args.threads})
+    rows = {t: {dtype: remeasure(dtype, t) for dtype in ("f32", "f64")} for t in counts}
+    machine = bench.bench_machine()
+    if args.json:
+        figures = []
+        for t, row in rows.items():
+            figure: dict[str, float] = {"threads": t}
+            for dtype, (fresh, best) in row.items():
+                figure.update({dtype: fresh, f"{dtype}_best": best})
+            figures.append(figure)
+        print(json.dumps({"machine": machine, "cache": str(cache_path()), "peak": figures}, indent=1))
+        return 0
+    lanes32, chains = vector_shape("f32")
+    print(f"machine: {machine}\nFMA peak: {chains} independent chains of vector FMAs ({lanes32} f32 lanes, "
+          f"{lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs (compiler/peak.py)\n")
+    print("| threads | f32 GFLOP/s | f64 GFLOP/s |\n|---:|---:|---:|")
+    for t, row in rows.items():
+        cells = [f"{fresh:.1f}" + (f" (best known {best:.1f})" if best > fresh * 1.005 else "")
+                 for fresh, best in row.values()]
+        print(f"| {t} | {' | '.join(cells)} |")
+    print(f"\ncached (the best known) in {cache_path()}")
+    return 0
 
 
 def _write_plot(path: str, draw) -> bool:
@@ -331,14 +400,17 @@ def _parse_compile_args(p: argparse.ArgumentParser, args) -> None:
 def _compile_mode(args, bench, blas: str) -> int:
     rows, imported = bench.run_compile(args.examples, chains=args.chain, pipeline=args.pipeline,
                                        matmul=args.matmul, on_row=None if args.json else _progress_compile)
+    disk = bench.disk_hit(args.matmul) if args.matmul else None
     machine = bench.bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "pipeline": args.pipeline,
-                          **bench.compile_json(rows, imported)}, indent=1))
+                          **bench.compile_json(rows, imported), "disk_cache": disk}, indent=1))
     else:
         print(f"machine: {machine}\npipeline: {args.pipeline} (the matmul's: default)\n")
         print(bench.markdown_compile(rows, imported))
-    return 0 if all(r.ok for r in rows) else 1
+        if disk:
+            print(f"\n{bench.markdown_disk_hit(disk)}")
+    return 0 if all(r.ok for r in rows) and (disk is None or disk["ok"]) else 1
 
 
 def _progress_compile(row) -> None:

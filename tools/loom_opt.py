@@ -116,6 +116,11 @@ class LoomOptMain(xDSLOptMain):
             "--remarks", action="store_true",
             help="print what each schedule pass did to which loop nest, and why it skipped one (stderr)",
         )
+        arg_parser.add_argument(
+            "--no-cache", action="store_true",
+            help="accepted for symmetry with loom-run: loom-opt compiles no kernel, so it never reads or writes "
+                 "the kernel cache",
+        )
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         if self.args.input_file in (None, "-"):

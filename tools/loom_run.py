@@ -1,7 +1,7 @@
 """loom-run: compile a .mlir kernel, run it on random inputs, check it against numpy.
 
     loom-run FILE... [--entry F] [--pipeline P] [--budget S] [--rounds R] [--repeat N]
-                     [--seed S] [--numpy]
+                     [--seed S] [--numpy] [--explain] [--no-cache]
 
 Prints, per file, the max error against the float64 numpy reference with its bound
 (about 4*K*eps*max|ref|, K the reduction length) over every result, and for a function
@@ -9,7 +9,11 @@ on memrefs over every argument it writes (arguments with a strided layout are vi
 larger buffers); then the median time and GFLOP/s, timed like loom-bench: R rounds
 (default 3) of as many runs as fit S seconds (default 0.5; at least 3, at most N), with
 numpy's runs interleaved under --numpy, whose loom/numpy speed is the median of the
-rounds' ratios, printed with their range.
+rounds' ratios, printed with their range. With --explain, each file's report follows
+(compiler/explain.py): the loop nests stage by stage, the schedule's decisions and their
+reasons, the estimated traffic per memory level, the GFLOP/s against the machine's peak.
+With --no-cache, kernels are compiled afresh: the kernel caches (in memory and on disk,
+compiler/cache.py) are neither read nor written.
 Exit status 0 when every result is within its bound, 1 otherwise or on bad input.
 """
 
@@ -34,6 +38,11 @@ def parse_args(argv):
                    help="threads for the parallel loops (default: OMP_NUM_THREADS, else the cores)")
     p.add_argument("--numpy", action="store_true",
                    help="also time numpy on the same work, in the inputs' dtype, in this process")
+    p.add_argument("--explain", action="store_true",
+                   help="then explain the kernel: its loop nests stage by stage, the schedule's decisions and why, the "
+                        "estimated traffic per memory level, its GFLOP/s against the machine's FMA peak")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile afresh: neither read nor write the kernel caches (in memory and on disk)")
     args = p.parse_args(argv)
     if args.repeat < 1 or args.rounds < 1 or not args.budget > 0 or (args.num_threads is not None and args.num_threads < 1):
         p.error("--repeat, --rounds, --budget and --threads must be positive")
@@ -59,11 +68,23 @@ def run_file(path: str, args) -> bool:
         rounds=args.rounds, seed=args.seed, num_threads=args.num_threads, compare_numpy=args.numpy,
     )
     print(report.format())
+    if args.explain:
+        from compiler.explain import explain_source
+
+        print()
+        print(explain_source(text, filename=path, entry=report.entry, pipeline=args.pipeline,
+                             num_threads=args.num_threads, seconds=report.seconds))
     return report.ok
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.no_cache:
+        from compiler.cache import disk_cache
+        from compiler.driver import set_cache_size
+
+        set_cache_size(0)
+        disk_cache.disable()
     if args.numpy:
         from tools.numpy_env import prepare_numpy_for_timing
 

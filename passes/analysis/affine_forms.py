@@ -616,8 +616,9 @@ class AccessStride:
 
     @property
     def invariant(self) -> bool:
-        """The same element in every iteration."""
-        return not any(self.coefficients)
+        """The same element in every iteration: no subscript moves, or the layout's
+        stride along the loop is 0 (a broadcast view, `strided<[0, 1]>` along its rows)."""
+        return not any(self.coefficients) or self.stride == 0
 
     @property
     def contiguous(self) -> bool:

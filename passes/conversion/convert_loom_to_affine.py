@@ -11,7 +11,13 @@ The nests are the textbook ones, the starting point of every schedule:
   padded border contributes zero; nothing is read out of bounds);
 - `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
   numpy broadcasting (a size-1 or missing dimension reads index 0);
-- `memref.copy` (from bufferization): a copy nest.
+- `memref.copy` (from bufferization: `loom.contiguous`, a reshape that is not a view, a
+  returned argument): a copy nest, each side read or written through its own layout.
+
+Views need nothing here: loom-bufferize made them memref views (`memref.reinterpret_cast`
+to a strided layout), and the accesses of the nests go through the memref types, whose
+strides and offset the lowering to LLVM applies (`loom-convert-to-llvm`'s
+`memref_layout`): an op reading a transposed or broadcast view reads it in place.
 
 The outermost loop of each nest carries `loom.tag = "<op>"` (`"matmul"`, `"conv2d"`,
 `"add"`, ...; the zeroing nests `"<op>.init"`), which the schedule passes select on.
@@ -220,14 +226,20 @@ def lower_elementwise(op: loom.LoomComputeOp) -> list[Operation]:
     return build_nest(shape, tag, body)
 
 
-def lower_copy(op: memref.CopyOp) -> list[Operation]:
-    shape = op.source.type.get_shape()
+def copy_nest(source: SSAValue, target: SSAValue, tag: str = "copy") -> list[Operation]:
+    """`target[...] = source[...]`, a nest over the shape in row-major order, each side
+    addressed through its own layout (a strided view is read or written in place)."""
+    shape = source.type.get_shape()
 
     def body(ivs):
-        v = load(op.source, ivs, dims(len(shape)))
-        return [v, store(v.result, op.destination, ivs, dims(len(shape)))]
+        v = load(source, ivs, dims(len(shape)))
+        return [v, store(v.result, target, ivs, dims(len(shape)))]
 
-    return build_nest(shape, "copy", body)
+    return build_nest(shape, tag, body)
+
+
+def lower_copy(op: memref.CopyOp) -> list[Operation]:
+    return copy_nest(op.source, op.destination)
 
 
 def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation]) -> None:
@@ -251,6 +263,14 @@ class LowerLoomOp(RewritePattern):
             _replace(rewriter, op, lower_elementwise(op))
 
 
+class RefuseView(RewritePattern):
+    """View ops exist on tensors only: loom-bufferize makes them memref views."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loom.LoomViewOp, rewriter: PatternRewriter) -> None:
+        raise LoomError(f"'{op.name}' must be bufferized first (run loom-bufferize): it becomes a memref view", op)
+
+
 class LowerCopy(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.CopyOp, rewriter: PatternRewriter) -> None:
@@ -263,5 +283,5 @@ class ConvertLoomToAffinePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([LowerLoomOp(), LowerCopy()]), apply_recursively=False
+            GreedyRewritePatternApplier([LowerLoomOp(), RefuseView(), LowerCopy()]), apply_recursively=False
         ).rewrite_module(op)

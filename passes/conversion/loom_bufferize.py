@@ -3,22 +3,42 @@
 For each function that takes or returns tensors:
 
 - tensor arguments become memref arguments of the same shape (zero copy: the caller's
-  buffers are read in place);
+  buffers are read in place), row-major, or with the strides their
+  `{loom.buffer_layout = strided<[...]>}` attribute gives (a numpy view passed as it is:
+  `dialects.loom.argument_buffer_type`);
 - tensor results become trailing out-parameters, and the function returns nothing;
-- each loom op writes into a destination: the out-parameter when its value is returned,
-  else a fresh `memref.alloc` that is freed (`memref.dealloc`) right after its last use,
-  so nothing leaks across calls and few temporaries are alive at a time;
-- a returned value that is not computed in the function (an argument returned as is, or
-  the same value returned twice) is copied into its out-parameter with `memref.copy`.
+- each loom compute op writes into a destination: the out-parameter when its value is
+  returned, else a fresh `memref.alloc` that is freed (`memref.dealloc`) right after the
+  last use of it or of a view of it, so nothing leaks across calls and few temporaries
+  are alive at a time;
+- each view op (`loom.transpose`, `loom.slice`, `loom.broadcast_to`, `loom.reshape`)
+  becomes a `memref.reinterpret_cast` of its operand's buffer to the strided layout the
+  op gives it (`view_layout`: permuted strides, a slice's offset and multiplied strides,
+  stride 0 along a broadcast dimension): no copy, no allocation. A reshape that no
+  strides can express (merging dimensions of a view that are not contiguous with each
+  other, as numpy's `reshape` would copy) copies its operand into a row-major buffer
+  first, with a remark saying so;
+- `loom.contiguous` copies (`memref.copy`) an operand that is not row-major into a fresh
+  buffer; a row-major one is used as it is (tensors are values: a copy of it is it);
+- a returned value is computed straight into its out-parameter when it is a compute op's
+  result, a copy's, or a row-major reshape of one (the out-parameter is then viewed in
+  that op's shape); any other (an argument returned as is, the same value returned
+  twice, a strided view) is copied into its out-parameter with `memref.copy`.
 
 ```mlir
-func.func @f(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf32> {
+func.func @f(%a: tensor<4x3xf32> {loom.buffer_layout = strided<[1, 4]>}, %b: tensor<3x5xf32>) -> tensor<5x4xf32> {
   %c = loom.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
-  func.return %c : tensor<4x5xf32>
+  %t = loom.transpose %c {perm = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+  %r = loom.relu %t : tensor<5x4xf32>
+  func.return %r : tensor<5x4xf32>
 }
 // becomes
-func.func @f(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
-  loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+func.func @f(%a: memref<4x3xf32, strided<[1, 4]>>, %b: memref<3x5xf32>, %r: memref<5x4xf32>) {
+  %c = memref.alloc() : memref<4x5xf32>
+  loom.matmul ins(%a, %b : memref<4x3xf32, strided<[1, 4]>>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  %t = memref.reinterpret_cast %c to offset: [0], sizes: [5, 4], strides: [1, 5] : memref<4x5xf32> to memref<5x4xf32, strided<[1, 5]>>
+  loom.relu ins(%t : memref<5x4xf32, strided<[1, 5]>>) outs(%r : memref<5x4xf32>)
+  memref.dealloc %c : memref<4x5xf32>
   func.return
 }
 ```
@@ -26,11 +46,11 @@ func.func @f(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, MemRefType, ModuleOp, NoneAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -40,15 +60,194 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
 
 from compiler.diagnostics import LoomError
-from dialects.loom import LoomComputeOp
+from compiler.remarks import remark
+from dialects.loom import (
+    BUFFER_LAYOUT,
+    ContiguousOp,
+    LoomComputeOp,
+    LoomViewOp,
+    ReshapeOp,
+    argument_buffer_type,
+    memref_root,
+    static_strides,
+    strided_memref,
+)
+
+PASS = "loom-bufferize"
 
 
 def to_memref(t: Attribute) -> Attribute:
     if isinstance(t, TensorType):
         return MemRefType(t.get_element_type(), t.get_shape())
     return t
+
+
+def _shape(shape) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def reinterpret(source: SSAValue, t: MemRefType) -> memref.ReinterpretCastOp:
+    """`source`'s buffer viewed as `t`, a static layout whose offset counts from the
+    buffer's base pointer (every view of one buffer shares its base)."""
+    layout = static_strides(t)
+    assert layout is not None, f"a view's layout is static: {t}"
+    strides, offset = layout
+    return memref.ReinterpretCastOp(source, [], [], [], [offset], t.get_shape(), strides, t)
+
+
+def _returned_chains(ret: func.ReturnOp) -> list[set[SSAValue]]:
+    """Per returned value: the values whose buffer, if fresh and row-major, can be its
+    out-parameter viewed in their shape: the value, and back through the reshapes and
+    contiguous copies it is made of (a row-major reshape or copy of the out-parameter
+    is the out-parameter, in that shape)."""
+    chains = []
+    for v in ret.arguments:
+        chain = {v}
+        while isinstance(owner := v.owner, ReshapeOp | ContiguousOp):
+            v = owner.input
+            chain.add(v)
+        chains.append(chain)
+    return chains
+
+
+@dataclass
+class _Bufferizer:
+    """The state of one function's bufferization: where each tensor value lives."""
+
+    rewriter: PatternRewriter
+    out_params: dict[int, SSAValue]  # return slot -> out-parameter
+    chains: list[set[SSAValue]]  # return slot -> `_returned_chains`
+    claimed: set[int] = field(default_factory=set)  # slots whose out-parameter a value was put in
+    temporaries: list[SSAValue] = field(default_factory=list)
+    views: list[Operation] = field(default_factory=list)  # the view ops made
+
+    def drop_unused_views(self) -> None:
+        """Erase the views nothing reads: a returned reshape of a value computed into its
+        out-parameter (the return, now gone, was its use)."""
+        for view in reversed(self.views):
+            if not view.results[0].uses:
+                self.rewriter.erase(view)
+
+    def fresh(self, value: SSAValue, before: Operation) -> SSAValue:
+        """A fresh row-major buffer for tensor `value`, made before `before`: the
+        out-parameter of the first returned value whose chain holds it (viewed in its
+        shape), else a temporary (freed after its last use)."""
+        t = value.type
+        assert isinstance(t, TensorType)
+        for slot, out in self.out_params.items():
+            if slot not in self.claimed and value in self.chains[slot]:
+                self.claimed.add(slot)
+                if tuple(out.type.get_shape()) == tuple(t.get_shape()):
+                    return out
+                view = reinterpret(out, MemRefType(t.get_element_type(), t.get_shape()))
+                view.location = before.location
+                self.rewriter.insert(view, InsertPoint.before(before))
+                return view.result
+        alloc = memref.AllocOp.get(t.get_element_type(), shape=t.get_shape())
+        alloc.location = before.location  # where an allocation failure points
+        self.rewriter.insert(alloc, InsertPoint.before(before))
+        self.temporaries.append(alloc.memref)
+        return alloc.memref
+
+    def compute(self, op: LoomComputeOp) -> None:
+        """Value form -> destination-passing form, into `fresh`'s buffer."""
+        result = op.res[0]
+        dest = self.fresh(result, op)
+        new = type(op)(
+            list(op.ins),
+            out=dest,
+            properties={k: v for k, v in op.properties.items() if k != "operandSegmentSizes"},
+        )
+        new.location = op.location
+        self.rewriter.insert(new, InsertPoint.before(op))
+        self.replace(op, dest)
+
+    def view(self, op: LoomViewOp) -> None:
+        """A view op -> a reinterpret_cast of its operand's buffer (the operand itself when
+        the layout is the same). `loom.contiguous` of a buffer that is not row-major, and
+        a reshape that no strides express, copy into `fresh`'s buffer instead."""
+        source = op.input
+        src_t = source.type
+        assert isinstance(src_t, MemRefType)
+        layout = static_strides(src_t)
+        assert layout is not None, "a view's operand is a tensor: its buffer's layout is static"
+        if isinstance(op, ContiguousOp):
+            self.replace(op, source if isinstance(src_t.layout, NoneAttr) else self.copy(op, source))
+            return
+        found = op.view_layout(*layout)
+        if found is None:
+            assert isinstance(op, ReshapeOp)
+            remark(PASS, op, f"reshape of {_shape(op.input_shape)} to {_shape(op.result_shape)} copies its "
+                   f"operand: laid out as {src_t}, the dimensions it merges are not contiguous with each other, so no "
+                   "strides give the result (numpy's reshape copies there too); to keep it a view, reshape before the "
+                   "transpose or slice, or merge only dimensions that stay contiguous")
+            self.replace(op, self.copy(op, source))
+            return
+        result_t = strided_memref(src_t.get_element_type(), op.result_shape, *found)
+        if result_t == src_t:
+            self.replace(op, source)
+            return
+        cast = reinterpret(source, result_t)
+        cast.location = op.location
+        self.rewriter.insert(cast, InsertPoint.before(op))
+        self.views.append(cast)
+        self.replace(op, cast.result)
+
+    def copy(self, op: LoomViewOp, source: SSAValue) -> SSAValue:
+        """`source`'s elements copied, in row-major order, into `fresh`'s buffer for the
+        op's result (viewed in the source's shape for the copy, if a reshape's): the
+        buffer, in the result's shape."""
+        src_t = source.type
+        assert isinstance(src_t, MemRefType)
+        buffer = target = self.fresh(op.result, op)
+        if tuple(target.type.get_shape()) != tuple(src_t.get_shape()):
+            view = reinterpret(target, MemRefType(src_t.get_element_type(), src_t.get_shape()))
+            view.location = op.location
+            self.rewriter.insert(view, InsertPoint.before(op))
+            target = view.result
+        copy = memref.CopyOp(source, target)
+        copy.location = op.location
+        self.rewriter.insert(copy, InsertPoint.before(op))
+        return buffer
+
+    def replace(self, op: Operation, buffer: SSAValue) -> None:
+        self.rewriter.replace_all_uses_with(op.results[0], buffer)
+        self.rewriter.erase(op)
+
+    def free_temporaries(self, block) -> None:
+        """Each temporary freed right after the last op that uses it or a view of it:
+        the buffers live at a time stay few (a chain of n ops holds two, not n), and so
+        do the live pointers LLVM has to keep in registers or spill."""
+        last_use: dict[SSAValue, Operation] = {}
+        held = set(self.temporaries)
+        for inner in block.ops:  # (the return holds no memref: it returns the non-tensor results)
+            for v in inner.operands:
+                root = memref_root(v) if isinstance(v.type, MemRefType) else None
+                if root in held:
+                    last_use[root] = inner
+        for buf in reversed(self.temporaries):  # freed in allocation order after a shared last use
+            self.rewriter.insert(memref.DeallocOp.get(buf), InsertPoint.after(last_use[buf]))
+
+
+def _argument_types(op: func.FuncOp) -> list[Attribute]:
+    """The bufferized type of each argument (`argument_buffer_type`), errors at `op`."""
+    try:
+        return [argument_buffer_type(op, i) for i in range(len(op.function_type.inputs))]
+    except VerifyException as e:
+        raise LoomError(f"{PASS}: {e}", op) from None
+
+
+def _drop_buffer_layouts(op: func.FuncOp, arguments: int) -> None:
+    """The argument attributes without `loom.buffer_layout` (now in the memref types),
+    one dictionary per argument (the out-parameters get empty ones); none if all empty."""
+    if op.arg_attrs is None:
+        return
+    kept = [{k: v for k, v in d.data.items() if k != BUFFER_LAYOUT} for d in op.arg_attrs.data]
+    kept += [{}] * (arguments - len(kept))
+    op.arg_attrs = ArrayAttr([DictionaryAttr(d) for d in kept]) if any(kept) else None
 
 
 class BufferizeFunc(RewritePattern):
@@ -61,18 +260,22 @@ class BufferizeFunc(RewritePattern):
             raise LoomError("cannot bufferize a function declaration with tensor types", op)
         if len(op.body.blocks) != 1:
             raise LoomError("loom-bufferize expects a single-block function body", op)
+        if op.res_attrs is not None and any(BUFFER_LAYOUT in d.data for d in op.res_attrs.data):
+            raise LoomError(f"{PASS}: '{BUFFER_LAYOUT}' on a result: results are fresh row-major arrays (only "
+                            "arguments take a buffer layout)", op)
         block = op.body.block
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         for inner in block.ops:
             tensor_typed = any(isinstance(v.type, TensorType) for v in (*inner.operands, *inner.results))
-            if tensor_typed and not isinstance(inner, LoomComputeOp | func.ReturnOp):
+            if tensor_typed and not isinstance(inner, LoomComputeOp | LoomViewOp | func.ReturnOp):
                 raise LoomError(f"loom-bufferize cannot bufferize '{inner.name}' on tensors", inner)
+        arg_types = _argument_types(op)
 
-        # 1. Arguments: tensor -> memref, in place.
-        for arg in block.args:
+        # 1. Arguments: tensor -> memref (with its buffer layout), in place.
+        for arg, t in zip(block.args, arg_types):
             if isinstance(arg.type, TensorType):
-                rewriter.replace_value_with_new_type(arg, to_memref(arg.type))
+                rewriter.replace_value_with_new_type(arg, t)
 
         # 2. Results: tensor results become trailing out-parameters.
         kept_results: list[SSAValue] = []
@@ -83,64 +286,30 @@ class BufferizeFunc(RewritePattern):
             else:
                 kept_results.append(v)
 
-        # Which out-parameter each op result can write straight into: the first return
-        # slot it fills, when it is an op result (not an argument).
-        dest_for: dict[SSAValue, SSAValue] = {}
-        copies: list[tuple[SSAValue, SSAValue]] = []
-        for i, out in out_params.items():
-            v = ret.arguments[i]
-            if isinstance(v.owner, LoomComputeOp) and v not in dest_for:
-                dest_for[v] = out
-            else:
-                copies.append((v, out))
-
-        # 3. Ops: value form -> destination-passing form.
-        temporaries: list[SSAValue] = []
-        buffer_of: dict[SSAValue, SSAValue] = {}  # old tensor result -> its buffer
+        # 3. Ops: value form -> destination-passing form; views -> memref views.
+        state = _Bufferizer(rewriter, out_params, _returned_chains(ret))
         for inner in list(block.ops):
-            if not isinstance(inner, LoomComputeOp) or inner.is_bufferized:
-                continue
-            result = inner.res[0]
-            dest = dest_for.get(result)
-            if dest is None:
-                alloc = memref.AllocOp.get(
-                    result.type.get_element_type(), shape=result.type.get_shape()
-                )
-                alloc.location = inner.location  # where an allocation failure points
-                rewriter.insert(alloc, InsertPoint.before(inner))
-                dest = alloc.memref
-                temporaries.append(dest)
-            new = type(inner)(
-                list(inner.ins),
-                out=dest,
-                properties={k: v for k, v in inner.properties.items() if k != "operandSegmentSizes"},
-            )
-            new.location = inner.location
-            rewriter.insert(new, InsertPoint.before(inner))
-            rewriter.replace_all_uses_with(result, dest)
-            buffer_of[result] = dest
-            rewriter.erase(inner)
+            if isinstance(inner, LoomComputeOp) and not inner.is_bufferized:
+                state.compute(inner)
+            elif isinstance(inner, LoomViewOp):
+                state.view(inner)
 
-        # 4. Copies for returned values that were not computed into their slot, then
-        #    return the non-tensor results. Each temporary is freed right after its last
-        #    use: the buffers live at a time stay few (a chain of n ops holds two, not n),
-        #    and so do the live pointers LLVM has to keep in registers or spill.
-        for src, out in copies:
-            rewriter.insert(memref.CopyOp(buffer_of.get(src, src), out), InsertPoint.before(ret))
-        last_use: dict[SSAValue, Operation] = {}
-        held = set(temporaries)
-        for inner in block.ops:
-            for v in inner.operands:
-                if v in held:
-                    last_use[v] = inner
-        for buf in reversed(temporaries):  # freed in allocation order after a shared last use
-            rewriter.insert(memref.DeallocOp.get(buf), InsertPoint.after(last_use[buf]))
-        new_ret = func.ReturnOp(*kept_results)
-        rewriter.replace(ret, new_ret)
+        # 4. Copies for returned values that are not in their slot (an argument, a value
+        #    returned twice, a strided view), then the frees, then the return of the
+        #    non-tensor results.
+        for i, out in out_params.items():
+            src = ret.arguments[i]
+            if memref_root(src) is out and src.type == out.type:
+                continue  # computed in place (`_Bufferizer.fresh`)
+            rewriter.insert(memref.CopyOp(src, out), InsertPoint.before(ret))
+        rewriter.replace(ret, func.ReturnOp(*kept_results))
+        state.drop_unused_views()
+        state.free_temporaries(block)
 
         op.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [v.type for v in kept_results]
         )
+        _drop_buffer_layouts(op, len(block.args))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ alone, in this order (the steps `skip=` names):
     prefetch    loom-prefetch: the next register tile's block of C is prefetched while
                 this one runs (its rows are a matrix row apart: no hardware stream
                 brings them: +5% at 2048^3, nothing at 1024^3, where C stays in L3)
+    fuse        loom-fuse-epilogue, after the matmuls are scheduled: the elementwise
+                nests after a matmul or conv2d (add, mul, relu) computed on its register
+                block where it stores C for the last time, C no longer written; the
+                epilogue nests it leaves are vectorized after it
     parallel    loom-parallelize, last, on every nest, with `num-threads` threads (0:
                 the target's, `OMP_NUM_THREADS` or the cores): in a matmul the copy
                 loops of the packed panels and the loop over the register tiles of a
@@ -61,16 +65,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.dialects import affine, memref
+from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
 from compiler.remarks import remark
 from compiler.target import Target, host
+from dialects.loom import static_strides
+from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.schedule import loom_direct_conv, loom_im2col
+from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
 from passes.schedule.loom_parallelize import LoomParallelizePass
 from passes.analysis.loop_utils import (
     TAG,
@@ -87,8 +94,8 @@ from passes.analysis.loop_utils import (
 
 #: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
 MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
-#: the steps `skip=` accepts: a conv2d's strategy, then the matmul's
-STEPS = ("direct", "im2col", *MATMUL_STEPS)
+#: the steps `skip=` accepts: a conv2d's strategy, the epilogue's fusion, then the matmul's
+STEPS = ("direct", "im2col", "fuse", *MATMUL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,8 @@ class LoomDefaultPass(ModulePass):
         if not {"direct", "im2col"} <= skip:
             for nest in tagged_nests(op, "conv2d"):
                 if _empty_loop(nest) is None:  # else left as it is, with the remark below
-                    self._conv2d(nest, target, skip)
+                    self._conv2d(ctx, nest, target, skip)
+        epilogues: list[tuple[str, affine.ForOp]] = []
         for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
             temporary = f"loom_default_{index}"
@@ -129,16 +137,28 @@ class LoomDefaultPass(ModulePass):
                 continue
             if tag == "matmul":
                 self._matmul(ctx, nest, temporary, skip, target)
+            elif tag in EPILOGUES and "fuse" not in skip:
+                epilogues.append((temporary, nest))  # vectorized below, unless fused
+            elif tag == "copy" and "tile" not in skip and _transposed_source(nest):
+                _tile_copy(ctx, self.name, nest)  # (its strided reads: loom-vectorize would refuse it)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
                 _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+        if "fuse" not in skip:
+            LoomFuseEpiloguePass().apply(ctx, op)
+            for temporary, nest in epilogues:
+                if nest.parent is not None and "vectorize" not in skip:
+                    _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
         if "parallel" not in skip:
             self._parallelize(ctx, op, target)
 
-    def _conv2d(self, nest: affine.ForOp, target: Target, skip: set[str]) -> None:
+    def _conv2d(self, ctx: Context, nest: affine.ForOp, target: Target, skip: set[str]) -> None:
         """A conv2d nest becomes a direct convolution (loom-direct-conv) or a patch-matrix
         copy and a matmul (loom-im2col), as `cost_model.choose_conv2d` estimates (or as
         `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
-        conv = loom_im2col.match_conv2d(nest)
+        conv = loom_im2col.match_conv2d(nest, any_filter_layout=True)
+        if not isinstance(conv, str) and not loom_im2col.contiguous(conv.w.type):
+            _contiguous_filter(ctx, self.name, nest, conv.w)
+            conv = loom_im2col.match_conv2d(nest)
         if isinstance(conv, str):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}")
             return
@@ -224,6 +244,8 @@ class LoomDefaultPass(ModulePass):
                     continue
                 columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
                 nests += _run_on(ctx, sub, temporary, columns)
+        if not in_place:
+            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) for sub in nests))
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
@@ -232,9 +254,96 @@ class LoomDefaultPass(ModulePass):
             spec = matmul_schedule(plan, batch, skip, tag, columns)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
             split = f"; j split into blocks of {columns} columns, one per thread (loop order j_t, k, i, j)" if columns else ""
-            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}{split}; "
+            skipped = [step for step in MATMUL_STEPS if step in skip]
+            left_out = f"; steps left out (skip=): {', '.join(skipped)}" if skipped else ""
+            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}{split}{left_out}; "
                    f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
             _run_on(ctx, sub, tag, spec)
+
+
+def _reads_b_in_place(plan: MatmulPlan, skip: set[str]) -> bool:
+    """Whether the schedule of `plan` loads vectors of B's rows from B itself, not from
+    packed panels (no packing: a small product, fewer rows than MR, `skip=pack`)."""
+    packs_b = plan.rows_tiled and plan.pack and not {"tile", "pack"} & skip
+    return "vectorize" not in skip and not packs_b
+
+
+def _contiguous_b(ctx: Context, pass_name: str, nests: list[affine.ForOp], in_place: int) -> None:
+    """Give a matmul's nests (the main one and its peeled copies) a row-major copy of B
+    when B is a strided view whose rows are not contiguous (a transposed B) and `in_place`
+    of them read its rows in place (`_reads_b_in_place`): loom-vectorize loads a vector of
+    a row only at unit stride, and would leave those nests scalar. The nests that pack B
+    then pack the copy too (its panels are copied from contiguous rows)."""
+    if not in_place:
+        return
+    b = [o for o in nests[0].walk() if isinstance(o, affine.LoadOp)][1].memref  # A, B, C
+    layout = static_strides(b.type) if isinstance(b.type, MemRefType) else None
+    if layout is None or b.type.get_shape()[-1] == 1 or layout[0][-1] == 1:
+        return
+    _contiguous_copy(ctx, pass_name, nests, b, "matmul.contiguous",
+                     f"B is a strided view ({b.type}): its rows are not contiguous (stride {layout[0][-1]} along j), "
+                     f"and the schedule of {in_place} of the matmul's {len(nests)} nests reads them as vectors in "
+                     "place (no packing)")
+
+
+def _contiguous_filter(ctx: Context, pass_name: str, nest: affine.ForOp, w: SSAValue) -> None:
+    """Give a textbook conv2d nest a row-major copy of its filter `w`, a strided view (a
+    transposed filter): both strategies view W as a matrix, and the textbook nest would
+    stay unscheduled."""
+    _contiguous_copy(ctx, pass_name, [nest], w, "conv2d.contiguous",
+                     f"W is a strided view ({w.type}), and both conv2d strategies view it as a matrix")
+
+
+def _contiguous_copy(ctx: Context, pass_name: str, nests: list[affine.ForOp], mem: SSAValue, tag: str,
+                     why: str) -> None:
+    """What `loom.contiguous` does, for a schedule that needs unit strides and gets no
+    copy from packing: `mem` copied into a row-major buffer (a nest tagged `tag`, in
+    tiles if `mem` is transposed: `_tile_copy`) before the first of `nests`, which read
+    the copy instead; freed after the last of them. A remark says why (`why`)."""
+    t = mem.type
+    assert isinstance(t, MemRefType)
+    block = nests[0].parent_block()
+    assert block is not None
+    order = sorted(nests, key=block.get_operation_index)
+    alloc = memref.AllocOp.get(t.get_element_type(), shape=t.get_shape())
+    alloc.memref.name_hint = f"{mem.name_hint or 'operand'}_contiguous"
+    copy = copy_nest(mem, alloc.memref, tag)
+    for op in [alloc, *(inner for outer in copy for inner in outer.walk())]:
+        op.location = order[0].location
+    block.insert_ops_before([alloc, *copy], order[0])
+    block.insert_op_after(memref.DeallocOp.get(alloc.memref), order[-1])
+    mem.replace_uses_with_if(alloc.memref, lambda use: any(n.is_ancestor(use.operation) for n in nests))
+    remark(pass_name, order[0], f"{why}: copied into a row-major buffer first (nest '{tag}', like "
+           f"loom.contiguous: {t} -> {alloc.memref.type})")
+    if _transposed_source(copy[-1]):
+        _tile_copy(ctx, pass_name, copy[-1])
+
+
+#: the tiles a transposed view is copied in: 8 rows of a tile 4 KiB apart (a power-of-two
+#: row) fall in one set of an 8-way L1; 16 evict each other. Copying a transposed 1024x1024
+#: f32 matrix: row by row 5.7 ms (numpy's ascontiguousarray 5.7 ms), 16x16 tiles 5.2 ms,
+#: 8x8 tiles 1.5 ms; 768x768: 1.1 ms, 0.30 ms, 0.32 ms (medians, one thread, znver4)
+COPY_TILE = 8
+
+
+def _transposed_source(copy: affine.ForOp) -> bool:
+    """Whether a copy nest (`copy_nest`: row-major order) reads a source whose unit
+    stride is along its next-to-last dimension (a transposed matrix, or a batch of them):
+    row by row, each element read would be a cache line of its own."""
+    load = next((o for o in copy.walk() if isinstance(o, affine.LoadOp)), None)
+    t = load.memref.type if load is not None else None
+    layout = static_strides(t) if isinstance(t, MemRefType) else None
+    return layout is not None and len(layout[0]) >= 2 and abs(layout[0][-2]) == 1 and t.get_shape()[-1] > 1
+
+
+def _tile_copy(ctx: Context, pass_name: str, copy: affine.ForOp) -> None:
+    """Copy a transposed source in COPY_TILE x COPY_TILE tiles of its last two dimensions,
+    so that the lines each tile reads and writes stay in L1 while it uses them."""
+    depth, tag = len(perfect_band(copy)) - 2, nest_tag(copy)
+    remark(pass_name, copy, f"nest '{tag}' copies a transposed view: in {COPY_TILE}x{COPY_TILE} tiles, each cache "
+           "line it reads or writes used for a whole tile")
+    tiles = "loom_default_copy"  # (a temporary tag: `_run_on`)
+    _run_on(ctx, copy, tiles, f"loom-tile{{sizes={COPY_TILE},{COPY_TILE} op={tiles} depth={depth}}}")
 
 
 def _empty_loop(nest: affine.ForOp) -> affine.ForOp | None:

@@ -132,8 +132,10 @@ def contiguous(t: MemRefType) -> bool:
     return list(t.get_strides() or ()) == list(ShapedType.strides_for_shape(t.get_shape())) and t.get_offset() == 0
 
 
-def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
-    """The conv2d nest's description, or why it is not the textbook conv2d nest."""
+def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv2DNest | str:
+    """The conv2d nest's description, or why it is not the textbook conv2d nest.
+    `any_filter_layout`: a W that is not contiguous is no reason (loom-default asks, to
+    copy such a W into a contiguous buffer only for a nest that is otherwise textbook)."""
     band = perfect_band(nest)
     if len(band) != 7:
         return f"its perfect band has {len(band)} loops, not the 7 of conv2d's n, f, oh, ow, c, r, s"
@@ -196,7 +198,7 @@ def match_conv2d(nest: affine.ForOp) -> Conv2DNest | str:
     if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
         return "its memrefs' shapes do not match its loops"
     for name, t in (("W", wt), ("Y", yt)):
-        if not contiguous(t):
+        if not contiguous(t) and not (name == "W" and any_filter_layout):
             return f"{name} ({t}) is not contiguous: the matmul views it as a matrix"
     for value in (lx.memref, lw.memref, ly.memref):
         owner = value.owner

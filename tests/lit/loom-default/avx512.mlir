@@ -82,16 +82,15 @@ func.func @mm_columns(%a: tensor<28x8xf32>, %b: tensor<8x40xf32>) -> tensor<28x4
 
 // -----
 
-// The epilogue of a dense layer: the add of the bias and the relu are vectorized by the
-// target's 16 lanes (36 columns: 2 full vectors and a masked one of 4).
+// The epilogue of a dense layer: the add of the bias and the relu are fused into the
+// matmul's register block by the target's 16 lanes (loom-fuse-epilogue).
 // CHECK-LABEL: func.func @dense
-// CHECK:         } {loom.tag = "matmul"}
 // CHECK:         arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK:         } {loom.tag = "add"}
 // CHECK:         arith.maximumf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK:         } {loom.tag = "relu"}
-// REMARK:      avx512.mlir:[[# @LINE + 4]]:3: remark: [loom-vectorize] nest 'loom_default_2': vectorized its innermost loop by 16 (main 2 iterations, masked remainder of 4)
-// REMARK:      avx512.mlir:[[# @LINE + 4]]:3: remark: [loom-vectorize] nest 'loom_default_3': vectorized its innermost loop by 16 (main 2 iterations, masked remainder of 4)
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NOT:     loom.tag = "add"
+// CHECK-NOT:     loom.tag = "relu"
+// REMARK:      avx512.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] fused add (line {{[0-9]+}}), relu (line {{[0-9]+}}) into the 'matmul' nest
 func.func @dense(%x: tensor<14x8xf32>, %w: tensor<8x36xf32>, %bias: tensor<36xf32>) -> tensor<14x36xf32> {
   %c = loom.matmul %x, %w : (tensor<14x8xf32>, tensor<8x36xf32>) -> tensor<14x36xf32>
   %s = loom.add %c, %bias : (tensor<14x36xf32>, tensor<36xf32>) -> tensor<14x36xf32>

@@ -170,16 +170,14 @@ func.func @bmm(%a: tensor<2x12x8xf32>, %b: tensor<2x8x32xf32>) -> tensor<2x12x32
 // -----
 
 // The epilogue of a dense layer: the add of a bias (broadcast over the rows) and the
-// relu are not matmuls; their nests are vectorized (8 lanes), nothing else.
+// relu are fused into the matmul's register block (loom-fuse-epilogue), 8 lanes.
 // CHECK-LABEL: func.func @dense
-// CHECK:         } {loom.tag = "matmul"}
 // CHECK:         arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK:         } {loom.tag = "add"}
 // CHECK:         arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK:         } {loom.tag = "relu"}
-// REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-default] matmul 12x32x8 on test
-// REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-vectorize] nest 'loom_default_2': vectorized its innermost loop by 8
-// REMARK:      default.mlir:[[# @LINE + 4]]:3: remark: [loom-vectorize] nest 'loom_default_3': vectorized its innermost loop by 8
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NOT:     loom.tag = "add"
+// CHECK-NOT:     loom.tag = "relu"
+// REMARK:      default.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] fused add (line {{[0-9]+}}), relu (line {{[0-9]+}}) into the 'matmul' nest
 func.func @dense(%x: tensor<12x8xf32>, %w: tensor<8x32xf32>, %bias: tensor<32xf32>) -> tensor<12x32xf32> {
   %c = loom.matmul %x, %w : (tensor<12x8xf32>, tensor<8x32xf32>) -> tensor<12x32xf32>
   %s = loom.add %c, %bias : (tensor<12x32xf32>, tensor<32xf32>) -> tensor<12x32xf32>

@@ -1,0 +1,746 @@
+"""`@compiler.jit`: numpy-like Python traced into the loom dialect, compiled once per signature.
+
+    import compiler as loom
+
+    @loom.jit
+    def mlp(x, w, b):
+        return loom.relu(x @ w + b)
+
+    y = mlp(x, w, b)            # numpy in, numpy out
+
+The first call with a new signature (each array's shape, dtype and strides; the values
+of the other arguments) runs the Python function once on `Traced` stand-ins: each
+operation on them appends one loom op to a function, located at the user's line (so a
+verifier error points there too). The function is compiled with `compiler.compile`
+(pipeline `default` unless told otherwise) and kept; later calls with that signature go
+straight to the kernel. Arrays are passed as they are: a view (transposed, sliced with
+steps, broadcast, Fortran-ordered) becomes an argument with its strides
+(`loom.buffer_layout`), never a copy.
+
+What a trace may do: `@` (2-D, batched 3-D, and 3-D @ 2-D), `+`, `-`, `*` with numpy
+broadcasting (Python numbers included: they become inputs of the kernel, so a new value
+does not recompile), unary `-`, `loom.relu`, `loom.conv2d(x, w, stride=, padding=,
+dilation=, layout=)`, `.T`, `.transpose(...)`, slicing with steps (`x[1:, ::2]`, `x[::-1]`, an
+integer index, `...`, `None`), `loom.broadcast_to`, `.reshape(...)`, `loom.contiguous`.
+float32 and float64. Anything else (a division, a comparison, `if` on a traced value,
+converting it to numpy) is an error that names the user's line and what is supported.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.diagnostics import LoomError
+
+_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_HERE = os.path.abspath(__file__)
+
+
+class TraceError(LoomError):
+    """What a traced function did that Loom cannot compile, located at the user's line."""
+
+
+class TraceTypeError(TraceError, TypeError):
+    """A TraceError about a type: a dtype, a non-array operand."""
+
+
+def _user_location() -> str | None:
+    """`file:line:col` of the innermost frame outside this module: the user's expression."""
+    frame = inspect.currentframe()
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) == _HERE:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    info = inspect.getframeinfo(frame, context=0)
+    col = info.positions.col_offset if info.positions and info.positions.col_offset is not None else 0
+    return f"{info.filename}:{info.lineno}:{col + 1}"
+
+
+def _fail(message: str, *, type_error: bool = False) -> None:
+    raise (TraceTypeError if type_error else TraceError)(message, location=_user_location())
+
+
+def _tensor(shape: Sequence[int], dtype: np.dtype) -> str:
+    return f"tensor<{''.join(f'{n}x' for n in shape)}{_DTYPES[dtype]}>"
+
+
+def _array_attr(values: Sequence[int]) -> str:
+    return f"array<i64{': ' if values else ''}{', '.join(str(v) for v in values)}>"
+
+
+def _loc(location: str | None) -> str:
+    if location is None:
+        return ""
+    path, line, col = location.rsplit(":", 2)
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+    return f' loc("{escaped}":{line}:{col})'
+
+
+@dataclass
+class _Function:
+    """The function being traced: its arguments and ops, as MLIR text."""
+
+    name: str
+    args: list[str] = field(default_factory=list)  # `%x: tensor<...> {attrs}`
+    lines: list[str] = field(default_factory=list)
+    extras: list[tuple[int | None, np.ndarray]] = field(default_factory=list)
+    """The kernel's inputs after the arrays, in order: a number of the body (None, its
+    array) or a float argument (its position, an array of its dtype to fill per call)."""
+    scalars: dict[tuple[int, np.dtype], Traced] = field(default_factory=dict)  # float arguments made inputs
+    count: int = 0
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"%{self.count - 1}"
+
+    def op(self, text: str, shape: Sequence[int], dtype: np.dtype, *, view: bool = False) -> Traced:
+        """Append `%r = text` (its type and location added by the caller's text) and return %r."""
+        result = self.fresh()
+        self.lines.append(f"  {result} = {text}{_loc(_user_location())}")
+        return Traced(self, result, tuple(shape), dtype, view=view)
+
+
+_active = threading.local()  # the _Function being traced on this thread, if any
+
+
+def _tracing() -> _Function | None:
+    return getattr(_active, "function", None)
+
+
+class Traced:
+    """An array inside a `@loom.jit` function while it is traced: a value of the loom
+    function being built. It has the shape and dtype of the numpy array it stands for."""
+
+    __array_priority__ = 1000  # numpy defers `ndarray + Traced` to Traced.__radd__
+
+    def __init__(self, function: _Function, name: str, shape: tuple[int, ...], dtype: np.dtype,
+                 *, view: bool = False, argument: bool = False):
+        self._function = function
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self._view = view  # a view op's result: returned, it is made contiguous
+        self._argument = argument
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<traced {self.dtype.name}{list(self.shape)} {self.name}>"
+
+    @property
+    def type(self) -> str:
+        return _tensor(self.shape, self.dtype)
+
+    # ---- arithmetic ------------------------------------------------------------------
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def __add__(self, other):
+        return add(self, other)
+
+    def __radd__(self, other):
+        return add(other, self)
+
+    def __mul__(self, other):
+        return multiply(self, other)
+
+    def __rmul__(self, other):
+        return multiply(other, self)
+
+    def __sub__(self, other):
+        if isinstance(other, ScalarArgument):
+            other = _scalar(other, self, "a - b")
+        return add(self, _negated(other))
+
+    def __rsub__(self, other):
+        return add(other, _negated(self))
+
+    def __neg__(self):
+        return multiply(self, -1.0)
+
+    def __pos__(self):
+        return self
+
+    # ---- views -----------------------------------------------------------------------
+
+    @property
+    def T(self) -> Traced:
+        return transpose(self)
+
+    def transpose(self, *axes) -> Traced:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], Sequence)):
+            axes = axes[0]
+        return transpose(self, axes or None)
+
+    def reshape(self, *shape) -> Traced:
+        if len(shape) == 1 and isinstance(shape[0], Sequence):
+            shape = tuple(shape[0])
+        return reshape(self, shape)
+
+    def __getitem__(self, index) -> Traced:
+        return _index(self, index)
+
+    # ---- what a trace cannot do ------------------------------------------------------
+
+    def _unsupported(self, what: str, *_args):
+        _fail(f"{what} is not supported on a traced array inside @loom.jit (supported: @, +, -, *, "
+              "loom.relu, loom.conv2d, .T, .transpose, slicing, .reshape, loom.broadcast_to, loom.contiguous)",
+              type_error=True)
+
+    def __truediv__(self, other):
+        self._unsupported("division (/)")
+
+    __rtruediv__ = __floordiv__ = __rfloordiv__ = __truediv__
+
+    def __pow__(self, other):
+        self._unsupported("a power (**)")
+
+    def __lt__(self, other):
+        self._unsupported("a comparison")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __bool__(self):
+        _fail("a traced array has no value while @loom.jit traces the function: Python control flow "
+              "(if, while, and, or) cannot depend on array contents inside @loom.jit", type_error=True)
+
+    def __array__(self, *args, **kwargs):
+        _fail("a traced array cannot be converted to numpy inside @loom.jit (use loom's operations on it, "
+              "or compute with numpy outside the jit function)", type_error=True)
+
+    def __iter__(self):
+        _fail("iterating over a traced array is not supported inside @loom.jit (index it instead)",
+              type_error=True)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            _fail("len() of a 0-d traced array", type_error=True)
+        return self.shape[0]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul and method == "__call__" and not kwargs:
+            return matmul(*inputs)
+        if ufunc is np.add and method == "__call__" and not kwargs:
+            return add(*inputs)
+        if ufunc is np.multiply and method == "__call__" and not kwargs:
+            return multiply(*inputs)
+        _fail(f"numpy's {ufunc.__name__} is not supported on a traced array inside @loom.jit "
+              "(use +, -, *, @, loom.relu)", type_error=True)
+
+    def __array_function__(self, func, types, args, kwargs):
+        forwarded = {np.transpose: transpose, np.reshape: reshape, np.broadcast_to: broadcast_to,
+                     np.matmul: matmul, np.ascontiguousarray: contiguous}
+        if func in forwarded:
+            return forwarded[func](*args, **kwargs)
+        _fail(f"numpy.{func.__name__} is not supported on a traced array inside @loom.jit", type_error=True)
+
+
+# --------------------------------------------------------------------------------------
+# Operations (also the module-level functions of `compiler`: loom.relu, loom.conv2d, ...)
+# --------------------------------------------------------------------------------------
+
+
+def _traced(x, what: str) -> Traced:
+    if isinstance(x, Traced):
+        return x
+    if _tracing() is None:
+        raise TypeError(f"{what} works on the arrays of a @loom.jit function while it is traced; "
+                        f"got {type(x).__name__} outside one (decorate the function with @loom.jit)")
+    if isinstance(x, np.ndarray):
+        _fail(f"{what}: a numpy array captured from outside the function (shape {x.shape}) cannot be "
+              "used inside @loom.jit: pass it as an argument", type_error=True)
+    _fail(f"{what} takes traced arrays, got {type(x).__name__}", type_error=True)
+
+
+def _operands(a, b, what: str) -> tuple[Traced, Traced]:
+    """Two operands of a binary op: a Python number becomes a kernel input of shape (1,)
+    in the other's dtype (a new value does not recompile)."""
+    if not isinstance(a, Traced) and not isinstance(b, Traced):
+        if isinstance(a, ScalarArgument) or isinstance(b, ScalarArgument):
+            (a if isinstance(a, ScalarArgument) else b)._refuse()
+        raise TypeError(f"{what} takes traced arrays; got {type(a).__name__} and {type(b).__name__}")
+    ta = a if isinstance(a, Traced) else _scalar(a, b, what)
+    tb = b if isinstance(b, Traced) else _scalar(b, a, what)
+    if ta.dtype != tb.dtype:
+        _fail(f"{what} of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype "
+              f"(convert one with .astype(np.{ta.dtype.name}) before the call)", type_error=True)
+    return ta, tb
+
+
+def _scalar(value, like: Traced, what: str) -> Traced:
+    """A number as a kernel input of shape (1,) in `like`'s dtype: a float argument of the
+    function (filled per call) or a number of the body (fixed)."""
+    f = like._function
+    if isinstance(value, ScalarArgument):
+        known = f.scalars.get((value.position, like.dtype))
+        if known is not None:
+            return known
+    elif isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        _fail(f"{what} takes traced arrays or Python numbers, got {type(value).__name__}", type_error=True)
+    name = f"%scalar{len(f.extras)}"
+    if isinstance(value, ScalarArgument):
+        taken = any(position == value.position for position, _ in f.extras)
+        name = f"%{value.name}_{like.dtype.name}" if taken else f"%{value.name}"
+    f.args.append(f"{name}: {_tensor((1,), like.dtype)}")
+    t = Traced(f, name, (1,), like.dtype, argument=True)
+    if isinstance(value, ScalarArgument):
+        f.extras.append((value.position, np.empty(1, like.dtype)))
+        f.scalars[(value.position, like.dtype)] = t
+    else:
+        f.extras.append((None, np.array([value], dtype=like.dtype)))
+    return t
+
+
+class ScalarArgument:
+    """A float argument of a @loom.jit function while it is traced: a kernel input (a new
+    value does not recompile), so it takes part in array arithmetic only; arithmetic
+    between such numbers alone would be evaluated once, at trace time, and is refused."""
+
+    def __init__(self, position: int, name: str):
+        self.position = position
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<traced float argument {self.name}>"
+
+    def _refuse(self, *_args):
+        _fail(f"the float argument {self.name} is a kernel input inside @loom.jit: it takes part in array "
+              "arithmetic (x * s, x + s) only; compute with it outside the function, or pass it as an array",
+              type_error=True)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __neg__ = __float__ = __int__ = __bool__ = __index__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+    def __matmul__(self, other):
+        self._refuse()
+
+    def __eq__(self, other):
+        self._refuse()
+
+    __hash__ = object.__hash__
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
+    from dialects.loom import broadcast_shapes
+
+    out = broadcast_shapes(a, b)
+    if out is None:
+        _fail(f"{what}: shapes {a} and {b} do not broadcast (numpy's rules: trailing dimensions equal or 1)")
+    return out
+
+
+def _elementwise(op: str, a, b, what: str) -> Traced:
+    ta, tb = _operands(a, b, what)
+    shape = _broadcast(ta.shape, tb.shape, what)
+    return ta._function.op(f"loom.{op} {ta.name}, {tb.name} : ({ta.type}, {tb.type}) -> {_tensor(shape, ta.dtype)}",
+                           shape, ta.dtype)
+
+
+def _negated(x):
+    """-x: a number negated in Python (exact), a traced array or float argument multiplied
+    by -1 (exact)."""
+    return -x if isinstance(x, int | float | np.integer | np.floating) else multiply(x, -1.0)
+
+
+def add(a, b) -> Traced:
+    """a + b with numpy broadcasting."""
+    return _elementwise("add", a, b, "a + b")
+
+
+def multiply(a, b) -> Traced:
+    """a * b with numpy broadcasting."""
+    return _elementwise("mul", a, b, "a * b")
+
+
+def relu(x) -> Traced:
+    """max(x, 0) elementwise."""
+    t = _traced(x, "loom.relu")
+    return t._function.op(f"loom.relu {t.name} : {t.type}", t.shape, t.dtype)
+
+
+def matmul(a, b) -> Traced:
+    """a @ b: (M, K) @ (K, N), batched (B, M, K) @ (B, K, N), or (B, M, K) @ (K, N) (the
+    batch folded into the rows: a reshape, no copy for a contiguous a)."""
+    ta, tb = _traced(a, "a @ b"), _traced(b, "a @ b")
+    if ta.dtype != tb.dtype:
+        _fail(f"a @ b of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype "
+              f"(convert one with .astype(np.{ta.dtype.name}) before the call)", type_error=True)
+    if ta.ndim == 3 and tb.ndim == 2:
+        batch, m, _ = ta.shape
+        flat = matmul(reshape(ta, (batch * m, ta.shape[2])), tb)
+        return reshape(flat, (batch, m, tb.shape[1]))
+    if ta.ndim not in (2, 3) or tb.ndim != ta.ndim:
+        _fail(f"a @ b takes 2-D @ 2-D, 3-D @ 3-D (batched) or 3-D @ 2-D arrays, got shapes {ta.shape} @ {tb.shape}")
+    if ta.ndim == 3 and ta.shape[0] != tb.shape[0]:
+        _fail(f"a @ b: batch sizes differ, {ta.shape[0]} and {tb.shape[0]} (shapes {ta.shape} @ {tb.shape})")
+    if ta.shape[-1] != tb.shape[-2]:
+        _fail(f"a @ b: a has {ta.shape[-1]} columns but b has {tb.shape[-2]} rows (shapes {ta.shape} @ {tb.shape})")
+    shape = (*ta.shape[:-1], tb.shape[-1])
+    return ta._function.op(f"loom.matmul {ta.name}, {tb.name} : ({ta.type}, {tb.type}) -> {_tensor(shape, ta.dtype)}",
+                           shape, ta.dtype)
+
+
+def _pair(name: str, value, least: int) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int | np.integer) else tuple(value) if isinstance(value, Sequence) else None
+    if (pair is None or len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in pair)
+            or min(pair) < least):
+        _fail(f"loom.conv2d: {name} must be an integer or a pair of integers >= {least}, got {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:
+    """2-D convolution (cross-correlation, as torch's): NCHW input with an FCHW filter, or
+    `layout="nhwc"`: NHWC input with an HWCF filter."""
+    from dialects.loom import conv2d_output_hw
+
+    tx, tw = _traced(x, "loom.conv2d"), _traced(w, "loom.conv2d")
+    if layout not in ("nchw", "nhwc"):
+        _fail(f"loom.conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
+    strides, pads, dils = _pair("stride", stride, 1), _pair("padding", padding, 0), _pair("dilation", dilation, 1)
+    if tx.ndim != 4 or tw.ndim != 4:
+        names = ("NCHW", "FCHW") if layout == "nchw" else ("NHWC", "HWCF")
+        _fail(f"loom.conv2d takes a 4-D {names[0]} input and a 4-D {names[1]} filter, got shapes {tx.shape} "
+              f"and {tw.shape}")
+    if tx.dtype != tw.dtype:
+        _fail(f"loom.conv2d of {tx.dtype.name} input and {tw.dtype.name} filter: convert one with "
+              f".astype(np.{tx.dtype.name})", type_error=True)
+    if layout == "nchw":
+        (n, c, h, wd), (f, cw, r, s) = tx.shape, tw.shape
+    else:
+        (n, h, wd, c), (r, s, cw, f) = tx.shape, tw.shape
+    if c != cw:
+        _fail(f"loom.conv2d: the input has {c} channels but the filter takes {cw} (shapes {tx.shape} and "
+              f"{tw.shape}, layout {layout})")
+    ho, wo = conv2d_output_hw(h, wd, r, s, strides, pads, dils)
+    if ho < 1 or wo < 1:
+        _fail(f"loom.conv2d: the {r}x{s} window (dilation {dils}) does not fit the padded {h + 2 * pads[0]}x"
+              f"{wd + 2 * pads[1]} input")
+    shape = (n, f, ho, wo) if layout == "nchw" else (n, ho, wo, f)
+    attrs = [f"strides = {_array_attr(strides)}", f"padding = {_array_attr(pads)}",
+             f"dilations = {_array_attr(dils)}"] + ([f'layout = "{layout}"'] if layout != "nchw" else [])
+    return tx._function.op(f"loom.conv2d {tx.name}, {tw.name} {{{', '.join(attrs)}}} : ({tx.type}, {tw.type}) -> "
+                           f"{_tensor(shape, tx.dtype)}", shape, tx.dtype)
+
+
+def transpose(x, axes: Sequence[int] | None = None) -> Traced:
+    """numpy.transpose: a view with the dimensions permuted (reversed by default)."""
+    t = _traced(x, "transpose")
+    perm = tuple(reversed(range(t.ndim))) if axes is None else tuple(axes)
+    try:
+        normalized = tuple(int(a) + t.ndim if int(a) < 0 else int(a) for a in perm)
+    except (TypeError, ValueError):
+        normalized = ()
+    if sorted(normalized) != list(range(t.ndim)):
+        _fail(f"transpose: axes {perm} are not a permutation of the {t.ndim} dimensions of shape {t.shape}")
+    if normalized == tuple(range(t.ndim)):
+        return t
+    shape = tuple(t.shape[a] for a in normalized)
+    return t._function.op(f"loom.transpose {t.name} {{perm = {_array_attr(normalized)}}} : {t.type} -> "
+                          f"{_tensor(shape, t.dtype)}", shape, t.dtype, view=True)
+
+
+def reshape(x, shape: Sequence[int]) -> Traced:
+    """numpy.reshape (one -1 allowed): a view where the layout allows it, else a copy."""
+    t = _traced(x, "reshape")
+    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    if any(isinstance(n, bool) or not isinstance(n, int | np.integer) or n < -1 for n in shape) \
+            or list(shape).count(-1) > 1:
+        _fail(f"reshape: the new shape must be integers >= 0 with at most one -1, got {shape}")
+    if -1 in shape:
+        known = math.prod(n for n in shape if n != -1)
+        if known == 0 or t.size % known:
+            _fail(f"reshape: cannot infer -1 in {shape} for {t.size} elements (shape {t.shape})")
+        shape = tuple(t.size // known if n == -1 else int(n) for n in shape)
+    shape = tuple(int(n) for n in shape)
+    if math.prod(shape) != t.size:
+        _fail(f"reshape: cannot reshape shape {t.shape} ({t.size} elements) into {shape} ({math.prod(shape)})")
+    if shape == t.shape:
+        return t
+    return t._function.op(f"loom.reshape {t.name} : {t.type} -> {_tensor(shape, t.dtype)}", shape, t.dtype,
+                          view=True)
+
+
+def broadcast_to(x, shape: Sequence[int]) -> Traced:
+    """numpy.broadcast_to: a view with stride 0 along the stretched dimensions."""
+    t = _traced(x, "broadcast_to")
+    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
+    if _broadcast(t.shape, shape, "broadcast_to") != shape:
+        _fail(f"broadcast_to: shape {t.shape} does not broadcast to {shape}")
+    if shape == t.shape:
+        return t
+    return t._function.op(f"loom.broadcast_to {t.name} : {t.type} -> {_tensor(shape, t.dtype)}", shape, t.dtype,
+                          view=True)
+
+
+def contiguous(x) -> Traced:
+    """A row-major copy: the one operation that copies."""
+    t = _traced(x, "contiguous")
+    return t._function.op(f"loom.contiguous {t.name} : {t.type} -> {t.type}", t.shape, t.dtype)
+
+
+def _index(t: Traced, index) -> Traced:
+    """numpy basic indexing: slices (negative steps too), integers, `...`, `None`: a
+    loom.slice, then a reshape for the integers (dropped) and the Nones (added)."""
+    index = index if isinstance(index, tuple) else (index,)
+    if sum(i is Ellipsis for i in index) > 1:
+        _fail("an index can only have a single ellipsis ('...')")
+    taking = [i for i in index if i is not None and i is not Ellipsis]
+    if len(taking) > t.ndim:
+        _fail(f"too many indices for a traced array of shape {t.shape}: {len(taking)}")
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (t.ndim - len(taking)) + index[at + 1:]
+    else:
+        index = index + (slice(None),) * (t.ndim - len(taking))
+    offsets, sizes, strides, out_shape = [], [], [], []
+    dim = 0
+    for i in index:
+        if i is None:
+            out_shape.append(1)
+            continue
+        n = t.shape[dim]
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            size = len(range(start, stop, step))
+            offsets.append(start if size else 0)
+            sizes.append(size)
+            strides.append(step)
+            out_shape.append(size)
+        elif isinstance(i, int | np.integer) and not isinstance(i, bool):
+            k = int(i) + n if int(i) < 0 else int(i)
+            if not 0 <= k < n:
+                _fail(f"index {int(i)} is out of bounds for dimension {dim} of size {n} (shape {t.shape})")
+            offsets.append(k)
+            sizes.append(1)
+            strides.append(1)
+        else:
+            _fail(f"index {i!r}: inside @loom.jit an index is made of slices, integers, ... and None "
+                  "(no arrays or booleans)", type_error=True)
+        dim += 1
+    result = t
+    if tuple(sizes) != t.shape:
+        result = t._function.op(
+            f"loom.slice {t.name} {{offsets = {_array_attr(offsets)}, sizes = {_array_attr(sizes)}, "
+            f"strides = {_array_attr(strides)}}} : {t.type} -> {_tensor(sizes, t.dtype)}",
+            sizes, t.dtype, view=True)
+    return reshape(result, tuple(out_shape))
+
+
+# --------------------------------------------------------------------------------------
+# The decorator
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Specialization:
+    """One signature's compiled kernel and what a call adds to the arrays given."""
+
+    kernel: Any  # compiler.Kernel
+    source: str
+    extras: tuple[tuple[int | None, np.ndarray], ...]  # _Function.extras
+    single: bool  # the function returns one array, not a tuple
+    arrays: tuple[int, ...]  # the positions of the array arguments
+    direct: bool = field(init=False)
+    """The call's arguments are exactly the kernel's arrays, and its result is the
+    function's: the kernel's own checked call dispatches (`JitFunction.__call__`)."""
+
+    def __post_init__(self):
+        self.direct = (self.kernel._fast is not None and not self.extras and self.single
+                       and self.arrays == tuple(range(len(self.kernel.inputs))))
+
+    def inputs(self, args: tuple) -> list[np.ndarray]:
+        """The kernel's arrays for a call: the array arguments, then the extra inputs
+        (a float argument's array filled with its value: a fresh one, calls may overlap)."""
+        arrays = [args[i] for i in self.arrays]
+        for position, array in self.extras:
+            arrays.append(array if position is None else np.array([args[position]], array.dtype))
+        return arrays
+
+
+def _argument_type(name: str, a: np.ndarray) -> str:
+    """`%name: tensor<...>`, with `{loom.buffer_layout = strided<[...]>}` for a view."""
+    t = f"%{name}: {_tensor(a.shape, a.dtype)}"
+    if a.flags.c_contiguous:
+        return t
+    strides = [s // a.itemsize for s in a.strides]
+    return f"{t} {{loom.buffer_layout = strided<[{', '.join(str(s) for s in strides)}]>}}"
+
+
+_STATIC = (bool, int, str, tuple)  # arguments that are constants of the trace (None too)
+
+
+class JitFunction:
+    """A Python function compiled by Loom on its first call with each signature."""
+
+    def __init__(self, fn: Callable, *, pipeline: str = "default", num_threads: int | None = None,
+                 remarks: bool = False, cache: bool = True):
+        if not callable(fn):
+            raise TypeError(f"@loom.jit decorates a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.pipeline = pipeline
+        self.num_threads = num_threads
+        self.remarks = remarks
+        self.cache = cache
+        self._specializations: dict[tuple, Specialization] = {}
+        self._last: Specialization | None = None  # a direct one, called last
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+        try:
+            self._parameters = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            self._parameters = []
+
+    def __repr__(self) -> str:
+        return f"<loom.jit {self.fn.__qualname__}: {len(self._specializations)} compiled signatures>"
+
+    def __call__(self, *args):
+        last = self._last
+        if last is not None:  # the signature of the last call: the kernel's own checks say
+            return last.kernel._fast(last.kernel, args, self._dispatch)
+        return self._dispatch(args)
+
+    def _dispatch(self, args: tuple):
+        """The call by signature: find (or compile) the kernel, call it."""
+        try:
+            spec = self._specializations.get(self._key(args))
+        except TypeError:  # an unhashable constant: specialize() says so
+            spec = None
+        if spec is None:
+            spec = self.specialize(*args)
+        self._last = spec if spec.direct else None
+        result = spec.kernel(*spec.inputs(args))
+        return result if spec.single or isinstance(result, tuple) else (result,)
+
+    @staticmethod
+    def _key(args: tuple) -> tuple:
+        """The signature: each array's shape, dtype and strides; a float's type (its value
+        is an input); any other argument's value (a constant of the trace)."""
+        return tuple((a.shape, a.dtype, a.strides) if type(a) is np.ndarray
+                     else float if type(a) is float or isinstance(a, np.floating)
+                     else (type(a), a) if a is None or isinstance(a, _STATIC) else (type(a), id(a)) for a in args)
+
+    def specialize(self, *args) -> Specialization:
+        """The kernel for these arguments' signature (traced and compiled on first use)."""
+        key = self._key(args)
+        try:
+            hash(key)
+        except TypeError:
+            raise TypeError(f"{self.fn.__name__}(): an argument that is a constant of the trace (a tuple) must "
+                            "hold hashable values (numbers, strings, tuples)") from None
+        with self._lock:
+            spec = self._specializations.get(key)
+            if spec is None:
+                spec = self._compile(args)
+                self._specializations[key] = spec
+        return spec
+
+    def lower(self, *args) -> str:
+        """The loom-dialect MLIR text the function traces to for these arguments."""
+        return self._trace(args)[0]
+
+    def kernel(self, *args):
+        """The compiled `compiler.Kernel` for these arguments' signature."""
+        return self.specialize(*args).kernel
+
+    def _trace(self, args: tuple) -> tuple[str, tuple[np.ndarray, ...], bool]:
+        name = getattr(self.fn, "__name__", "kernel")
+        name = name if name.isidentifier() else "kernel"
+        f = _Function(name)
+        traced_args = []
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+                raise TypeError(f"{name}() argument #{i} is a {type(a).__name__}: pass a plain numpy.ndarray "
+                                "(np.asarray(x))")
+            if isinstance(a, np.ndarray):
+                traced_args.append(self._argument(f, i, a))
+            elif type(a) is float or isinstance(a, np.floating):
+                traced_args.append(ScalarArgument(i, self._name(i)))
+            elif a is None or isinstance(a, _STATIC):
+                traced_args.append(a)  # a static value: part of the signature
+            else:
+                raise TypeError(f"{name}() argument #{i} is a {type(a).__name__}: a @loom.jit function takes "
+                                "numpy arrays (and Python numbers, strings, tuples or None, which are constants)")
+        if getattr(_active, "function", None) is not None:
+            raise TypeError(f"{name}() is a @loom.jit function called while another is traced: call the "
+                            "undecorated function (its .fn) inside, so that it is traced into the same kernel")
+        _active.function = f
+        try:
+            out = self.fn(*traced_args)
+        finally:
+            _active.function = None
+        single = not isinstance(out, tuple | list)
+        results = [out] if single else list(out)
+        if not results:
+            raise TypeError(f"{name}() returned nothing: a @loom.jit function returns one or more arrays")
+        names = []
+        for k, r in enumerate(results):
+            if not isinstance(r, Traced) or r._function is not f:
+                raise TypeError(f"{name}() result #{k} is a {type(r).__name__}: a @loom.jit function returns the "
+                                "arrays it computed (numpy arrays and numbers are not results of the trace)")
+            if r._argument or r._view or r.name in names:
+                r = contiguous(r)  # a result is a fresh array: an argument or a view of one is copied
+            names.append(r)
+        types = ", ".join(r.type for r in names)
+        text = "\n".join([
+            f"func.func @{name}({', '.join(f.args)}) -> ({types}) {{",
+            *f.lines,
+            f"  func.return {', '.join(r.name for r in names)} : {types}",
+            "}",
+        ])
+        return text, tuple(f.extras), single
+
+    def _argument(self, f: _Function, i: int, a: np.ndarray) -> Traced:
+        if a.dtype not in _DTYPES:
+            raise TypeError(f"{f.name}() argument #{i} has dtype {a.dtype}: Loom kernels take float32 and float64 "
+                            f"arrays (convert with .astype(np.float32))")
+        if any(s % a.itemsize for s in a.strides) or any(s < 0 for s in a.strides):
+            raise ValueError(f"{f.name}() argument #{i} has strides {a.strides}: Loom passes views with "
+                             "non-negative strides that are multiples of the element size (pass a copy: "
+                             "np.ascontiguousarray)")
+        pname = self._name(i)
+        f.args.append(_argument_type(pname, a))
+        return Traced(f, f"%{pname}", a.shape, a.dtype, argument=True)
+
+    def _name(self, i: int) -> str:
+        """The SSA name of argument #i: its parameter's name."""
+        name = self._parameters[i] if i < len(self._parameters) else ""
+        return name if name.isidentifier() and not name.startswith("scalar") else f"arg{i}"
+
+    def _compile(self, args: tuple) -> Specialization:
+        from compiler.driver import compile as compile_source
+
+        text, extras, single = self._trace(args)
+        # the ops carry the user's locations; the text's own lines are named as the trace's
+        filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
+        kernel = compile_source(text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
+                                filename=filename, **({} if self.cache else {"cache": False}))
+        arrays = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
+        return Specialization(kernel, text, extras, single, arrays)
+
+
+def jit(fn: Callable | None = None, *, pipeline: str = "default", num_threads: int | None = None,
+        remarks: bool = False, cache: bool = True):
+    """Compile a numpy-like function with Loom: `@loom.jit` or `@loom.jit(pipeline=...,
+    num_threads=..., remarks=..., cache=...)`. See this module's docstring."""
+    if fn is None:
+        return lambda f: JitFunction(f, pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache)
+    return JitFunction(fn, pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache)

@@ -1,0 +1,311 @@
+"""The machine's FMA peak: the GFLOP/s its vector FMA units reach when nothing else limits
+them, measured once per machine and kept on disk, so that a kernel's speed can be quoted
+as a share of it (`compiler.explain`, `loom-bench`).
+
+    peak_gflops(dtype, threads=1) -> float   cached: measured on first use per machine
+    measure_peak(dtype, threads=1) -> float  a fresh measurement (best of `runs`)
+    peak_module(dtype) -> str                the LLVM IR it runs
+
+The measurement is a loop of independent vector FMA chains in LLVM IR, compiled like any
+kernel (compiler/llvm_jit.py: O3 for the host CPU): `chains` accumulators of the host's
+vector width, each `acc = fma(acc, x, y)`, so that an FMA waits only for its own chain's
+previous one. Two FMA ports of 4-5 cycles' latency need 8-10 FMAs in flight; 16 chains
+(12 where there are only 16 vector registers: the accumulators, x and y must all stay in
+registers) cover that with a margin. x is just below 1 and y positive, so the chains
+converge to normal numbers (no denormals, no overflow). Each thread runs the same loop
+(libgomp's `GOMP_parallel`, as the kernels' parallel loops do); the time is the wall time
+of the whole team, the flops `2 x lanes x chains x iterations x threads`, the result the
+best of a few runs (the peak is what the machine can do: a run it shares with other work
+is slower, never faster).
+
+The cache is `peak.json` in `compiler.cache.cache_dir()`, one entry per machine: the CPU
+name and features LLVM reports (what the JIT compiles for) and the version of this
+measurement; in it, one figure per (dtype, threads), each measured when first asked for.
+An unreadable or malformed file is ignored and rewritten; writes go through a temporary
+file and a rename, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from compiler.diagnostics import LoomError
+
+#: bump when the measurement changes: figures measured another way are not reused
+MEASUREMENT_VERSION = 1
+#: loop iterations per run: about 5 GFLOP for f32 on AVX-512 (tens of milliseconds)
+ITERATIONS = 5_000_000
+#: runs per measurement; the best counts
+RUNS = 5
+CACHE_FILE = "peak.json"
+
+_DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_lock = threading.Lock()
+_measured: dict[tuple[str, str, int], float] = {}  # (machine key, dtype, threads) -> GFLOP/s
+
+
+def dtype_name(dtype) -> str:
+    """`f32` or `f64` for anything numpy reads as float32/float64 (`"f32"` too); a
+    ValueError for anything else."""
+    if isinstance(dtype, str) and dtype in _DTYPES:
+        return dtype
+    try:
+        d = np.dtype(dtype) if dtype is not None else None  # (numpy reads None as float64)
+    except TypeError:
+        d = None
+    for name, known in _DTYPES.items():
+        if d is not None and d == known:
+            return name
+    raise ValueError(f"the FMA peak is measured for float32 and float64, got {dtype!r}")
+
+
+def _check_threads(threads: int) -> int:
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def vector_shape(dtype) -> tuple[int, int]:
+    """(lanes, chains) of the measurement on this machine for `dtype`: the lanes of one
+    vector register, and as many chains as keep two FMA ports busy that the registers
+    hold beside x and y."""
+    from compiler.target import machine
+
+    host = machine()
+    lanes = host.vector_bits // (8 * _DTYPES[dtype_name(dtype)].itemsize)
+    chains = max(4, min(16, host.vector_registers - 4))
+    return lanes, chains
+
+
+def peak_module(dtype) -> str:
+    """The LLVM IR of the measurement: `@loom_peak(i64 n, x, y)` runs the chains n times
+    (n >= 1) and returns their sum; `@loom_peak_parallel(n, x, y, out, threads)` runs it on
+    `threads` threads of libgomp, each writing its sum to `out[thread]`."""
+    from compiler.target import machine
+
+    name = dtype_name(dtype)
+    lanes, chains = vector_shape(name)
+    scalar = {"f32": "float", "f64": "double"}[name]
+    v = f"<{lanes} x {scalar}>"
+    fma = f"llvm.fma.v{lanes}{name}"
+    splat = f"<{lanes} x i32> zeroinitializer"
+
+    def constant(value: float) -> str:
+        return f"<{', '.join([f'{scalar} {value!r}'] * lanes)}>"
+
+    lines = [
+        f"declare {v} @{fma}({v}, {v}, {v})",
+        f"declare {scalar} @llvm.vector.reduce.fadd.v{lanes}{name}({scalar}, {v})",
+        "",
+        f"define {scalar} @loom_peak(i64 %n, {scalar} %x, {scalar} %y) {{",
+        "entry:",
+        f"  %x0 = insertelement {v} poison, {scalar} %x, i32 0",
+        f"  %vx = shufflevector {v} %x0, {v} poison, {splat}",
+        f"  %y0 = insertelement {v} poison, {scalar} %y, i32 0",
+        f"  %vy = shufflevector {v} %y0, {v} poison, {splat}",
+        "  br label %loop",
+        "loop:",
+        "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]",
+        # chains start apart, or LLVM would see identical recurrences and merge them
+        *[f"  %a{c} = phi {v} [ {constant(1.0 + c / 64)}, %entry ], [ %a{c}.next, %loop ]" for c in range(chains)],
+    ]
+    if machine().fma:
+        lines += [f"  %a{c}.next = call {v} @{fma}({v} %a{c}, {v} %vx, {v} %vy)" for c in range(chains)]
+    else:  # no FMA unit: a multiply and an add (no fast-math flags: LLVM keeps them apart)
+        for c in range(chains):
+            lines += [f"  %m{c} = fmul {v} %a{c}, %vx", f"  %a{c}.next = fadd {v} %m{c}, %vy"]
+    lines += [
+        "  %i.next = add i64 %i, 1",
+        "  %done = icmp uge i64 %i.next, %n",
+        "  br i1 %done, label %exit, label %loop",
+        "exit:",
+    ]
+    total = "%a0.next"
+    for c in range(1, chains):
+        lines.append(f"  %s{c} = fadd {v} {total}, %a{c}.next")
+        total = f"%s{c}"
+    lines += [
+        f"  %sum = call {scalar} @llvm.vector.reduce.fadd.v{lanes}{name}({scalar} 0.0, {v} {total})",
+        f"  ret {scalar} %sum",
+        "}",
+        "",
+        "declare void @GOMP_parallel(ptr, ptr, i32, i32)",
+        "declare i32 @omp_get_thread_num()",
+        "",
+        "define internal void @loom_peak_thread(ptr %ctx) {",
+        "  %n = load i64, ptr %ctx",
+        "  %xp = getelementptr i8, ptr %ctx, i64 8",
+        f"  %x = load {scalar}, ptr %xp",
+        "  %yp = getelementptr i8, ptr %ctx, i64 16",
+        f"  %y = load {scalar}, ptr %yp",
+        "  %op = getelementptr i8, ptr %ctx, i64 24",
+        "  %out = load ptr, ptr %op",
+        f"  %r = call {scalar} @loom_peak(i64 %n, {scalar} %x, {scalar} %y)",
+        "  %t = call i32 @omp_get_thread_num()",
+        f"  %slot = getelementptr {scalar}, ptr %out, i32 %t",
+        f"  store {scalar} %r, ptr %slot",
+        "  ret void",
+        "}",
+        "",
+        f"define void @loom_peak_parallel(i64 %n, {scalar} %x, {scalar} %y, ptr %out, i32 %threads) {{",
+        "  %ctx = alloca [4 x i64], align 8",
+        "  store i64 %n, ptr %ctx",
+        "  %xp = getelementptr i8, ptr %ctx, i64 8",
+        f"  store {scalar} %x, ptr %xp",
+        "  %yp = getelementptr i8, ptr %ctx, i64 16",
+        f"  store {scalar} %y, ptr %yp",
+        "  %op = getelementptr i8, ptr %ctx, i64 24",
+        "  store ptr %out, ptr %op",
+        "  call void @GOMP_parallel(ptr @loom_peak_thread, ptr %ctx, i32 %threads, i32 0)",
+        "  ret void",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _serial_module(dtype) -> str:
+    """`peak_module` without its parallel part: what one thread runs where libgomp is
+    missing (its declarations would not link)."""
+    text = peak_module(dtype)
+    return text[: text.index("declare void @GOMP_parallel")]
+
+
+def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs: int = RUNS) -> float:
+    """A fresh measurement of the FMA peak for `dtype` on `threads` threads, GFLOP/s: the
+    best of `runs` runs of `iterations` iterations per thread (after one warm-up run, which
+    also starts libgomp's team and lets the clock ramp up)."""
+    from compiler.llvm_jit import compile_ir, openmp_runtime
+
+    name = dtype_name(dtype)
+    _check_threads(threads)
+    if not isinstance(iterations, int) or iterations < 1 or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"iterations and runs must be positive integers, got {iterations!r} and {runs!r}")
+    if threads > 1 and openmp_runtime() is None:
+        raise LoomError(f"cannot measure the FMA peak on {threads} threads: libgomp (GCC's OpenMP runtime, "
+                        "Debian's libgomp1) is not installed")
+    lanes, chains = vector_shape(name)
+    ctype = {"f32": ctypes.c_float, "f64": ctypes.c_double}[name]
+    module = compile_ir(peak_module(name) if threads > 1 else _serial_module(name))
+    out = (ctype * threads)()
+    if threads == 1:
+        serial = ctypes.CFUNCTYPE(ctype, ctypes.c_int64, ctype, ctype)(module.function_address("loom_peak"))
+
+        def run(n: int) -> None:
+            serial(n, 0.999, 1e-3)
+    else:
+        parallel = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctype, ctype, ctypes.c_void_p, ctypes.c_int32)(
+            module.function_address("loom_peak_parallel"))
+
+        def run(n: int) -> None:
+            parallel(n, 0.999, 1e-3, ctypes.addressof(out), threads)
+
+    run(max(1, iterations // 4))  # warm-up
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        run(iterations)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * lanes * chains * iterations * threads / best / 1e9
+
+
+def machine_key() -> str:
+    """What the cached figures are keyed by: the CPU's name and features as LLVM reports
+    them (the code the JIT generates depends on nothing else) and MEASUREMENT_VERSION."""
+    import llvmlite.binding as llvm
+
+    from compiler.target import machine
+
+    text = f"{machine().cpu}|{llvm.get_host_cpu_features().flatten()}|{MEASUREMENT_VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def cache_path() -> Path:
+    """The file the figures are kept in."""
+    from compiler.cache import cache_dir
+
+    return cache_dir() / CACHE_FILE
+
+
+def _read(path: Path) -> dict:
+    """The cache file's contents, or {} when it is missing, unreadable or malformed."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("machines"), dict):
+        return {}
+    return data
+
+
+def _cached_figure(data: dict, key: str, slot: str) -> float | None:
+    """The figure for `slot` of machine `key` in the cache's contents, if it is a sound one."""
+    entry = data["machines"].get(key) if data else None
+    peaks = entry.get("peaks") if isinstance(entry, dict) else None
+    value = peaks.get(slot) if isinstance(peaks, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def _record(path: Path, key: str, slot: str, gflops: float) -> None:
+    """Write `gflops` for `slot` into the cache file (read again just before: a figure
+    another process wrote meanwhile is kept; of two for one slot, the larger)."""
+    from compiler.target import machine
+
+    data = _read(path) or {"machines": {}}
+    entry = data["machines"].get(key)
+    if not isinstance(entry, dict) or not isinstance(entry.get("peaks"), dict):
+        entry = {"cpu": machine().cpu, "peaks": {}}
+    old = _cached_figure(data, key, slot)
+    entry["peaks"][slot] = max(gflops, old or 0.0)
+    data["machines"][key] = entry
+    fd, tmp = tempfile.mkstemp(prefix=".peak-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def peak_gflops(dtype="f32", threads: int = 1) -> float:
+    """The machine's FMA peak for `dtype` (float32 or float64) on `threads` threads,
+    GFLOP/s: from the cache (in memory, then `cache_path()`), else measured now (about a
+    second) and cached."""
+    name = dtype_name(dtype)
+    _check_threads(threads)
+    key = machine_key()
+    slot = f"{name}:{threads}"
+    with _lock:
+        if (key, name, threads) in _measured:
+            return _measured[(key, name, threads)]
+        path = cache_path()
+        figure = _cached_figure(_read(path), key, slot)
+        if figure is None:
+            figure = measure_peak(name, threads)
+            _record(path, key, slot, figure)
+        _measured[(key, name, threads)] = figure
+        return figure
+
+
+def remeasure(dtype="f32", threads: int = 1) -> tuple[float, float]:
+    """Measure again (`loom-bench --peak`): (this measurement, the best known, which the
+    cache keeps)."""
+    name = dtype_name(dtype)
+    key, slot = machine_key(), f"{name}:{_check_threads(threads)}"
+    fresh = measure_peak(name, threads)
+    with _lock:
+        path = cache_path()
+        _record(path, key, slot, fresh)
+        best = max(fresh, _cached_figure(_read(path), key, slot) or 0.0)
+        _measured[(key, name, threads)] = best
+    return fresh, best

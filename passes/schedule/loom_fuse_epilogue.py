@@ -1,0 +1,1262 @@
+"""loom-fuse-epilogue: the elementwise ops after a matmul or conv2d (add, mul, relu) computed
+inside its nest, on each element where the nest writes it for the last time.
+
+`relu(x @ w + b)` lowers to a zero fill of C, a matmul nest that accumulates into C, an
+`add` nest that reads C and writes S, and a `relu` nest that reads S and writes R: C and
+S are written and read back, the whole matrix each. This pass removes the `add` and
+`relu` nests and the zero fill: the matmul nest accumulates into R instead of C; where it
+stores an element for the last time (its register block, after the last k panel) it
+stores `relu(c + b[j])` instead of `c`, and where it reads an element for the first time
+(before the first k panel) it takes a zero instead. C and S are no longer allocated, and
+R is written once per k panel: once when K fits a panel.
+
+It works on the affine nests, after the matmul is scheduled (loom-default runs it as its
+step `fuse`, before the epilogue nests are vectorized and before the parallel step), so
+that the schedule passes see the textbook matmul nest: whatever they made of it, this
+pass finds the stores and loads of C and tells, for each, when it is the element's last
+write (first read):
+
+- an access's loops are *spatial* (their ivs, or the bounds of such loops, give the
+  element it touches: i_t, i_r, j_t, j_r, ...) or *reductions* (k_t, k: every iteration
+  touches the same element again). A store is the last write of its element when every
+  reduction loop around it is in its last iteration (the guard: `%k_t >= 2304`, computed
+  once per block; none when K fits one panel), unless a later store rewrites what it
+  wrote (the first 7 of 8 stores of a k loop unroll-jammed by 8, the k remainder's nest
+  after the main one): then it is never the last. A load is the first read in the first
+  iterations, unless an earlier store of the producer wrote its elements;
+- that is exact only if different iterations of a spatial loop touch different elements
+  (what its body writes in one iteration, a box, spans at most its step), the loops
+  inside a reduction loop run in each of its iterations, no access sits under a guard
+  (`affine.if`), every store after (before) the access writes elements apart from its
+  own or all of them, and every load of C is followed by a store of the same elements
+  (C is read only to accumulate). A store that fails this is refused (the nests left as
+  they were); a load that fails it keeps the zero fill (into R).
+
+The guarded store becomes `select(guard, epilogue(c), c)` (no select without a guard),
+the epilogue on the register block's vectors: operands read at unit stride along the
+vector as vectors (masked where the store is), operands constant along it (a bias over
+the rows of an NCHW image, a column vector) as a broadcast scalar; relu as `maximumf`
+(what loom-vectorize makes of it). The guarded load becomes `select(first, 0, c)` (no
+load at all when it is always the first). A conv2d's matmul stores through a row-major
+view of Y (F x Ho*Wo, or N*Ho*Wo x F): each operand is then read through a view of the
+same shape, its broadcast dimensions with stride 0 (a bias of shape F x 1 x 1 is
+`strided<[1, 0]>` over F x Ho*Wo). The direct convolution's copy of its result into Y
+(`direct.out`) takes the epilogue the same way (its stores are each the only write of
+their element).
+
+```mlir
+affine.for ... { affine.store %zero, %c[...] } {loom.tag = "matmul.init"}
+affine.for %j_t ... affine.for %k_t = 0 to 3072 step 768 ... {
+  %c0 = affine.vector_load %c[%i_r, %j_r] : memref<128x768xf32>, vector<16xf32>
+  %acc = affine.for %k ... iter_args(%a = %c0) ...
+  affine.vector_store %acc, %c[%i_r, %j_r] : memref<128x768xf32>, vector<16xf32>
+} {loom.tag = "matmul"}
+affine.for %i ... affine.for %j ... { %s[%i, %j] = %c[%i, %j] + %b[%j] } {loom.tag = "add"}
+affine.for %i ... affine.for %j ... { %r[%i, %j] = relu(%s[%i, %j]) } {loom.tag = "relu"}
+// becomes
+affine.for %j_t ... affine.for %k_t = 0 to 3072 step 768 ... {
+  %l = affine.vector_load %r[%i_r, %j_r] : memref<128x768xf32>, vector<16xf32>
+  %first = arith.cmpi eq, %k_t, %c0_index : index
+  %c0 = arith.select %first, %zeros, %l : vector<16xf32>
+  %acc = affine.for %k ... iter_args(%a = %c0) ...
+  %last = arith.cmpi sge, %k_t, %c2304 : index
+  %bj = affine.vector_load %b[%j_r] : memref<768xf32>, vector<16xf32>
+  %s = arith.addf %acc, %bj : vector<16xf32>
+  %m = arith.maximumf %s, %zeros : vector<16xf32>
+  %v = arith.select %last, %m, %acc : vector<16xf32>
+  affine.vector_store %v, %r[%i_r, %j_r] : memref<128x768xf32>, vector<16xf32>
+} {loom.tag = "matmul"}
+```
+
+What is fused: the chain of textbook elementwise nests (`add`, `mul`, `relu`, at most
+MAX_STEPS of them) that reads the producer's result, and then each one's result, at the
+element it writes. Refused with a remark (the nests left as they were): an epilogue that
+reads C at another index (a transpose, a broadcast of C), an intermediate that is also a
+result of the function or read elsewhere (it must still be written), an operand written
+after the producer, an operand read at a stride other than 0 or 1 along the vector, a
+producer whose stores do not pass the checks above (the textbook conv2d nest's stores
+sit under its padding guard), and a nest already vectorized. The chain stops, with the
+reason in the remark, at the first nest that would be refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, func, memref, vector
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    ShapedType,
+    StridedLayoutAttr,
+    VectorType,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+
+from compiler.remarks import remark
+from dialects.loom import BUFFER_OPS, VIEW_OPS, PrefetchOp, memref_root, reshape_strides, static_strides
+from passes.analysis.affine_forms import (
+    FootprintError,
+    LinearForm,
+    affine_exprs,
+    form_range,
+    iv_bounds,
+    map_forms,
+    value_form,
+)
+from passes.analysis.loop_utils import (
+    access_memref,
+    accessed_type,
+    constant_bounds,
+    constant_trip_count,
+    defined_outside,
+    describe_access,
+    iv_name,
+    nest_tag,
+    perfect_band,
+    provably_nonempty,
+    select_nests,
+    step_of,
+    value_name,
+)
+from passes.schedule.loom_vectorize import _ELEMENTWISE, _EXTREMA  # the ops loom-vectorize runs on vectors
+
+#: the nests an epilogue is fused into: a matmul's (a conv2d's, once loom-direct-conv or
+#: loom-im2col made it one), the direct convolution's copy of its result into Y, and the
+#: textbook conv2d nest (refused: its stores sit under the padding guard)
+PRODUCERS = ("matmul", "direct.out", "conv2d")
+#: the zero fills of a producer's result (convert-loom-to-affine's), which its
+#: accumulation then overwrites: they zero the epilogue's result instead
+INITS = ("matmul.init", "conv2d.init")
+#: the elementwise nests an epilogue is made of
+EPILOGUES = ("add", "mul", "relu")
+#: the most elementwise nests one epilogue takes: each adds its ops to every store of
+#: the register block (a longer chain keeps its other nests)
+MAX_STEPS = 8
+
+_LOADS = (affine.LoadOp, affine.VectorLoadOp, vector.MaskedLoadOp)
+_STORES = (affine.StoreOp, affine.VectorStoreOp, vector.MaskedStoreOp)
+
+
+class _Refused(Exception):
+    """Why an epilogue is not fused, or why its chain stops (the remark's words)."""
+
+
+def _line(op: Operation) -> str:
+    loc = op.location
+    line = getattr(getattr(loc, "line", None), "data", None)
+    return f" (line {line})" if line is not None else ""
+
+
+def _what(nest: Operation) -> str:
+    return f"{nest_tag(nest) or 'untagged'}{_line(nest)}"
+
+
+def _nest_text(nest: Operation) -> str:
+    return f"the '{nest_tag(nest) or 'untagged'}' nest{_line(nest)}"
+
+
+# --------------------------------------------------------------------------------------
+# The elementwise nests
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    """One elementwise nest of the epilogue: the textbook perfect nest over its result
+    (convert-loom-to-affine's), whose body reads the value so far (`source`) at the
+    element it writes, reads operands, computes and stores once."""
+
+    nest: affine.ForOp
+    ivs: list[SSAValue]
+    ops: list[Operation]  # the body less its store and yield
+    source: SSAValue
+    store: affine.StoreOp
+    operands: list[affine.LoadOp] = field(default_factory=list)
+    #: relu's select -> its comparison (both become one maximumf on vectors)
+    extrema: dict[Operation, Operation] = field(default_factory=dict)
+
+    @property
+    def out(self) -> SSAValue:
+        return self.store.memref
+
+
+def _identity(forms: Sequence[LinearForm | None], ivs: Sequence[SSAValue]) -> bool:
+    return len(forms) == len(ivs) and all(f is not None and f == LinearForm.of(v) for f, v in zip(forms, ivs))
+
+
+def _parse_step(nest: affine.ForOp, source: SSAValue) -> _Step:
+    """`nest` as an epilogue step reading `source` (a memref value), or _Refused."""
+    band = perfect_band(nest)
+    if (any(constant_bounds(loop) is None or constant_bounds(loop)[0] != 0 or step_of(loop) != 1 for loop in band)
+            or any(isinstance(r.type, VectorType) for o in nest.walk() for r in o.results)):
+        raise _Refused(f"{_what(nest)} is not the textbook elementwise nest (already scheduled: vectorized?)")
+    ivs = [loop.body.block.args[0] for loop in band]
+    body = [o for o in band[-1].body.block.ops if not isinstance(o, affine.YieldOp)]
+    store = body[-1] if body else None
+    shape = [constant_bounds(loop)[1] for loop in band]  # type: ignore[index]
+    if (not isinstance(store, affine.StoreOp) or list(store.memref.type.get_shape()) != shape
+            or not _identity(map_forms(store.map.data, store.indices), ivs)):
+        raise _Refused(f"{_what(nest)} is not the textbook elementwise nest (one store, at its iteration's element)")
+    step = _Step(nest, ivs, body[:-1], source, store)
+    reads_source = False
+    for op in step.ops:
+        if not isinstance(op, affine.LoadOp) and any(defined_outside(v, band[-1]) for v in op.operands):
+            raise _Refused(f"{_what(nest)} computes with a value from outside its nest")
+        if isinstance(op, affine.LoadOp):
+            reads_source |= _classify_load(step, op)
+        elif isinstance(op, arith.SelectOp):
+            step.extrema[op] = _extremum(step, op)
+        elif not isinstance(op, (*_ELEMENTWISE, arith.CmpfOp)) and not _float_constant(op):
+            raise _Refused(f"{_what(nest)} holds '{op.name}', which has no vector form here")
+    for cmp in (o for o in step.ops if isinstance(o, arith.CmpfOp)):
+        if cmp not in step.extrema.values():
+            raise _Refused(f"{_what(nest)} compares values ('arith.cmpf') other than for a max or min")
+    if not reads_source:
+        raise _Refused(f"{_what(nest)} does not read {value_name(source)}")
+    return step
+
+
+def _classify_load(step: _Step, load: affine.LoadOp) -> bool:
+    """Whether `load` reads the value so far (else it is an operand, kept in `step`)."""
+    forms = map_forms(load.map.data, load.indices)
+    if memref_root(load.memref) is memref_root(step.source) and memref_root(step.source) is not None:
+        if load.memref is not step.source or not _identity(forms, step.ivs):
+            raise _Refused(f"{_what(step.nest)} reads {describe_access(load)}, not the element it writes "
+                           f"(a transpose or a broadcast of {value_name(step.source)})")
+        return True
+    if any(f is None or any(v not in step.ivs for v in f.coeffs) for f in forms):
+        raise _Refused(f"{_what(step.nest)} reads {describe_access(load)}, at subscripts that are not its loops' "
+                       "indices")
+    step.operands.append(load)
+    return False
+
+
+def _extremum(step: _Step, select: arith.SelectOp) -> Operation:
+    """relu's `select(cmpf ugt %x, c), %x, c)`: its comparison, which loom-vectorize's
+    rule turns into `maximumf %x, c` with the select (the same result, NaN included)."""
+    cmp = select.cond.owner
+    if isinstance(cmp, arith.CmpfOp) and cmp.result.has_one_use() and cmp.lhs is select.lhs and cmp.rhs is select.rhs:
+        predicate = arith.CMPF_COMPARISON_OPERATIONS[cmp.predicate.value.data]
+        const = select.rhs.owner
+        if predicate in _EXTREMA and _float_constant(const):
+            c = const.value.value.data  # type: ignore[union-attr]
+            excluded = _EXTREMA[predicate][1]
+            if c == c and not (c == 0.0 and str(c) == str(excluded)):
+                return cmp
+    raise _Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
+
+
+def _float_constant(op: Operation) -> bool:
+    return isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr)
+
+
+# --------------------------------------------------------------------------------------
+# Buffers and who touches them
+# --------------------------------------------------------------------------------------
+
+
+def _top(op: Operation, block: Block) -> Operation | None:
+    """The ancestor of `op` (itself included) that sits in `block`."""
+    cur: Operation | None = op
+    while cur is not None and cur.parent_block() is not block:
+        cur = cur.parent_op()
+    return cur
+
+
+def _reaches(value: SSAValue, root: SSAValue) -> bool:
+    """Whether memref `value` may reach `root`'s buffer (an unknown origin may)."""
+    if not isinstance(value.type, MemRefType):
+        return False
+    found = memref_root(value)
+    return found is None or found is root
+
+
+def _users(root: SSAValue, block: Block) -> list[Operation]:
+    """The ops of `block` that use `root` or a view of it, in block order (the view ops
+    themselves included)."""
+    found: dict[Operation, None] = {}
+    pending = [root]
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            if isinstance(use.operation, VIEW_OPS):
+                pending.extend(use.operation.results)
+            top = _top(use.operation, block)
+            if top is not None:
+                found[top] = None
+    return sorted(found, key=block.get_operation_index)
+
+
+def _writes(op: Operation, root: SSAValue) -> bool:
+    """Whether `op` (or an op inside it) may write `root`'s buffer: anything other than a
+    load, a prefetch, a view or a dealloc given a memref that reaches it."""
+    for inner in op.walk():
+        if isinstance(inner, (*_LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
+            continue
+        if any(_reaches(v, root) for v in inner.operands):
+            return True
+    return False
+
+
+def _writers(root: SSAValue, before: Operation, block: Block) -> list[Operation]:
+    return [o for o in _users(root, block) if block.get_operation_index(o) < block.get_operation_index(before)
+            and _writes(o, root)]
+
+
+def _views_to_move(value: SSAValue, op: Operation, block: Block) -> list[Operation] | None:
+    """The view ops of `block` after `op` that make `value` from values defined before
+    it, in order (none when `value` is defined before `op`): moved before `op`, they
+    change nothing (a view reads and writes no memory); None when `value` is made after
+    `op` in another way."""
+    if _defined_before(value, op, block):
+        return []
+    owner = value.owner
+    if not isinstance(owner, VIEW_OPS) or owner.parent_block() is not block or owner.regions:
+        return None
+    moves: list[Operation] = []
+    for operand in owner.operands:
+        inner = _views_to_move(operand, op, block)
+        if inner is None:
+            return None
+        moves += [v for v in inner if v not in moves]
+    return [*moves, owner]
+
+
+def _defined_before(value: SSAValue, op: Operation, block: Block) -> bool:
+    """Whether `value` is an argument of `block` or made by an op of it before `op`."""
+    owner = value.owner
+    if isinstance(owner, Block):
+        return owner is block
+    return owner.parent_block() is block and block.get_operation_index(owner) < block.get_operation_index(op)
+
+
+# --------------------------------------------------------------------------------------
+# The producer's writes of its result, and which of them is the last write
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Access:
+    """A store (or a load) of the producer's result in one of its nests."""
+
+    op: Operation
+    forms: list[LinearForm]
+    lanes: int  # elements it touches along the last dimension
+    exact: bool  # `lanes` is exact (not a mask of unknown count)
+    loops: list[affine.ForOp]  # its nest's outermost loop first
+    #: a store: the loops that must be in their last iteration for it to be the last
+    #: write of its elements (empty: always), or None: never the last write; a load: the
+    #: loops that must be in their first iteration for it to read the zero fill
+    when: list[affine.ForOp] | None = None
+
+    @property
+    def value(self) -> SSAValue:
+        return self.op.value_to_store if isinstance(self.op, vector.MaskedStoreOp) else self.op.value  # type: ignore[attr-defined]
+
+
+def _subscripts(op: Operation) -> list[LinearForm | None]:
+    if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+        return [value_form(v) for v in op.indices]
+    return map_forms(op.map.data, op.indices)  # type: ignore[attr-defined]
+
+
+def _lanes(op: Operation) -> tuple[int, bool]:
+    vtype = accessed_type(op)
+    width = vtype.get_shape()[0] if isinstance(vtype, VectorType) else 1
+    if not isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+        return width, True
+    make = op.mask.owner
+    if isinstance(make, vector.CreateMaskOp) and len(make.mask_dim_sizes) == 1:
+        count = value_form(make.mask_dim_sizes[0])
+        if not count.coeffs:
+            return max(0, min(width, count.const)), True
+    return width, False
+
+
+class _Analysis:
+    """Which stores of `root` (in `nests`) are the last write of their elements, and
+    when (see the module's docstring); _Refused when that cannot be told exactly."""
+
+    def __init__(self, root: SSAValue, nests: list[affine.ForOp]):
+        self.root = root
+        self.writes: dict[Operation, _Access] = {}
+        self.loads: list[_Access] = []
+        self.disjoint_loops: dict[affine.ForOp, bool] = {}
+        #: why the zero fill stays ('' when every load that reads it is known: it goes)
+        self.keep_fill = ""
+        for nest in nests:
+            empty = next((loop for loop in nest.walk() if isinstance(loop, affine.ForOp)
+                          and constant_trip_count(loop) == 0), None)
+            if empty is not None and nest_tag(nest) not in INITS:
+                raise _Refused(f"loop %{iv_name(empty)} of nest '{nest_tag(nest)}' has no iterations (a zero-size "
+                               f"dimension): the zero fill would be the last write of {value_name(root)}")
+            self._collect(nest)
+        for nest in nests:
+            if nest_tag(nest) not in INITS:
+                self._check_loads(nest)
+        for write in self.writes.values():
+            if not _in_fill(write):
+                write.when = self._last(write)
+        try:
+            for load in self.loads:
+                load.when = self._first(load)
+        except _Refused as why:
+            self.keep_fill = str(why)
+        if not any(_in_fill(w) for w in self.writes.values()):
+            self.keep_fill = "no zero fill"
+
+    def _collect(self, nest: affine.ForOp) -> None:
+        for op in nest.walk():
+            if isinstance(op, (*_LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
+                continue
+            if not any(_reaches(v, self.root) for v in op.operands):
+                continue
+            if not isinstance(op, _STORES):
+                raise _Refused(f"nest '{nest_tag(nest)}' writes {value_name(self.root)} by '{op.name}'")
+            forms = _subscripts(op)
+            if any(f is None for f in forms):
+                raise _Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
+                               "is not linear")
+            lanes, exact = _lanes(op)
+            self.writes[op] = _Access(op, forms, lanes, exact, self._loops(op, nest))  # type: ignore[arg-type]
+
+    def _loops(self, op: Operation, nest: affine.ForOp) -> list[affine.ForOp]:
+        """The loops around a store up to its nest's outermost one: affine.for only (a
+        store under an affine.if or in a parallel loop runs in some iterations only)."""
+        loops = []
+        cur = op.parent_op()
+        while cur is not None:
+            if not isinstance(cur, affine.ForOp):
+                raise _Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' sits under "
+                               f"'{cur.name}'{_line(cur)}: it runs in some iterations only")
+            loops.append(cur)
+            if cur is nest:
+                return loops[::-1]
+            cur = cur.parent_op()
+        raise AssertionError("a store inside its nest")
+
+    def _check_loads(self, nest: affine.ForOp) -> None:
+        """Every load of the result is followed, in its block, by a store of the same
+        elements: the nest reads it only to accumulate, never after the last write."""
+        for load in (o for o in nest.walk() if isinstance(o, _LOADS) and _reaches(access_memref(o), self.root)):
+            forms, lanes = _subscripts(load), _lanes(load)
+            if any(f is None for f in forms):
+                raise _Refused(f"a load of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
+                               "is not linear")
+            self.loads.append(_Access(load, forms, *lanes, self._loops(load, nest)))  # type: ignore[arg-type]
+            later = load.next_op
+            while later is not None and not (
+                later in self.writes and self.writes[later].forms == forms
+                and (self.writes[later].lanes, self.writes[later].exact) == lanes and lanes[1]
+            ):
+                later = later.next_op
+            if later is None:
+                raise _Refused(f"nest '{nest_tag(nest)}' reads {value_name(self.root)} other than to accumulate into "
+                               f"it ({load.name}{_line(load)}: no store of the same elements after it)")
+
+    def _last(self, write: _Access) -> list[affine.ForOp] | None:
+        """The loops that must be in their last iteration for `write` to be the last
+        write of its elements, or None: never (a later store rewrites them)."""
+        reductions = self._reductions(write)
+        if self._touched(write, later=True):
+            return None
+        return reductions
+
+    def _first(self, load: _Access) -> list[affine.ForOp] | None:
+        """The loops that must be in their first iteration for `load` to read the zero
+        fill, or None: never (an earlier store of the producer wrote its elements)."""
+        reductions = self._reductions(load)
+        if self._touched(load, later=False):
+            return None
+        for loop in reductions:
+            if len(loop.lowerBoundMap.data.results) != 1:
+                raise _Refused(f"loop %{iv_name(loop)} starts at a max of bounds")
+        return reductions
+
+    def _reductions(self, access: _Access) -> list[affine.ForOp]:
+        """The loops around `access` in whose iterations it touches the same elements
+        again (of more than one iteration), checked so that their last (first) iteration
+        is the last (first) time: the loops inside each run in all its iterations, and
+        the iterations of the other loops touch different elements."""
+        spatial = self._spatial(access)
+        reductions = [loop for loop in access.loops if loop not in spatial and constant_trip_count(loop) != 1]
+        for loop in reductions:
+            for inner in access.loops[access.loops.index(loop) + 1:]:
+                if not provably_nonempty(inner):
+                    raise _Refused(f"cannot tell that loop %{iv_name(inner)} runs in every iteration of "
+                                   f"%{iv_name(loop)}, which accumulates into {value_name(self.root)}")
+        for loop in spatial:
+            if constant_trip_count(loop) != 1 and not self._iterations_disjoint(loop):
+                raise _Refused(f"cannot tell that the iterations of loop %{iv_name(loop)} write different elements "
+                               f"of {value_name(self.root)}")
+        return reductions
+
+    def _spatial(self, write: _Access) -> set[affine.ForOp]:
+        """The loops that choose the elements a store writes: those whose ivs are in its
+        subscripts, or in the bounds of such loops (a tile loop around its point loop)."""
+        ivs = {loop.body.block.args[0]: loop for loop in write.loops}
+        pending = [v for f in write.forms for v in f.coeffs]
+        for v in pending:
+            if v not in ivs and not defined_outside(v, write.loops[0]):
+                raise _Refused(f"a store of {value_name(self.root)} has a subscript computed in its nest "
+                               f"({value_name(v)})")
+        spatial: set[affine.ForOp] = set()
+        while pending:
+            loop = ivs.get(pending.pop())
+            if loop is None or loop in spatial:
+                continue
+            spatial.add(loop)
+            for m, operands in ((loop.lowerBoundMap.data, loop.lowerBoundOperands),
+                                (loop.upperBoundMap.data, loop.upperBoundOperands)):
+                forms = map_forms(m, operands)
+                pending += list(operands) if None in forms else [v for f in forms for v in f.coeffs]  # type: ignore[union-attr]
+        return spatial
+
+    def _iterations_disjoint(self, loop: affine.ForOp) -> bool:
+        """Whether different iterations of `loop` write different elements: along some
+        dimension, what all the stores inside write in one iteration lies in
+        [iv + a, iv + b] with b - a < the step."""
+        if loop not in self.disjoint_loops:
+            iv = loop.body.block.args[0]
+            stores = [self.writes[o] for o in loop.walk() if o in self.writes]
+            if len({id(access_memref(w.op)) for w in stores}) > 1:
+                self.disjoint_loops[loop] = False
+                return False
+            boxes = [self._box(w, _inside(w.loops, loop)) for w in stores]
+            windows = [_window(boxes, d, iv) for d in range(len(stores[0].forms))]
+            self.disjoint_loops[loop] = any(w is not None and w < step_of(loop) for w in windows)
+        return self.disjoint_loops[loop]
+
+    def _touched(self, access: _Access, later: bool) -> bool:
+        """Whether a store of the producer after `access` (`later`) or before it, in the
+        same iterations of their common loops (up to the function: another nest), writes
+        all its elements (True) or none of them (False); _Refused when it may write some.
+        The zero fill is not the producer's."""
+        cur: Operation = access.op
+        while True:
+            block = cur.parent_block()
+            assert block is not None
+            owner = block.parent_op()
+            within = _inside(access.loops, owner)
+            other_op = cur.next_op if later else cur.prev_op
+            while other_op is not None:
+                for other in (self.writes[o] for o in other_op.walk() if o in self.writes):
+                    if not _in_fill(other) and self._rewrites(access, within, other, _inside(other.loops, owner)):
+                        return True
+                other_op = other_op.next_op if later else other_op.prev_op
+            if owner not in access.loops:
+                return False
+            cur = owner  # type: ignore[assignment]
+
+    def _rewrites(self, write: _Access, within: Sequence[affine.ForOp], other: _Access,
+                  other_within: Sequence[affine.ForOp]) -> bool:
+        """Whether `other`, running after `write`, rewrites all of what it wrote (True) or
+        none of it (False); _Refused when it may rewrite some."""
+        if access_memref(other.op) is not access_memref(write.op):
+            raise _Refused(f"{_access_text(other.op)} and {_access_text(write.op)} write "
+                           f"{value_name(self.root)} through different views")
+        mine, theirs = self._box(write, within), self._box(other, other_within)
+        if _disjoint(mine, theirs):
+            return False
+        paired = _structural(write, within, other, other_within)
+        if paired is not None:
+            return paired == "same"
+        if self._covers(other, other_within, mine):
+            return True
+        raise _Refused(f"cannot tell whether {_access_text(other.op)} rewrites some of the elements "
+                       f"{_access_text(write.op)} wrote")
+
+    def _box(self, write: _Access, within: Sequence[affine.ForOp]) -> list[tuple[list[LinearForm], list[LinearForm]]]:
+        """Per dimension, bounds on what `write` writes over the iterations of the loops
+        `within`: at least each of the first forms, at most each of the second."""
+        bounds: dict[SSAValue, tuple[list[LinearForm], list[LinearForm]]] = {}
+        try:
+            for loop in within:
+                low, high = iv_bounds(loop, within)
+                bounds[loop.body.block.args[0]] = (low, [h - 1 for h in high])
+        except FootprintError as e:
+            raise _Refused(str(e)) from None
+        box = []
+        for d, form in enumerate(write.forms):
+            lows, highs = [form], [form]
+            for v in [v for v in form.coeffs if v in bounds]:
+                low, high = bounds[v]
+                up, down = (high, low) if form.coeff(v) > 0 else (low, high)
+                lows = [f.substitute(v, b) for f in lows for b in down]
+                highs = [f.substitute(v, b) for f in highs for b in up]
+            if d == len(write.forms) - 1:
+                highs = [h + (write.lanes - 1) for h in highs]
+            box.append((lows, highs))
+        return box
+
+    def _covers(self, other: _Access, within: Sequence[affine.ForOp],
+                box: list[tuple[list[LinearForm], list[LinearForm]]]) -> bool:
+        """Whether `other` writes every element of `box` while the loops `within` run:
+        each of its subscripts walked by one loop of constant bounds (a step no longer
+        than what one iteration writes), every such loop running at least once."""
+        if not other.exact or any(constant_trip_count(loop) in (None, 0) or constant_bounds(loop) is None
+                                  for loop in within):
+            return False
+        ivs = {loop.body.block.args[0]: loop for loop in within}
+        walked: set[SSAValue] = set()
+        for d, (form, (lows, highs)) in enumerate(zip(other.forms, box)):
+            inner = [v for v in form.coeffs if v in ivs]
+            width = other.lanes if d == len(other.forms) - 1 else 1
+            lo = hi = form
+            if inner:
+                (v,) = inner if len(inner) == 1 else (None,)
+                loop = ivs.get(v)  # type: ignore[arg-type]
+                trips = constant_trip_count(loop) if loop is not None else None
+                if loop is None or v in walked or form.coeff(v) != 1 or (step_of(loop) > width and trips != 1):
+                    return False
+                walked.add(v)
+                start, _ = constant_bounds(loop)  # type: ignore[misc]
+                lo = form.substitute(v, LinearForm(const=start))
+                hi = form.substitute(v, LinearForm(const=start + (constant_trip_count(loop) - 1) * step_of(loop)))  # type: ignore[operator]
+            hi = hi + (width - 1)
+            if not any(_nonnegative(low - lo) for low in lows) or not any(_nonnegative(hi - high) for high in highs):
+                return False
+        return True
+
+
+def _in_fill(access: _Access) -> bool:
+    return nest_tag(access.loops[0]) in INITS
+
+
+def _structural(write: _Access, within: Sequence[affine.ForOp], other: _Access,
+                other_within: Sequence[affine.ForOp]) -> str | None:
+    """What `other` writes, while the loops `other_within` run, beside what `write` writes
+    while `within` run, when their subscripts are walked by loops of the same constant
+    bounds and steps, paired dimension by dimension (a nest copied for the remainder of
+    an unroll-jammed k loop, or a vector beside another): "apart" (no element in common:
+    along some dimension the offsets differ by no multiple of the step within reach),
+    "same" (the same elements, and `other`'s loops all run), or None (not comparable)."""
+    mine = {loop.body.block.args[0]: loop for loop in within}
+    theirs = {loop.body.block.args[0]: loop for loop in other_within}
+    pairs: dict[SSAValue, SSAValue] = {}
+    same = write.exact and other.exact and all(
+        constant_trip_count(loop) not in (None, 0) and constant_bounds(loop) is not None for loop in other_within)
+    for d, (form, other_form) in enumerate(zip(write.forms, other.forms)):
+        a = [v for v in form.coeffs if v in mine]
+        b = [v for v in other_form.coeffs if v in theirs]
+        if len(a) != len(b) or len(a) > 1:
+            return None
+        reach = [0]
+        if a:
+            (v,), (u,) = a, b
+            lv, lu = mine[v], theirs[u]
+            if (pairs.setdefault(v, u) is not u or form.coeff(v) != other_form.coeff(u)
+                    or constant_bounds(lv) is None or constant_bounds(lv) != constant_bounds(lu)
+                    or step_of(lv) != step_of(lu)):
+                return None
+            stride, trips = abs(form.coeff(v)) * step_of(lv), constant_trip_count(lv) or 1
+            reach = [stride, trips]
+            form, other_form = form.substitute(v, LinearForm()), other_form.substitute(u, LinearForm())
+        delta = form - other_form
+        if delta.coeffs:
+            return None
+        last = d == len(write.forms) - 1
+        width, other_width = (write.lanes, other.lanes) if last else (1, 1)
+        # other's start - write's start lies in [low, high] where they overlap
+        low, high = delta.const - other_width + 1, delta.const + width - 1
+        if not _multiple_within(low, high, *reach):
+            return "apart"
+        same = same and delta.const == 0 and width == other_width
+    return "same" if same else None
+
+
+def _multiple_within(low: int, high: int, stride: int = 0, trips: int = 1) -> bool:
+    """Whether m * stride lies in [low, high] for some |m| < trips (m = 0 when stride is 0)."""
+    if stride == 0:
+        return low <= 0 <= high
+    first, last = -(-low // stride), high // stride
+    return max(first, -(trips - 1)) <= min(last, trips - 1)
+
+
+def _inside(loops: list[affine.ForOp], owner: Operation | None) -> list[affine.ForOp]:
+    """The loops of `loops` (outermost first) inside `owner` (all of them when `owner` is
+    not one of them: the function)."""
+    return loops[loops.index(owner) + 1:] if owner in loops else loops
+
+
+def _window(boxes: list[list[tuple[list[LinearForm], list[LinearForm]]]], d: int, iv: SSAValue) -> int | None:
+    """b - a, where every box lies in [iv + a, iv + b] along dimension d; None if one
+    has no bound of that form."""
+    lows, highs = [], []
+    for box in boxes:
+        low = [f.const for f in box[d][0] if f.coeffs == {iv: 1}]
+        high = [f.const for f in box[d][1] if f.coeffs == {iv: 1}]
+        if not low or not high:
+            return None
+        lows.append(max(low))
+        highs.append(min(high))
+    return max(highs) - min(lows)
+
+
+def _nonnegative(form: LinearForm) -> bool:
+    lo = form_range(form)[0]
+    return lo is not None and lo >= 0
+
+
+def _disjoint(a: list[tuple[list[LinearForm], list[LinearForm]]],
+              b: list[tuple[list[LinearForm], list[LinearForm]]]) -> bool:
+    """Whether two boxes provably share no element: apart along some dimension."""
+    for (a_lows, a_highs), (b_lows, b_highs) in zip(a, b):
+        if any(_nonnegative(low - high - 1) for low in b_lows for high in a_highs):
+            return True
+        if any(_nonnegative(low - high - 1) for low in a_lows for high in b_highs):
+            return True
+    return False
+
+
+def _access_text(op: Operation) -> str:
+    if isinstance(op, affine.StoreOp | affine.VectorStoreOp):
+        return f"the store of {describe_access(op)}{_line(op)}"
+    return f"the store of {value_name(access_memref(op))}{_line(op)}"
+
+
+# --------------------------------------------------------------------------------------
+# Where the stores write: the producer's result, or a row-major view of it
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Operand:
+    """How a store reads one operand of the epilogue: `memref` (the operand, or a view of
+    it in the store's index space, made when the fusion is applied) at, per dimension,
+    `const + sum(coeffs[p] * the store's subscript p)`; `lane_stride` elements apart
+    along the vector."""
+
+    memref: SSAValue
+    rows: list[tuple[tuple[int, ...], int]]
+    lane_stride: int
+    view: tuple[list[int], list[int], int] | None = None  # (sizes, strides, offset) of the view to make
+
+
+def _row_major(t: MemRefType, offset: int = 0) -> bool:
+    layout = static_strides(t)
+    return layout is not None and layout == (tuple(ShapedType.strides_for_shape(t.get_shape())), offset)
+
+
+def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
+    """None when the stores index the result itself; the view's shape when they index a
+    row-major reshape of it (a conv2d's Y as a matrix); _Refused for any other view."""
+    if store_memref is c:
+        return None
+    cast = store_memref.owner
+    if (isinstance(cast, memref.ReinterpretCastOp) and cast.source is c and not cast.offsets and not cast.sizes
+            and not cast.strides and list(cast.static_offsets.get_values()) == [0]
+            and _row_major(c.type) and _row_major(store_memref.type)
+            and _count(store_memref.type.get_shape()) == _count(c.type.get_shape())):
+        return list(store_memref.type.get_shape())
+    raise _Refused(f"the producer stores {value_name(c)} through {value_name(store_memref)}, not a row-major "
+                   "reshape of it")
+
+
+def _count(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vectors: bool) -> _Operand:
+    """How the stores of an index space read `load`'s operand (see _Operand)."""
+    mtype = load.memref.type
+    layout = static_strides(mtype) if isinstance(mtype, MemRefType) else None
+    if layout is None:
+        raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} has no static strided layout")
+    strides, offset = layout
+    forms = [f for f in map_forms(load.map.data, load.indices) if f is not None]
+    rows = [(tuple(f.coeff(v) for v in step.ivs), f.const) for f in forms]
+    if space is None:
+        lane = sum(coeffs[-1] * s for (coeffs, _), s in zip(rows, strides)) if step.ivs else 0
+        operand = _Operand(load.memref, rows, lane)
+    else:
+        logical = [sum(coeffs[p] * s for (coeffs, _), s in zip(rows, strides)) for p in range(len(step.ivs))]
+        start = offset + sum(const * s for (_, const), s in zip(rows, strides))
+        shape = list(step.store.memref.type.get_shape())
+        reshaped = reshape_strides(shape, logical, space)
+        if reshaped is None:
+            raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)}, read as "
+                           f"{describe_access(load)}, has no view in the producer's index space {space} "
+                           f"(its strides over {shape} are {logical})")
+        identity = [(tuple(int(p == q) for q in range(len(space))), 0) for p in range(len(space))]
+        operand = _Operand(load.memref, identity, reshaped[-1], (space, reshaped, start))
+    if vectors and operand.lane_stride not in (0, 1):
+        raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} is read {operand.lane_stride} "
+                       f"elements apart along the vector (only 0, a broadcast, or 1)")
+    return operand
+
+
+# --------------------------------------------------------------------------------------
+# The fusion
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Fusion:
+    block: Block
+    c: SSAValue  # the producer's result, an allocation
+    nests: list[affine.ForOp]  # the nests that write it (zero fills, the producer's)
+    steps: list[_Step]
+    analysis: _Analysis
+    spaces: dict[SSAValue, list[int] | None]  # store memref -> its index space
+    operands: dict[tuple[SSAValue, affine.LoadOp], _Operand] = field(default_factory=dict)
+    stopped: str = ""  # why the chain ends before `stopped_at`, for the remark
+    stopped_at: affine.ForOp | None = None
+    #: views of operands made after the producer's first nest, moved before it
+    moves: list[Operation] = field(default_factory=list)
+
+    @property
+    def result(self) -> SSAValue:
+        return self.steps[-1].out
+
+    @property
+    def producer(self) -> affine.ForOp:
+        return next(n for n in self.nests if nest_tag(n) in PRODUCERS)
+
+
+def _plan(first: affine.ForOp, block: Block) -> _Fusion | None:
+    """The fusion of the elementwise nest `first` (and the chain after it) into the
+    producer whose result it reads; None when it reads no producer's result (with a
+    remark when it does but cannot be fused)."""
+    candidates = _producer_results(first, block)
+    if not candidates:
+        return None
+    c, nests = candidates[0]
+    try:
+        fusion = _first_step(first, block, c, nests)
+    except _Refused as why:
+        producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
+        remark(LoomFuseEpiloguePass.name, first, f"{_what(first)} not fused into {_nest_text(producer)}: {why}")
+        return None
+    _extend(fusion)
+    return fusion
+
+
+def _producer_results(nest: affine.ForOp, block: Block) -> list[tuple[SSAValue, list[affine.ForOp]]]:
+    """The buffers `nest` reads that a producer nest wrote before it, with the nests
+    that write each; the one written last first."""
+    found = []
+    for load in (o for o in nest.walk() if isinstance(o, _LOADS)):
+        root = memref_root(access_memref(load))
+        if root is None or any(root is r for r, _ in found):
+            continue
+        writers = _writers(root, nest, block)
+        if writers and any(nest_tag(w) in PRODUCERS for w in writers if isinstance(w, affine.ForOp)):
+            found.append((root, writers))
+    return sorted(found, key=lambda f: -block.get_operation_index(f[1][-1]))
+
+
+def _first_step(first: affine.ForOp, block: Block, c: SSAValue, writers: list[Operation]) -> _Fusion:
+    if not isinstance(c.owner, BUFFER_OPS) or c.owner.parent_block() is not block:
+        raise _Refused(f"{value_name(c)} is a result of the function: it must still be written")
+    nests: list[affine.ForOp] = []
+    for w in writers:
+        if not isinstance(w, affine.ForOp) or nest_tag(w) not in (*PRODUCERS, *INITS):
+            raise _Refused(f"{value_name(c)} is also written by {w.name}{_line(w)}")
+        nests.append(w)
+    step = _parse_step(first, c)
+    for user in _users(c, block):
+        if user not in nests and user is not first and not isinstance(user, (*VIEW_OPS, memref.DeallocOp)):
+            raise _Refused(f"{value_name(c)} is also used by {_describe_op(user)}: it must still be written")
+    analysis = _Analysis(c, nests)
+    spaces = {access_memref(w.op): _space(access_memref(w.op), c) for w in analysis.writes.values()
+              if w.when is not None}
+    if not spaces:
+        raise _Refused(f"none of the stores of {value_name(c)} is the last write of its elements")
+    fusion = _Fusion(block, c, nests, [], analysis, spaces)
+    _accept(fusion, step)
+    return fusion
+
+
+def _describe_op(op: Operation) -> str:
+    if isinstance(op, affine.ForOp):
+        return f"nest '{nest_tag(op) or 'untagged'}'{_line(op)}"
+    return f"'{op.name}'{_line(op)}"
+
+
+def _accept(fusion: _Fusion, step: _Step) -> None:
+    """Add `step` to the epilogue, or _Refused (nothing changed) saying why not."""
+    block, start = fusion.block, fusion.nests[0]
+    out = step.out
+    if out.type != fusion.c.type:
+        raise _Refused(f"its result {value_name(out)} is a {out.type}, not laid out as {fusion.c.type}")
+    for user in _users(out, block):
+        if user is not step.nest and block.get_operation_index(start) <= block.get_operation_index(user) \
+                < block.get_operation_index(step.nest):
+            raise _Refused(f"its result {value_name(out)} is used by {_describe_op(user)} before it")
+    if not _defined_before(out, start, block) and not isinstance(out.owner, BUFFER_OPS):
+        raise _Refused(f"its result {value_name(out)} is made after the producer")
+    chain = [fusion.c, *(s.out for s in fusion.steps), out]
+    moves: list[Operation] = []
+    for load in step.operands:
+        root = memref_root(load.memref)
+        if root is None or any(root is memref_root(v) for v in chain):
+            raise _Refused(f"it reads {describe_access(load)}, a buffer the epilogue writes")
+        views = _views_to_move(load.memref, start, block)
+        if views is None:
+            raise _Refused(f"its operand {value_name(load.memref)} is made after the producer")
+        moves += views
+        if any(_writes(nest, root) for nest in fusion.nests):
+            raise _Refused(f"its operand {value_name(load.memref)} is written by the producer's nests")
+        between = [o for o in _users(root, block)
+                   if block.get_operation_index(start) <= block.get_operation_index(o)
+                   < block.get_operation_index(step.nest) and _writes(o, root)]
+        if between:
+            raise _Refused(f"its operand {value_name(load.memref)} is written by {_describe_op(between[0])} "
+                           "after the producer")
+    operands = {}
+    for store_memref, space in fusion.spaces.items():
+        vectors = any(isinstance(w.value.type, VectorType) for w in fusion.analysis.writes.values()
+                      if w.when is not None and access_memref(w.op) is store_memref)
+        for load in step.operands:
+            operands[(store_memref, load)] = _plan_operand(step, load, space, vectors)
+    fusion.operands.update(operands)
+    fusion.moves += [v for v in dict.fromkeys(moves) if v not in fusion.moves]
+    fusion.steps.append(step)
+
+
+def _extend(fusion: _Fusion) -> None:
+    """Take the elementwise nests after the first one, each reading the previous one's
+    result at the element it writes, while they can be fused (`stopped` says why not)."""
+    block = fusion.block
+    while len(fusion.steps) < MAX_STEPS:
+        last = fusion.steps[-1]
+        out = last.out
+        users = [u for u in _users(out, block) if u is not last.nest and not isinstance(u, memref.DeallocOp)]
+        if not users or not isinstance(users[0], affine.ForOp) or nest_tag(users[0]) not in EPILOGUES:
+            return
+        following = users[0]
+        try:
+            if not isinstance(out.owner, BUFFER_OPS):
+                raise _Refused(f"{value_name(out)} is a result of the function: it must still be written")
+            if len(users) > 1:
+                raise _Refused(f"{value_name(out)} is also used by {_describe_op(users[1])}: it must still be written")
+            _accept(fusion, _parse_step(following, out))
+        except _Refused as why:
+            fusion.stopped = f"; {_what(following)} left as its own nest: {why}"
+            fusion.stopped_at = following
+            return
+    users = [u for u in _users(fusion.result, block) if isinstance(u, affine.ForOp) and nest_tag(u) in EPILOGUES
+             and u is not fusion.steps[-1].nest]
+    if users:
+        fusion.stopped = f"; {_what(users[0])} left as its own nest: an epilogue takes at most {MAX_STEPS} nests"
+        fusion.stopped_at = users[0]
+
+
+# --------------------------------------------------------------------------------------
+# Rewriting
+# --------------------------------------------------------------------------------------
+
+
+class _Rewriter:
+    """Applies a planned fusion (nothing here refuses: `_plan` checked it all)."""
+
+    def __init__(self, fusion: _Fusion):
+        self.f = fusion
+        self.views: dict[tuple[SSAValue, tuple[int, ...], int], SSAValue] = {}
+        self.cache: dict[tuple, SSAValue] = {}
+
+    def run(self) -> None:
+        f = self.f
+        result, alloc = f.result, f.c.owner
+        assert isinstance(alloc, Operation)
+        if isinstance(result.owner, BUFFER_OPS) and f.block.get_operation_index(result.owner) > \
+                f.block.get_operation_index(alloc):  # allocated where C was
+            result.owner.detach()
+            f.block.insert_op_before(result.owner, alloc)
+        for view in f.moves:
+            view.detach()
+            f.block.insert_op_before(view, f.nests[0])
+        for write in f.analysis.writes.values():
+            if write.when is not None:
+                self._epilogue(write)
+        if not f.analysis.keep_fill:
+            self._drop_fill()
+        for step in f.steps:
+            step.nest.detach()
+            step.nest.erase(safe_erase=False)
+        for buffer in [f.c, *(s.out for s in f.steps[:-1])]:
+            for use in list(buffer.uses):
+                if isinstance(use.operation, memref.DeallocOp):
+                    use.operation.detach()
+                    use.operation.erase()
+        f.c.replace_all_uses_with(result)
+        for buffer in [f.c, *(s.out for s in f.steps[:-1])]:
+            buffer.owner.detach()  # type: ignore[union-attr]
+            buffer.owner.erase()  # type: ignore[union-attr]
+
+    def _epilogue(self, write: _Access) -> None:
+        store, ops = write.op, []
+        value = write.value
+        guard = self._guard(write, ops)
+        new = value
+        for step in self.f.steps:
+            new = self._step(step, write, new, ops)
+        if guard is not None:
+            select = arith.SelectOp(guard, new, value)
+            ops.append(select)
+            new = select.result
+        for op in ops:
+            if not _line(op):
+                op.location = store.location
+        store.parent_block().insert_ops_before(ops, store)  # type: ignore[union-attr]
+        store.operands[0 if isinstance(store, affine.StoreOp | affine.VectorStoreOp) else len(store.operands) - 1] = new
+
+    def _drop_fill(self) -> None:
+        """The loads that read the zero fill read a zero instead (no load at all where
+        that is always so: K in one panel), and the zero fill goes: C written once."""
+        for load in self.f.analysis.loads:
+            if load.when is None:
+                continue
+            op, ops = load.op, []
+            zero = self._zero(op.results[0].type, op.parent_block(), ops)
+            value = zero
+            if load.when:
+                guard = self._cached(("first", op.parent_block(), tuple(load.when)),
+                                     lambda: _first_iteration(load.when), ops)
+                select = arith.SelectOp(guard, zero, op.results[0])
+                ops.append(select)
+                value = select.result
+            for new in ops:
+                new.location = op.location
+            op.results[0].replace_uses_with_if(value, lambda use: use.operation is not value.owner)
+            op.parent_block().insert_ops_after(ops, op)  # type: ignore[union-attr]
+            if not load.when:
+                op.detach()
+                op.erase()
+        for nest in self.f.nests:
+            if nest_tag(nest) in INITS:
+                used = [v for o in nest.walk() for v in o.operands if not nest.is_ancestor(v.owner)]
+                nest.detach()
+                nest.erase()
+                for v in used:  # the zero constant above the fill
+                    if isinstance(v.owner, arith.ConstantOp) and not v.uses:
+                        v.owner.detach()
+                        v.owner.erase()
+
+    def _zero(self, t, block: Block | None, ops: list[Operation]) -> SSAValue:
+        if isinstance(t, VectorType):
+            make = lambda: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [0.0] * t.get_shape()[0]))]  # noqa: E731
+        else:
+            make = lambda: [arith.ConstantOp(FloatAttr(0.0, t))]  # noqa: E731
+        return self._cached(("zero", block, t), make, ops)
+
+    def _cached(self, key: tuple, make, ops: list[Operation]) -> SSAValue:
+        """One value per block for `key` (guards, operand loads and splats repeat across
+        the stores of a register block)."""
+        if key not in self.cache:
+            made = make()
+            ops.extend(made)
+            self.cache[key] = made[-1].results[0]
+        return self.cache[key]
+
+    def _guard(self, write: _Access, ops: list[Operation]) -> SSAValue | None:
+        """`true` when every loop of `write.when` is in its last iteration (None: always)."""
+        if not write.when:
+            return None
+        block = write.op.parent_block()
+        return self._cached(("guard", block, tuple(write.when)), lambda: _last_iteration(write.when), ops)
+
+    def _step(self, step: _Step, write: _Access, value: SSAValue, ops: list[Operation]) -> SSAValue:
+        vtype = value.type if isinstance(value.type, VectorType) else None
+        mapping: dict[SSAValue, SSAValue] = {}
+        dropped = set(step.extrema.values())
+        block = write.op.parent_block()
+        for op in step.ops:
+            if isinstance(op, affine.LoadOp):
+                mapping[op.result] = value if op not in step.operands else self._load(step, op, write, vtype, ops)
+            elif vtype is not None and op in dropped:
+                continue
+            elif vtype is not None and _float_constant(op):
+                c = op.value.value.data  # type: ignore[attr-defined]
+                mapping[op.results[0]] = self._cached(
+                    ("splat", block, repr(c), vtype),
+                    lambda c=c: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vtype, [c] * vtype.get_shape()[0]))],
+                    ops)
+            elif vtype is not None and op in step.extrema:
+                target = _EXTREMA[arith.CMPF_COMPARISON_OPERATIONS[step.extrema[op].predicate.value.data]][0]
+                new = target.create(operands=[mapping[op.lhs], mapping[op.rhs]], result_types=[vtype])
+                new.location = op.location
+                ops.append(new)
+                mapping[op.results[0]] = new.results[0]
+            elif vtype is not None:
+                new = type(op).create(operands=[mapping[v] for v in op.operands], result_types=[vtype],
+                                      properties=dict(op.properties), attributes=dict(op.attributes))
+                new.location = op.location
+                ops.append(new)
+                mapping[op.results[0]] = new.results[0]
+            else:
+                new = op.clone(value_mapper=mapping)
+                ops.append(new)
+        return mapping[step.store.value]
+
+    def _load(self, step: _Step, load: affine.LoadOp, write: _Access, vtype: VectorType | None,
+              ops: list[Operation]) -> SSAValue:
+        """The operand `load` reads, at what `write` stores: a scalar, a vector (masked
+        like the store) or a broadcast scalar."""
+        operand = self.f.operands[(access_memref(write.op), load)]
+        mem = self._view(operand, ops)
+        strides = static_strides(mem.type)[0]  # type: ignore[index]
+        forms = [sum((f * c for f, c in zip(write.forms, coeffs)), LinearForm(const=const)) if stride else LinearForm()
+                 for (coeffs, const), stride in zip(operand.rows, strides)]  # any index of a broadcast: 0
+        block = write.op.parent_block()
+        key = (block, mem, tuple((tuple(sorted((id(v), a) for v, a in f.coeffs.items())), f.const) for f in forms))
+        element = load.result.type
+        exprs, values = affine_exprs(forms)
+        amap = AffineMapAttr(AffineMap(len(values), 0, tuple(exprs)))
+        if vtype is None or operand.lane_stride == 0:
+            scalar = self._cached(("load", *key), lambda: [affine.LoadOp(mem, values, amap, element)], ops)
+            if vtype is None:
+                return scalar
+            return self._cached(("broadcast", block, scalar), lambda: [vector.BroadcastOp(scalar, vtype)], ops)
+        if isinstance(write.op, vector.MaskedStoreOp):
+            mask = write.op.mask
+
+            def masked() -> list[Operation]:
+                made: list[Operation] = []
+                indices = [_index_value(f, made) for f in forms]
+                zero = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vtype, [0.0] * vtype.get_shape()[0]))
+                return [*made, zero, vector.MaskedLoadOp(mem, indices, mask, zero.result)]
+
+            same_mask = (write.lanes,) if write.exact else (mask,)  # masks of one count are alike
+            return self._cached(("masked", *key, *same_mask), masked, ops)
+        return self._cached(("vector", *key, vtype), lambda: [affine.VectorLoadOp(mem, values, amap, vtype)], ops)
+
+    def _view(self, operand: _Operand, ops: list[Operation]) -> SSAValue:
+        """The operand itself, or its view in the store's index space (made once, before
+        the producer's first nest)."""
+        if operand.view is None:
+            return operand.memref
+        sizes, strides, offset = operand.view
+        key = (operand.memref, tuple(strides), offset)
+        if key not in self.views:
+            element = operand.memref.type.get_element_type()
+            layout = (NoneAttr() if offset == 0 and strides == list(ShapedType.strides_for_shape(sizes))
+                      else StridedLayoutAttr(strides, offset))
+            cast = memref.ReinterpretCastOp(operand.memref, [], [], [], [offset], sizes, strides,
+                                            MemRefType(element, sizes, layout))
+            cast.location = self.f.nests[0].location
+            cast.results[0].name_hint = f"{operand.memref.name_hint or 'operand'}_view"
+            self.f.block.insert_op_before(cast, self.f.nests[0])
+            self.views[key] = cast.results[0]
+        return self.views[key]
+
+
+def _index_value(form: LinearForm, ops: list[Operation]) -> SSAValue:
+    if form.is_value():
+        return next(iter(form.coeffs))
+    exprs, values = affine_exprs([form])
+    apply = affine.ApplyOp(values, AffineMapAttr(AffineMap(len(values), 0, tuple(exprs))))
+    ops.append(apply)
+    return apply.result
+
+
+def _first_iteration(loops: list[affine.ForOp]) -> list[Operation]:
+    """Ops computing whether each of `loops` is in its first iteration (their `and`)."""
+    ops: list[Operation] = []
+    conditions: list[SSAValue] = []
+    for loop in loops:
+        iv = loop.body.block.args[0]
+        bounds = constant_bounds(loop)
+        if bounds is not None:
+            start = arith.ConstantOp(IntegerAttr.from_index_int_value(bounds[0]))
+        else:
+            start = affine.ApplyOp(loop.lowerBoundOperands, loop.lowerBoundMap)
+        test = arith.CmpiOp(iv, start, "eq")
+        ops += [start, test]
+        conditions.append(test.result)
+    return ops + _conjunction(conditions)
+
+
+def _conjunction(conditions: list[SSAValue]) -> list[Operation]:
+    """`and` ops over `conditions` (none for one: its own op stays the last one made)."""
+    made: list[Operation] = []
+    result = conditions[0]
+    for other in conditions[1:]:
+        both = arith.AndIOp(result, other)
+        made.append(both)
+        result = both.result
+    return made
+
+
+def _last_iteration(loops: list[affine.ForOp]) -> list[Operation]:
+    """Ops computing whether each of `loops` is in its last iteration (their `and`)."""
+    ops: list[Operation] = []
+    conditions: list[SSAValue] = []
+    for loop in loops:
+        iv = loop.body.block.args[0]
+        bounds = constant_bounds(loop)
+        if bounds is not None:  # iv >= the last iteration's value
+            lb, ub = bounds
+            last = arith.ConstantOp(IntegerAttr.from_index_int_value(lb + (ub - lb - 1) // step_of(loop) * step_of(loop)))
+            test = arith.CmpiOp(iv, last, "sge")
+            ops += [last, test]
+        else:  # iv + step >= the upper bound
+            ub = loop.upperBoundMap.data
+            following = affine.ApplyOp([iv], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + step_of(loop),))))
+            bound = (affine.MinOp(loop.upperBoundOperands, loop.upperBoundMap) if len(ub.results) > 1
+                     else affine.ApplyOp(loop.upperBoundOperands, loop.upperBoundMap))
+            test = arith.CmpiOp(following, bound, "sge")
+            ops += [following, bound, test]
+        conditions.append(test.result)
+    return ops + _conjunction(conditions)
+
+
+# --------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoomFuseEpiloguePass(ModulePass):
+    name = "loom-fuse-epilogue"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        select_nests(op, None, self.name)  # the loom ops lowered first (an error says so)
+        for function in [o for o in op.walk() if isinstance(o, func.FuncOp) and o.body.blocks]:
+            block = function.body.block
+            stopped: set[Operation] = set()  # where a fused chain stopped, said in its remark
+            for nest in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) in EPILOGUES]:
+                if nest.parent is None or nest in stopped:
+                    continue  # fused into a producer already, or the end of a chain
+                fusion = _plan(nest, block)
+                if fusion is not None:
+                    summary = _summary(fusion)
+                    _Rewriter(fusion).run()
+                    remark(self.name, fusion.producer, summary)
+                    if fusion.stopped_at is not None:
+                        stopped.add(fusion.stopped_at)
+
+
+def _summary(fusion: _Fusion) -> str:
+    """The remark of a fusion (before it is applied: names as they were)."""
+    writes = [w for w in fusion.analysis.writes.values() if w.when is not None]
+    guards = sorted({", ".join(f"%{iv_name(loop)}" for loop in w.when) for w in writes if w.when})
+    plain = sum(not w.when for w in writes)
+    when = []
+    if plain:
+        when.append(f"{plain} unconditionally")
+    if guards:
+        when.append(f"{len(writes) - plain} in the last iteration of {' / '.join(guards)}")
+    dropped = [fusion.c, *(s.out for s in fusion.steps[:-1])]
+    steps = ", ".join(_what(s.nest) for s in fusion.steps)
+    keep = fusion.analysis.keep_fill
+    fill = ("" if keep == "no zero fill" else f"; the zero fill kept: {keep}" if keep else
+            "; the zero fill dropped: the loads that read it read zeros")
+    return (f"fused {steps} into {_nest_text(fusion.producer)}: applied where it writes each element of "
+            f"{value_name(fusion.c)} for the last time, {len(writes)} store{'s' * (len(writes) != 1)} "
+            f"({', '.join(when)}), into {value_name(fusion.result)}; "
+            f"{' and '.join(value_name(v) for v in dropped)} no longer written{fill}{fusion.stopped}")

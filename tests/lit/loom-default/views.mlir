@@ -1,0 +1,104 @@
+// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s
+// RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+
+// Strided operands (views): a schedule that needs unit strides and gets no copy from
+// packing copies the operand into a row-major buffer itself (what loom.contiguous does),
+// and says so; elementwise nests read strided views in place.
+
+// A 4x32x32 matmul has fewer rows than MR: its schedule reads B's rows as vectors in
+// place. B is transposed (rows of stride 32), so B is copied first, in 8x8 tiles (each
+// line read and written used for a whole tile), and the nest reads the copy with vector
+// loads.
+// CHECK-LABEL: func.func @transposed_b
+// CHECK:         } {loom.tag = "matmul.init"}
+// CHECK-NEXT:    %b_contiguous = memref.alloc() : memref<32x32xf32>
+// CHECK-NEXT:    affine.for %[[IT:.*]] = 0 to 32 step 8 {
+// CHECK-NEXT:      affine.for %[[JT:.*]] = 0 to 32 step 8 {
+// CHECK-NEXT:        affine.for %[[I:.*]] = {{.*}}(%[[IT]]) to {{.*}}((d0 + 8))>(%[[IT]]) {
+// CHECK-NEXT:          affine.for %[[J:.*]] = {{.*}}(%[[JT]]) to {{.*}}((d0 + 8))>(%[[JT]]) {
+// CHECK-NEXT:            %[[V:.*]] = affine.load %b[%[[I]], %[[J]]] : memref<32x32xf32, strided<[1, 32]>>
+// CHECK-NEXT:            affine.store %[[V]], %b_contiguous[%[[I]], %[[J]]] : memref<32x32xf32>
+// CHECK:         } {loom.tag = "matmul.contiguous"}
+// CHECK-NOT:     %b[
+// CHECK:         affine.vector_load %b_contiguous[%k, %j] : memref<32x32xf32>, vector<16xf32>
+// CHECK-NOT:     %b[
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NEXT:    memref.dealloc %b_contiguous : memref<32x32xf32>
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] B is a strided view (memref<32x32xf32, strided<[1, 32]>>): its rows are not contiguous (stride 32 along j), and the schedule of 1 of the matmul's 1 nests reads them as vectors in place (no packing): copied into a row-major buffer first (nest 'matmul.contiguous', like loom.contiguous: memref<32x32xf32, strided<[1, 32]>> -> memref<32x32xf32>)
+// REMARK-NEXT: views.mlir:[[# @LINE + 2]]:3: remark: [loom-default] nest 'matmul.contiguous' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile
+func.func @transposed_b(%a: tensor<4x32xf32>, %b: tensor<32x32xf32> {loom.buffer_layout = strided<[1, 32]>}) -> tensor<4x32xf32> {
+  %c = loom.matmul %a, %b : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+  func.return %c : tensor<4x32xf32>
+}
+
+// -----
+
+// A transposed A needs no copy: the schedule reads A one element at a time (broadcast).
+// CHECK-LABEL: func.func @transposed_a
+// CHECK-NOT:     memref.alloc
+// CHECK:         affine.load %a[%i, %k] : memref<4x32xf32, strided<[1, 4]>>
+// REMARK-NOT: B is a strided view
+func.func @transposed_a(%a: tensor<4x32xf32> {loom.buffer_layout = strided<[1, 4]>}, %b: tensor<32x32xf32>) -> tensor<4x32xf32> {
+  %c = loom.matmul %a, %b : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+  func.return %c : tensor<4x32xf32>
+}
+
+// -----
+
+// A broadcast input (stride 0 along the rows) is read once per vector and broadcast:
+// the loop is vectorized.
+// CHECK-LABEL: func.func @broadcast_input
+// CHECK:         affine.vector_load %a[%{{.*}}, %{{.*}}] : memref<4x32xf32>, vector<16xf32>
+// CHECK-NEXT:    %[[S:.*]] = affine.load %b[%{{.*}}, %{{.*}}] : memref<4x32xf32, strided<[1, 0]>>
+// CHECK-NEXT:    vector.broadcast %[[S]] : f32 to vector<16xf32>
+// REMARK: views.mlir:[[# @LINE + 2]]:3: remark: [loom-vectorize] nest 'loom_default_0': vectorized its innermost loop by 16 (main 2 iterations, no remainder)
+func.func @broadcast_input(%a: tensor<4x32xf32>, %b: tensor<4x32xf32> {loom.buffer_layout = strided<[1, 0]>}) -> tensor<4x32xf32> {
+  %c = loom.add %a, %b : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  func.return %c : tensor<4x32xf32>
+}
+
+// -----
+
+// A transposed operand of an elementwise op is read in place, in scalar code
+// (loom-vectorize refuses the stride, with a remark).
+// CHECK-LABEL: func.func @transposed_input
+// CHECK-NOT:     memref.alloc
+// CHECK:         affine.load %b[%{{.*}}, %{{.*}}] : memref<4x32xf32, strided<[1, 4]>>
+// REMARK: views.mlir:[[# @LINE + 2]]:3: remark: [loom-vectorize] nest 'loom_default_0': its innermost loop not vectorized: %b[%{{.*}}, %{{.*}}] has stride 4 in %{{.*}}
+func.func @transposed_input(%a: tensor<4x32xf32>, %b: tensor<4x32xf32> {loom.buffer_layout = strided<[1, 4]>}) -> tensor<4x32xf32> {
+  %c = loom.add %a, %b : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  func.return %c : tensor<4x32xf32>
+}
+
+// -----
+
+// Both conv2d strategies view the filter as a matrix: a transposed filter is copied
+// first (after Y's zero fill, before the convolution), and freed after it.
+// CHECK-LABEL: func.func @transposed_filter
+// CHECK:         } {loom.tag = "conv2d.init"}
+// CHECK-NEXT:    %w_contiguous = memref.alloc() : memref<16x8x3x3xf32>
+// CHECK:         } {loom.tag = "conv2d.contiguous"}
+// CHECK:         memref.reinterpret_cast %w_contiguous to offset: [0], sizes: [16, 72], strides: [72, 1] : memref<16x8x3x3xf32> to memref<16x72xf32>
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK:         memref.dealloc %w_contiguous : memref<16x8x3x3xf32>
+// CHECK-NEXT:    func.return
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] W is a strided view (memref<16x8x3x3xf32, strided<[1, 16, 384, 128]>>), and both conv2d strategies view it as a matrix: copied into a row-major buffer first (nest 'conv2d.contiguous', like loom.contiguous: memref<16x8x3x3xf32, strided<[1, 16, 384, 128]>> -> memref<16x8x3x3xf32>)
+// REMARK: views.mlir:[[# @LINE + 2]]:3: remark: [loom-default] conv2d 1x8x10x10 * 16x8x3x3
+func.func @transposed_filter(%x: tensor<1x8x10x10xf32>, %w: tensor<16x8x3x3xf32> {loom.buffer_layout = strided<[1, 16, 384, 128]>}) -> tensor<1x16x8x8xf32> {
+  %y = loom.conv2d %x, %w : (tensor<1x8x10x10xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x8x8xf32>
+  func.return %y : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// loom.contiguous of a transposed argument: the copy nest reads it in 8x8 tiles.
+// CHECK-LABEL: func.func @contiguous_of_transposed
+// CHECK:         affine.for %{{.*}} = 0 to 24 step 8 {
+// CHECK-NEXT:      affine.for %{{.*}} = 0 to 40 step 8 {
+// CHECK:         } {loom.tag = "copy"}
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] nest 'copy' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile
+func.func @contiguous_of_transposed(%a: tensor<40x24xf64>) -> tensor<24x40xf64> {
+  %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<40x24xf64> -> tensor<24x40xf64>
+  %c = loom.contiguous %t : tensor<24x40xf64> -> tensor<24x40xf64>
+  func.return %c : tensor<24x40xf64>
+}

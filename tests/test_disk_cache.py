@@ -1,0 +1,676 @@
+"""The disk cache of compiled kernels (compiler/cache.py) and the loader of their machine
+code (compiler/loader.py).
+
+- A kernel compiled in one process is found by the next, loaded in milliseconds (without
+  LLVM) and computes exactly what a fresh compile does; its interface, IR texts, stages,
+  remarks and assembly are the compiled kernel's.
+- An entry that is truncated, corrupted, garbage, filed under another key (another
+  version, CPU or options) is never loaded: the kernel is compiled again and the entry
+  replaced. Processes filling one folder at the same time leave only whole entries.
+- The key changes with anything the machine code depends on; `cache=False`, a timed
+  compile, `loom-run --no-cache`, `LOOM_CACHE_MAX_BYTES=0` bypass the disk; a folder that
+  cannot be used turns the disk cache off with a warning; the folder stays under its
+  bound.
+
+tests/conftest.py keeps the suite's disk cache off (and in a temporary folder); the
+`disk` fixture turns it on in a folder of the test's own.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kernels import conv2d_kernel, matmul
+
+import compiler
+from compiler import cache, driver, loader
+from compiler.cache import CacheWarning, SourceState, disk_cache
+from compiler.diagnostics import LoomError
+from compiler.runner import random_inputs
+
+ROOT = Path(__file__).parent.parent
+TESTS = Path(__file__).parent
+
+#: 256^3 f32 on the default pipeline: packs through the buffer pool, runs on libgomp's
+#: team, returns a status (its temporaries may fail to allocate)
+MM256 = matmul((256, 256), (256, 256), (256, 256), np.float32)
+
+
+def relu(n: int, name: str = "k") -> str:
+    """A kernel that compiles in a fraction of a second, one per (n, name)."""
+    return (f"func.func @{name}(%a: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n"
+            f"  %r = loom.relu %a : tensor<{n}xf32>\n  func.return %r : tensor<{n}xf32>\n}}\n")
+
+
+#: the check that Loom's sources did not change under the process (the `disk` fixture
+#: turns it off: the tree may be edited while the suite runs; it has tests of its own)
+SOURCES_UNCHANGED = SourceState.unchanged
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    """The disk cache on, in a folder of the test's own (yields the folder of its
+    entries), nothing in memory; Loom's sources count as unchanged."""
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOM_CACHE_MAX_BYTES", raising=False)
+    monkeypatch.setattr(SourceState, "unchanged", lambda self: True)
+    disk_cache.reset()
+    driver.kernel_cache.clear()
+    yield tmp_path / "cache" / "kernels"
+    disk_cache.reset()
+    driver.kernel_cache.clear()
+
+
+def entries(folder: Path) -> list[Path]:
+    """The entries filed in `folder`."""
+    return sorted(folder.glob("*.loom"))
+
+
+def kernel_entry_of(folder: Path, source: str, **options) -> Path:
+    """The entry compile(source, **options) files its kernel under."""
+    key = (source, options.get("filename", "<source>"), options.get("entry"), options.get("pipeline", "default"),
+           options.get("num_threads"), options.get("remarks", False), options.get("stages", False),
+           os.environ.get("LOOM_TARGET", ""))
+    return folder / (disk_cache.kernel_key(*key) + ".loom")
+
+
+def from_memory_then_disk(source: str, **options):
+    """compile() once (a real compile, filed on disk), then again with nothing in memory."""
+    fresh = compiler.compile(source, **options)
+    driver.kernel_cache.clear()
+    return fresh, compiler.compile(source, **options)
+
+
+def outputs(kernel, seed: int = 0) -> list[np.ndarray]:
+    """What `kernel` computes on seeded inputs: its results, then the arguments it writes."""
+    arrays = random_inputs(kernel.inputs, seed)
+    got = kernel(*arrays)
+    results = [] if got is None else list(got) if isinstance(got, tuple) else [got]
+    return results + [a for a, s in zip(arrays, kernel.inputs) if s.in_place]
+
+
+def run_python(code: str, cache_folder: Path, *args) -> dict:
+    """Run `code` in a new interpreter with the disk cache on in `cache_folder`; the JSON
+    its last line prints."""
+    environment = {**os.environ, "LOOM_CACHE_DIR": str(cache_folder), "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}"}
+    environment.pop("LOOM_CACHE_MAX_BYTES", None)
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          env=environment, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- a new process
+
+#: compile argv[1]'s kernel, check it against numpy in float64
+_COMPILE = """
+import json, sys
+import numpy as np
+import compiler
+from compiler.cache import disk_cache
+
+source = open(sys.argv[1]).read()
+kernel = compiler.compile(source)
+rng = np.random.default_rng(1)
+a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+want = a.astype(np.float64) @ b
+error = float(np.abs(kernel(a, b) - want).max())
+bound = 4 * 256 * float(np.finfo(np.float32).eps) * float(np.abs(want).max())  # 4*K*eps*max|ref|
+sources = disk_cache.fingerprint().sources
+print(json.dumps({"error": error, "bound": bound,
+                  "stats": dict(disk_cache.stats), "module": type(kernel._module).__name__,
+                  "llvm": "llvmlite.binding" in sys.modules, "sources": sources.digest,
+                  "edited": not sources.unchanged()}))
+"""
+
+
+def skip_if_edited(*runs: dict) -> None:
+    """Skip a test whose processes ran different sources of Loom, or saw them edited
+    (the tree was edited while it ran: no entry of one can be found by another, and a
+    process that saw the edit stores nothing)."""
+    if len({r["sources"] for r in runs}) > 1 or any(r["edited"] for r in runs):
+        pytest.skip("Loom's sources were edited while the test ran")
+
+
+def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
+    """A hit in a new process loads no LLVM at all (what makes it cost milliseconds:
+    `loom-bench --compile` times it), and its kernel computes the right product."""
+    source = tmp_path / "mm.mlir"
+    source.write_text(MM256)
+    folder = tmp_path / "cache"
+    cold = run_python(_COMPILE, folder, source)
+    skip_if_edited(cold)
+    assert cold["stats"] == {"miss": 2, "stored": 2} and cold["module"] == "JITModule"  # the kernel and the pool
+    warm = [run_python(_COMPILE, folder, source) for _ in range(3)]
+    skip_if_edited(cold, *warm)
+    for w in warm:
+        assert w["stats"] == {"hit": 2} and w["module"] == "LoadedModule" and not w["llvm"]
+        assert w["error"] <= w["bound"]
+
+
+def test_a_broken_entry_of_the_pool_is_rebuilt(tmp_path):
+    """The buffer pool's machine code (one copy per process, compiler/pool.py) is kept
+    on disk like a kernel's, and rebuilt like one."""
+    source = tmp_path / "mm.mlir"
+    source.write_text(MM256)
+    folder = tmp_path / "cache"
+    cold = run_python(_COMPILE, folder, source)
+    skip_if_edited(cold)
+    (pool_entry,) = [p for p in entries(folder / "kernels") if b'"kind":"runtime"' in p.read_bytes()[:200]]
+    pool_entry.write_bytes(pool_entry.read_bytes()[:-1])
+    warm = run_python(_COMPILE, folder, source)
+    skip_if_edited(cold, warm)
+    assert warm["stats"] == {"hit": 1, "rejected": 1, "stored": 1} and warm["module"] == "LoadedModule"
+    assert warm["error"] <= warm["bound"]
+    cache.decode(pool_entry.stem, pool_entry.read_bytes())  # whole again
+
+
+# --------------------------------------------------------------------------- round trips
+
+CONV, _, _ = conv2d_kernel((1, 8, 16, 16, 16, 3, 3, (1, 1), (1, 1), (1, 1)), np.float32)
+BIAS_RELU_F64 = """func.func @ew(%a: tensor<33x65xf64>, %b: tensor<65xf64>) -> tensor<33x65xf64> {
+  %s = loom.add %a, %b : (tensor<33x65xf64>, tensor<65xf64>) -> tensor<33x65xf64>
+  %r = loom.relu %s : tensor<33x65xf64>
+  func.return %r : tensor<33x65xf64>
+}"""
+TWO_RESULTS = """func.func @two(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %c = loom.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %r = loom.relu %c : tensor<4x5xf32>
+  func.return %c, %r : tensor<4x5xf32>, tensor<4x5xf32>
+}
+func.func @other(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %r = loom.relu %a : tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}"""
+IN_PLACE_STRIDED = """func.func @t(%a: memref<4x4xf32, strided<[8, 1], offset: 2>>, %b: memref<4x4xf32>,
+                   %c: memref<4x4xf32, strided<[1, 4]>>) {
+  loom.matmul ins(%a, %b : memref<4x4xf32, strided<[8, 1], offset: 2>>, memref<4x4xf32>)
+              outs(%c : memref<4x4xf32, strided<[1, 4]>>)
+  func.return
+}"""
+
+ROUND_TRIPS = {
+    "matmul 256 (pool, threads, status)": (MM256, {}),
+    "conv2d": (CONV, {}),
+    "bias + relu f64": (BIAS_RELU_F64, {"num_threads": 1}),
+    "two results, entry": (TWO_RESULTS, {"entry": "two", "pipeline": "naive"}),
+    "memref views written in place": (IN_PLACE_STRIDED, {"pipeline": "naive", "filename": "views.mlir"}),
+    "stages and remarks": (matmul((33, 17), (17, 20), (33, 20), np.float32), {"stages": True, "remarks": True}),
+}
+
+
+@pytest.mark.parametrize("name", ROUND_TRIPS)
+def test_a_kernel_from_disk_is_the_compiled_kernel(disk, name):
+    source, options = ROUND_TRIPS[name]
+    fresh, loaded = from_memory_then_disk(source, **options)
+    assert type(fresh._module).__name__ == "JITModule" and type(loaded._module).__name__ == "LoadedModule"
+    assert disk_cache.stats["hit"] == 1
+    for field in ("entry", "inputs", "outputs", "flops", "llvm_ir", "optimized_ir", "stages", "pipeline",
+                  "num_threads", "remarks", "target", "returns_status", "allocation_sites"):
+        assert getattr(loaded, field) == getattr(fresh, field), field
+    assert repr(loaded) == repr(fresh)
+    for seed in (0, 1):
+        for got, want in zip(outputs(loaded, seed), outputs(fresh, seed), strict=True):
+            np.testing.assert_array_equal(got, want)  # the same machine code: the same bits
+
+
+def test_a_kernel_from_disk_has_the_compiled_kernels_assembly(disk):
+    fresh, loaded = from_memory_then_disk(relu(40))
+    assert loaded.asm() == fresh.asm() and "ret" in loaded.asm()
+
+
+def test_a_kernel_from_disk_still_checks_its_arguments(disk):
+    _, loaded = from_memory_then_disk(MM256)
+    with pytest.raises(TypeError, match="has dtype float64, expected float32"):
+        loaded(np.zeros((256, 256)), np.zeros((256, 256), np.float32))
+    with pytest.raises(ValueError, match=r"has shape \(2, 2\), expected \(256, 256\)"):
+        loaded(np.zeros((2, 2), np.float32), np.zeros((256, 256), np.float32))
+
+
+def test_a_kernel_from_disk_frees_its_code_when_dropped(disk):
+    import gc
+    import weakref
+
+    _, loaded = from_memory_then_disk(relu(23))
+    pages = weakref.ref(loaded._module._pages)
+    driver.kernel_cache.clear()
+    x = np.linspace(-2, 2, 23, dtype=np.float32)
+    np.testing.assert_array_equal(loaded(x), np.maximum(x, 0))
+    assert pages() is not None  # held: its code stays
+    del loaded
+    gc.collect()
+    assert pages() is None  # unmapped
+
+
+def test_threads_loading_from_disk_at_once(disk):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = [relu(24 + i, f"t{i}") for i in range(6)] + [MM256]
+    for source in sources:
+        compiler.compile(source)
+    driver.kernel_cache.clear()
+    with ThreadPoolExecutor(4) as threads:
+        kernels = list(threads.map(compiler.compile, sources * 2))
+    assert disk_cache.stats["hit"] >= len(sources)
+    for kernel in kernels[:-1]:
+        x = np.linspace(-1, 1, kernel.inputs[0].shape[0], dtype=np.float32)
+        if kernel.entry != "mm":
+            np.testing.assert_array_equal(kernel(x), np.maximum(x, 0))
+    a = np.eye(256, dtype=np.float32)
+    np.testing.assert_array_equal(kernels[-1](a, a), a)
+
+
+def test_the_llvm_loader_is_the_fallback(disk, monkeypatch):
+    """An object compiler.loader does not take (another machine, another relocation) is
+    loaded by LLVM instead, as a JITModule of its own."""
+
+    def unsupported(*args, **kwargs):
+        raise loader.Unsupported("a test")
+
+    compiler.compile(MM256)
+    driver.kernel_cache.clear()
+    monkeypatch.setattr(loader, "load", unsupported)
+    kernel = compiler.compile(MM256)
+    assert type(kernel._module).__name__ == "JITModule" and disk_cache.stats["hit"] == 1
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(kernel(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+# --------------------------------------------------------------------------- broken entries
+
+
+def _truncate(data: bytes, other: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def _flip_a_byte_of_the_code(data: bytes, other: bytes) -> bytes:
+    at = data.index(b"\x7fELF") + 200
+    return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1 :]
+
+
+def _garbage(data: bytes, other: bytes) -> bytes:
+    return np.random.default_rng(0).bytes(len(data))
+
+
+def _another_kernels_entry(data: bytes, other: bytes) -> bytes:
+    return other  # whole and checksummed, filed under another key
+
+
+BREAKAGES = {"truncated": _truncate, "a byte flipped": _flip_a_byte_of_the_code, "garbage": _garbage,
+             "empty": lambda data, other: b"", "another kernel's entry": _another_kernels_entry}
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_a_broken_entry_is_never_loaded_and_is_rebuilt(disk, breakage):
+    compiler.compile(relu(30, "other"))
+    compiler.compile(relu(31))
+    path = kernel_entry_of(disk, relu(31))
+    other = kernel_entry_of(disk, relu(30, "other")).read_bytes()
+    path.write_bytes(BREAKAGES[breakage](path.read_bytes(), other))
+    driver.kernel_cache.clear()
+    kernel = compiler.compile(relu(31))
+    assert type(kernel._module).__name__ == "JITModule"  # compiled again
+    assert disk_cache.stats["hit"] == 0 and disk_cache.stats["rejected"] == 1
+    x = np.linspace(-3, 3, 31, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x), np.maximum(x, 0))
+    header, _ = cache.decode(path.stem, path.read_bytes())  # replaced by a whole entry
+    assert header["entry"] == "k"
+    driver.kernel_cache.clear()
+    assert type(compiler.compile(relu(31))._module).__name__ == "LoadedModule"
+
+
+def test_an_entry_of_another_version_or_cpu_is_not_found(disk, monkeypatch):
+    compiler.compile(relu(12))
+    key = kernel_entry_of(disk, relu(12)).stem
+    for change in ("version", "cpu"):
+        with monkeypatch.context() as m:
+            if change == "version":
+                m.setattr(compiler, "__version__", "0.0.0-another")
+            else:
+                m.setattr(cache, "cpu_identity", lambda: "vendor_id=Another; flags=sse2")
+            disk_cache.reset()
+            driver.kernel_cache.clear()
+            assert kernel_entry_of(disk, relu(12)).stem != key
+            kernel = compiler.compile(relu(12))
+            assert type(kernel._module).__name__ == "JITModule" and disk_cache.stats["hit"] == 0
+        disk_cache.reset()
+    assert len(entries(disk)) == 3
+
+
+def test_an_entry_whose_object_is_broken_is_rejected_not_given_to_llvm(disk):
+    """A whole entry, checksum and key right, whose object file's tables point outside
+    it: rejected by the loader (Malformed), never handed to LLVM (which trusts its input)."""
+    compiler.compile(relu(13))
+    path = kernel_entry_of(disk, relu(13))
+    header, sections = cache.decode(path.stem, path.read_bytes())
+    obj = bytearray(sections["object"])
+    obj[0x28:0x30] = (len(obj) - 8).to_bytes(8, "little")  # the section table past the end
+    del header["format"], header["key"], header["sections"]
+    path.write_bytes(cache.encode(path.stem, header, {**sections, "object": bytes(obj)}))
+    driver.kernel_cache.clear()
+    assert type(compiler.compile(relu(13))._module).__name__ == "JITModule"
+    assert disk_cache.stats["rejected"] == 1
+
+
+# --------------------------------------------------------------------------- concurrency
+
+#: after a common start time, compile the shared kernels and this process's own in an
+#: order of its own, check each; print the disk cache's counts
+_FILL = """
+import json, sys, time
+import numpy as np
+import compiler
+from compiler.cache import disk_cache
+from kernels import matmul
+
+me, start = int(sys.argv[1]), float(sys.argv[2])
+def relu(n):
+    return (f"func.func @k(%a: tensor<{n}xf32>) -> tensor<{n}xf32> {{\\n"
+            f"  %r = loom.relu %a : tensor<{n}xf32>\\n  func.return %r : tensor<{n}xf32>\\n}}\\n")
+jobs = [("mm", matmul((128, 128), (128, 128), (128, 128), np.float32)), ("relu", relu(64)), ("relu", relu(100 + me))]
+jobs = jobs[me % 3:] + jobs[:me % 3]
+while time.time() < start:
+    time.sleep(0.001)
+rng = np.random.default_rng(me)
+for kind, source in jobs:
+    k = compiler.compile(source)
+    if kind == "mm":
+        a, b = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
+        assert np.abs(k(a, b) - a.astype(np.float64) @ b).max() < 1e-3
+    else:
+        x = rng.standard_normal(k.inputs[0].shape).astype(np.float32)
+        assert (k(x) == np.maximum(x, 0)).all()
+sources = disk_cache.fingerprint().sources
+print(json.dumps({**disk_cache.stats, "sources": sources.digest, "edited": not sources.unchanged()}))
+"""
+
+
+def test_processes_filling_one_folder_at_once_leave_whole_entries(tmp_path):
+    folder = tmp_path / "cache"
+    environment = {**os.environ, "LOOM_CACHE_DIR": str(folder), "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}"}
+    environment.pop("LOOM_CACHE_MAX_BYTES", None)
+    start = time.time() + 3  # after every interpreter has imported Loom
+    processes = [subprocess.Popen([sys.executable, "-c", _FILL, str(i), str(start)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=environment) for i in range(4)]
+    runs = []
+    for p in processes:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    skip_if_edited(*runs)
+    kernels = folder / "kernels"
+    assert not list(kernels.glob("*.tmp"))  # every write renamed into place
+    found = entries(kernels)
+    assert len(found) == 1 + 2 + 4  # the pool, the two shared kernels, one of each process's own
+    for path in found:
+        header, sections = cache.decode(path.stem, path.read_bytes())  # whole, checksummed
+        assert sections["object"].startswith(b"\x7fELF")
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert kernels.stat().st_mode & 0o777 == 0o700
+    again = run_python(_FILL, folder, 0, 0)  # all found now: process 0's kernels and the pool
+    skip_if_edited(*runs, again)
+    assert again["hit"] == 4 and "miss" not in again and "rejected" not in again
+
+
+# --------------------------------------------------------------------------- the key
+
+
+def _key(**change) -> str:
+    parts = {"source": relu(8), "filename": "<source>", "entry": None, "pipeline": "default", "num_threads": None,
+             "remarks": False, "stages": False, "loom_target": ""}
+    return disk_cache.kernel_key(**{**parts, **change})
+
+
+def test_the_key_changes_with_the_ir_and_every_option(disk, monkeypatch):
+    same = _key()
+    assert _key() == same
+    changes = [{"source": relu(8).replace("%r", "%s")}, {"filename": "k.mlir"}, {"entry": "k"}, {"pipeline": "naive"},
+               {"num_threads": 3}, {"remarks": True}, {"stages": True}, {"loom_target": "vector_bits=256"}]
+    keys = [_key(**c) for c in changes]
+    assert len({same, *keys}) == len(changes) + 1
+    monkeypatch.setattr(cache, "_planned_threads", lambda: 7)  # the threads planned for without num_threads
+    assert _key() != same and _key(num_threads=3) == keys[4]
+
+
+def test_the_planned_threads_are_those_machine_reads(monkeypatch):
+    """OMP_NUM_THREADS (else the cores) as compiler.target.machine() reads it, once per
+    process: the key and the compile agree."""
+    from compiler import target
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    target.machine.cache_clear()
+    try:
+        assert cache._planned_threads() == 7  # machine() not read yet: what it would read
+        monkeypatch.setenv("OMP_NUM_THREADS", "5")
+        assert target.machine().threads == 5 == cache._planned_threads()
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        assert cache._planned_threads() == 5  # machine() keeps what it read
+    finally:
+        target.machine.cache_clear()
+        target._host.cache_clear()
+
+
+def test_the_sources_digest_sees_every_edit(tmp_path, monkeypatch):
+    package = tmp_path / "passes"
+    (package / "schedule").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    edited = package / "schedule" / "tile.py"
+    edited.write_text("TILE = 8\n")
+    monkeypatch.setattr(driver, "IMPORTED_AT_NS", time.time_ns())  # as if Loom were imported now
+    before = SourceState([package])
+    assert before.unchanged()
+    stat = edited.stat()
+    edited.write_text("TILE = 9\n")  # the same size
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime: only the contents differ
+    assert SourceState([package]).digest != before.digest
+    edited.write_text("TILE = 16\n")
+    assert not before.unchanged()
+    (package / "schedule" / "new.py").write_text("")
+    assert SourceState([package]).digest != before.digest
+    monkeypatch.setattr(driver, "IMPORTED_AT_NS", 0)  # every file newer than the import: it may run old code
+    assert not SourceState([package]).unchanged()
+
+
+def test_a_process_older_than_loom_s_sources_stores_nothing(disk, monkeypatch):
+    monkeypatch.setattr(SourceState, "unchanged", SOURCES_UNCHANGED)
+    monkeypatch.setattr(driver, "IMPORTED_AT_NS", 0)
+    kernel = compiler.compile(relu(14))
+    x = np.linspace(-1, 1, 14, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x), np.maximum(x, 0))
+    assert entries(disk) == [] and disk_cache.stats["stored"] == 0
+
+
+def test_the_package_roots_are_the_imported_ones():
+    roots = {p.name: p for p in cache.package_roots()}
+    assert roots == {"compiler": ROOT / "compiler", "passes": ROOT / "passes", "dialects": ROOT / "dialects"}
+
+
+# --------------------------------------------------------------------------- bypasses
+
+
+def test_cache_false_neither_reads_nor_writes(disk):
+    first = compiler.compile(relu(15), cache=False)
+    assert entries(disk) == [] and compiler.compile(relu(15), cache=False) is not first
+    compiler.compile(relu(15))
+    stored = entries(disk)
+    driver.kernel_cache.clear()
+    assert type(compiler.compile(relu(15), cache=False)._module).__name__ == "JITModule"
+    assert entries(disk) == stored and disk_cache.stats["hit"] == 0
+    with pytest.raises(TypeError, match="cache must be True or False, got 'no'"):
+        compiler.compile(relu(15), cache="no")
+
+
+def test_a_timed_compile_neither_reads_nor_writes(disk):
+    compiler.compile(relu(16), timings={})
+    assert entries(disk) == []
+    compiler.compile(relu(16))
+    driver.kernel_cache.clear()
+    timings = {}
+    assert type(compiler.compile(relu(16), timings=timings)._module).__name__ == "JITModule"
+    assert "LLVM O3" in timings and disk_cache.stats["hit"] == 0
+
+
+def test_max_bytes_zero_turns_the_disk_cache_off(disk, monkeypatch):
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "0")
+    compiler.compile(relu(17))
+    assert not disk.exists() or entries(disk) == []
+
+
+def test_loom_run_no_cache(tmp_path):
+    source = tmp_path / "relu.mlir"
+    source.write_text(relu(18))
+    environment = {**os.environ, "LOOM_CACHE_DIR": str(tmp_path / "cache")}
+    environment.pop("LOOM_CACHE_MAX_BYTES", None)
+    run = [sys.executable, "-m", "tools.loom_run", str(source), "--budget", "0.01", "--rounds", "1"]
+    done = subprocess.run([*run, "--no-cache"], capture_output=True, text=True, env=environment, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "cache" / "kernels").exists() or entries(tmp_path / "cache" / "kernels") == []
+    done = subprocess.run(run, capture_output=True, text=True, env=environment, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(entries(tmp_path / "cache" / "kernels")) == 1
+
+
+def test_loom_opt_accepts_no_cache(tmp_path, capsys):
+    from tools import loom_opt
+
+    source = tmp_path / "relu.mlir"
+    source.write_text(relu(19))
+    assert loom_opt.main([str(source), "--no-cache"]) == 0
+    assert "loom.relu" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- the folder
+
+
+def test_entries_are_private(disk):
+    compiler.compile(relu(20))
+    assert disk.stat().st_mode & 0o777 == 0o700
+    assert [p.stat().st_mode & 0o777 for p in entries(disk)] == [0o600]
+
+
+def test_an_unusable_folder_turns_the_disk_cache_off_with_a_warning(disk, tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(not_a_folder))
+    with pytest.warns(CacheWarning, match="cannot create the kernel cache's folder .*: the kernel cache is off"):
+        kernel = compiler.compile(relu(21))
+    assert kernel(np.ones(21, np.float32)).sum() == 21
+    shared = tmp_path / "shared"
+    (shared / "kernels").mkdir(parents=True)
+    shared.chmod(0o777)
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(shared))
+    with pytest.warns(CacheWarning, match=r"shared is writable by others \(mode 777\).*never loaded from a folder"):
+        compiler.compile(relu(22))
+    assert entries(shared / "kernels") == []
+
+
+def test_the_folder_stays_under_its_bound(disk, monkeypatch):
+    compiler.compile(relu(1, "k1"))
+    size = entries(disk)[0].stat().st_size
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", str(3 * size + size // 2))
+    for i in range(2, 8):
+        compiler.compile(relu(i, f"k{i}"))
+        time.sleep(0.01)  # distinct mtimes: the oldest go first
+    kept = entries(disk)
+    assert sum(p.stat().st_size for p in kept) <= 3 * size + size // 2
+    assert kernel_entry_of(disk, relu(7, "k7")) in kept and kernel_entry_of(disk, relu(1, "k1")) not in kept
+    assert disk_cache.stats["evicted"] >= 3
+
+
+@pytest.mark.parametrize(("text", "size"), [("1000", 1000), ("64K", 64 << 10), ("2m", 2 << 20), (" 1G ", 1 << 30)])
+def test_max_bytes_from_the_environment(monkeypatch, text, size):
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", text)
+    assert cache.max_bytes() == size
+
+
+@pytest.mark.parametrize("text", ["lots", "-1", "1.5", "K", "²"])
+def test_max_bytes_must_be_a_size(monkeypatch, text):
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", text)
+    with pytest.raises(LoomError, match="LOOM_CACHE_MAX_BYTES must be a size in bytes"):
+        cache.max_bytes()
+
+
+def test_the_suite_never_uses_the_users_cache():
+    """tests/conftest.py points every process of the suite (xdist's workers included)
+    at a temporary folder."""
+    folder = Path(os.environ["LOOM_CACHE_DIR"])
+    assert folder.name.startswith("loom-test-cache-") and folder == Path(os.environ["LOOM_TEST_CACHE_DIR"])
+    assert cache.cache_dir() == folder and os.environ["LOOM_CACHE_MAX_BYTES"] == "0"
+
+
+# --------------------------------------------------------------------------- the loader
+
+
+def _object(ir: str, reloc: str = "pic", codemodel: str = "small") -> bytes:
+    """`ir` compiled to an object file for the host, in the given relocation and code models."""
+    import llvmlite.binding as llvm
+
+    from compiler import llvm_jit
+
+    with llvm_jit._lock:
+        host = llvm_jit._get_host()
+        tm = host.target.create_target_machine(cpu=host.cpu, features=host.features, opt=2, reloc=reloc,
+                                               codemodel=codemodel)
+        module = llvm.parse_assembly(ir)
+        module.triple = tm.triple
+        return tm.emit_object(module)
+
+
+#: an exported function calling an internal one, reading an internal table: PC-relative
+#: relocations (R_X86_64_PC32, R_X86_64_PLT32) in the small code model
+_INTERNAL = """
+@table = internal constant [4 x i64] [i64 10, i64 20, i64 30, i64 40]
+define internal i64 @twice(i64 %x) noinline { %y = mul i64 %x, 2
+  ret i64 %y }
+define i64 @f(i64 %i) { %p = getelementptr [4 x i64], ptr @table, i64 0, i64 %i
+  %v = load i64, ptr %p
+  %r = call i64 @twice(i64 %v)
+  ret i64 %r }
+"""
+
+
+def test_the_loader_relocates_pc_relative_references():
+    import ctypes
+
+    obj = _object(_INTERNAL)
+    module = loader.load(obj, {"f": "f"})
+    f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(module.function_address("f"))
+    assert [f(i) for i in range(4)] == [20, 40, 60, 80]
+    module.close()
+    with pytest.raises(LoomError, match="machine code was freed"):
+        module.function_address("f")
+
+
+def test_the_loader_refuses_what_it_does_not_know_and_llvm_loads_it():
+    """A GOT-relative reference (an external global in position-independent code) is
+    not the loader's: Unsupported, and LLVM links it."""
+    import ctypes
+
+    from compiler.llvm_jit import load_object
+
+    obj = _object("@environ = external global ptr\ndefine ptr @f() { %e = load ptr, ptr @environ\n  ret ptr %e }\n")
+    with pytest.raises(loader.Unsupported, match="relocation type"):
+        loader.load(obj, {"f": "f"})
+    module = load_object(obj, {"f": "f"})
+    f = ctypes.CFUNCTYPE(ctypes.c_void_p)(module.function_address("f"))
+    assert f() == ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ").value
+
+
+def test_the_loader_rejects_broken_objects_and_missing_symbols():
+    obj = _object(_INTERNAL, reloc="static", codemodel="large")
+    with pytest.raises(loader.Malformed):
+        loader.load(obj[: len(obj) // 2], {"f": "f"})
+    with pytest.raises(loader.Malformed, match="does not define g"):
+        loader.load(obj, {"g": "g"})
+    with pytest.raises(loader.Unsupported, match="not a 64-bit little-endian ELF"):
+        loader.load(b"\xcf\xfa\xed\xfe" + bytes(100), {"f": "f"})
+    missing = _object("declare i64 @loom_no_such_symbol()\ndefine i64 @f() { %r = call i64 @loom_no_such_symbol()\n"
+                      "  ret i64 %r }\n", reloc="static", codemodel="large")
+    with pytest.raises(LoomError, match="needs a symbol found nowhere: loom_no_such_symbol"):
+        loader.load(missing, {"f": "f"})

@@ -1,0 +1,290 @@
+"""loom-fuse-epilogue: elementwise epilogues (bias over rows or columns, full-shape add and
+mul, relu, chains of them) computed in the nest of a matmul, a batched matmul or a conv2d
+(NCHW and NHWC, direct and im2col), in the `default` pipeline and with loom-default's
+`skip=` options: numerics against the float64 reference within 4*K*eps*max|ref|, exactly
+on small integers, bit for bit what the unfused kernel computes; the remark says what
+was fused; refused epilogues compute the right result unfused; the fused nest still runs
+on threads."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import compiler
+from dialects.loom import conv2d_output_hw, reshape_strides
+from kernels import assert_within_bound, small_ints, ty
+
+
+#: sizes with 1, primes and sizes no register or cache tile divides
+SIZES = st.sampled_from([1, 2, 3, 5, 7, 13, 16, 17, 31, 48, 67])
+DTYPES = st.sampled_from([np.float32, np.float64])
+#: the default pipeline, loom-default less a step, and the pass alone on the textbook nests
+FUSING = ["default", "loom-default{skip=hoist}", "loom-default{skip=tile}", "loom-default{skip=vectorize}",
+          "loom-default{skip=unroll-jam}", "loom-default{skip=pack}", "loom-default{skip=prefetch}",
+          "loom-fuse-epilogue"]
+#: epilogues: (name, the ops after %c, as (op, operand shape or None)), the operand's
+#: shape a function of the result's (M, N)
+EPILOGUES = {
+    "bias_relu": [("add", lambda m, n: (n,)), ("relu", None)],
+    "column_bias": [("add", lambda m, n: (m, 1))],
+    "full_add_relu": [("add", lambda m, n: (m, n)), ("relu", None)],
+    "mul_add_relu": [("mul", lambda m, n: (m, n)), ("add", lambda m, n: (1, n)), ("relu", None)],
+    "relu": [("relu", None)],
+}
+
+
+def epilogue_source(a_shape, b_shape, steps, dtype, batch=()):
+    """A matmul of `a_shape` by `b_shape`, then the epilogue `steps`; returns (source,
+    operand shapes in order)."""
+    m, n = a_shape[-2], b_shape[-1]
+    out = (*batch, m, n)
+    to = ty(out, dtype)
+    args = [f"%a: {ty(a_shape, dtype)}", f"%b: {ty(b_shape, dtype)}"]
+    lines = [f"  %v0 = loom.matmul %a, %b : ({ty(a_shape, dtype)}, {ty(b_shape, dtype)}) -> {to}"]
+    shapes = [a_shape, b_shape]
+    for i, (op, shape_of) in enumerate(steps):
+        if shape_of is None:
+            lines.append(f"  %v{i + 1} = loom.{op} %v{i} : {to}")
+            continue
+        shape = shape_of(m, n)
+        args.append(f"%o{i}: {ty(shape, dtype)}")
+        shapes.append(shape)
+        lines.append(f"  %v{i + 1} = loom.{op} %v{i}, %o{i} : ({to}, {ty(shape, dtype)}) -> {to}")
+    body = "\n".join(lines)
+    return (f"func.func @f({', '.join(args)}) -> {to} {{\n{body}\n  func.return %v{len(steps)} : {to}\n}}\n",
+            shapes)
+
+
+def fused(kern):
+    return [r for r in kern.remarks if "[loom-fuse-epilogue] fused" in r]
+
+
+def check(src, shapes, k, pipeline, dtype, seed, expect_fused=True):
+    """Compile, compare with the reference (within the bound on normal inputs, exactly
+    on small integers), and with the unfused kernel bit for bit."""
+    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
+    if expect_fused:
+        assert fused(kern), [r for r in kern.remarks if "fuse-epilogue" in r]
+    rng = np.random.default_rng(seed)
+    args = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    got = kern(*args)
+    assert_within_bound(got, compiler.reference(src, *args), k, dtype, pipeline)
+    ints = [small_ints(rng, s, dtype) for s in shapes]
+    np.testing.assert_array_equal(kern(*ints), compiler.reference(src, *ints).astype(dtype), err_msg=pipeline)
+    return kern, args, got
+
+
+@pytest.mark.parametrize("pipeline", FUSING)
+@settings(max_examples=6)
+@given(m=SIZES, n=SIZES, k=SIZES, epilogue=st.sampled_from(sorted(EPILOGUES)), dtype=DTYPES,
+       seed=st.integers(0, 2**16))
+def test_matmul_epilogue_matches_the_reference(pipeline, m, n, k, epilogue, dtype, seed):
+    src, shapes = epilogue_source((m, k), (k, n), EPILOGUES[epilogue], dtype)
+    check(src, shapes, k, pipeline, dtype, seed)
+
+
+@settings(max_examples=10)
+@given(m=SIZES, n=SIZES, k=st.sampled_from([1, 7, 64, 300, 1031]), epilogue=st.sampled_from(sorted(EPILOGUES)),
+       seed=st.integers(0, 2**16))
+def test_fused_is_bit_for_bit_the_unfused(m, n, k, epilogue, seed):
+    """The same operations in the same order as the unfused nests (K over several
+    panels: the epilogue in the last one only)."""
+    src, shapes = epilogue_source((m, k), (k, n), EPILOGUES[epilogue], np.float32)
+    kern, args, got = check(src, shapes, k, "default", np.float32, seed)
+    unfused = compiler.compile(src, pipeline="loom-default{skip=fuse}", remarks=True)
+    assert not fused(unfused)
+    np.testing.assert_array_equal(got, unfused(*args))
+
+
+@pytest.mark.parametrize("pipeline", ["default", "loom-fuse-epilogue"])
+@settings(max_examples=8)
+@given(batch=st.integers(1, 3), m=SIZES, n=SIZES, k=SIZES, dtype=DTYPES, seed=st.integers(0, 2**16))
+def test_batched_matmul_epilogue(pipeline, batch, m, n, k, dtype, seed):
+    """A batched matmul, times a full-shape operand, plus a bias broadcast over the
+    batch and the rows, relu."""
+    steps = [("mul", lambda m_, n_: (batch, m_, n_)), ("add", lambda m_, n_: (n_,)), ("relu", None)]
+    src, shapes = epilogue_source((batch, m, k), (batch, k, n), steps, dtype, batch=(batch,))
+    check(src, shapes, k, pipeline, dtype, seed)
+
+
+def conv_source(layer, layout, dtype, bias):
+    """conv2d, + a bias per output channel (F x 1 x 1 in NCHW, F in NHWC) or a full-shape
+    operand, relu; returns (source, shapes, reduction length)."""
+    n, c, h, w, f, r, s, stride, pad = layer
+    ho, wo = conv2d_output_hw(h, w, r, s, (stride, stride), (pad, pad), (1, 1))
+    nchw = layout == "nchw"
+    x, wt, y = ((n, c, h, w), (f, c, r, s), (n, f, ho, wo)) if nchw else ((n, h, w, c), (r, s, c, f), (n, ho, wo, f))
+    b = y if bias == "full" else (f, 1, 1) if nchw else (f,)
+    tx, tw, tyy, tb = (ty(t, dtype) for t in (x, wt, y, b))
+    attrs = ("" if nchw else 'layout = "nhwc", ') + (f"strides = array<i64: {stride}, {stride}>, padding = "
+                                                     f"array<i64: {pad}, {pad}>, dilations = array<i64: 1, 1>")
+    src = (f"func.func @conv(%x: {tx}, %w: {tw}, %b: {tb}) -> {tyy} {{\n"
+           f"  %y = loom.conv2d %x, %w {{{attrs}}} : ({tx}, {tw}) -> {tyy}\n"
+           f"  %s = loom.add %y, %b : ({tyy}, {tb}) -> {tyy}\n"
+           f"  %r = loom.relu %s : {tyy}\n  func.return %r : {tyy}\n}}\n")
+    return src, [x, wt, b], c * r * s
+
+
+@st.composite
+def layers(draw):
+    """(n, c, h, w, f, r, s, stride, padding): small layers, odd sizes included."""
+    r = s = draw(st.sampled_from([1, 3]))
+    pad = draw(st.integers(0, r // 2))
+    h, w = draw(st.integers(r, 11)), draw(st.integers(r, 11))
+    return (draw(st.integers(1, 2)), draw(st.sampled_from([1, 3, 8])), h, w, draw(st.sampled_from([1, 5, 16, 17])),
+            r, s, draw(st.integers(1, 2)), pad)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("pipeline", ["default", "loom-default{skip=direct}", "loom-default{skip=im2col}"])
+@settings(max_examples=6)
+@given(layer=layers(), dtype=DTYPES, bias=st.sampled_from(["channel", "full"]), seed=st.integers(0, 2**16))
+def test_conv2d_epilogue(layout, pipeline, layer, dtype, bias, seed):
+    """Both strategies: im2col's matmul stores into Y viewed as a matrix (the operands
+    read through views of that shape), the direct convolution's into Y (NHWC) or into
+    the copy of its wide result into Y (NCHW)."""
+    src, shapes, k = conv_source(layer, layout, dtype, bias)
+    check(src, shapes, k, pipeline, dtype, seed)
+
+
+def test_conv2d_bias_views_and_copy():
+    """The per-channel bias of an NCHW conv2d: through a view of stride 0 along the
+    pixels when im2col's matmul stores Y as F x Ho*Wo; in the copy into Y for the direct
+    convolution. The remark names the nest that took the epilogue."""
+    src, _, _ = conv_source((1, 8, 10, 10, 16, 3, 3, 1, 1), "nchw", np.float32, "channel")
+    im2col = compiler.compile(src, pipeline="loom-default{skip=direct}", remarks=True, stages=True)
+    assert "strides: [1, 0]" in im2col.stages["loom-default"], "the bias viewed over F x Ho*Wo"
+    assert "into the 'matmul' nest" in fused(im2col)[0]
+    direct = compiler.compile(src, pipeline="loom-default{skip=im2col}", remarks=True)
+    assert "into the 'direct.out' nest" in fused(direct)[0]
+
+
+def test_fused_nest_runs_on_threads():
+    """The fused matmul nest is parallelized like the unfused one, and computes the same."""
+    src, shapes = epilogue_source((96, 256), (256, 96), EPILOGUES["bias_relu"], np.float32)
+    two = compiler.compile(src, pipeline="default", num_threads=2, remarks=True)
+    assert fused(two)
+    assert any("[loom-parallelize] nest 'matmul': loop" in r and "run in parallel" in r for r in two.remarks), \
+        two.remarks
+    one = compiler.compile(src, pipeline="default", num_threads=1)
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    np.testing.assert_array_equal(two(*args), one(*args))
+
+
+def test_the_result_is_written_once():
+    """C and the sum are no longer allocated: the function's only buffer writes go to
+    the result (and the packed panels)."""
+    src, _ = epilogue_source((64, 128), (128, 64), EPILOGUES["bias_relu"], np.float32)
+    kern = compiler.compile(src, pipeline="default", remarks=True, stages=True)
+    after = kern.stages["loom-default"]
+    assert "memref<64x64xf32>" not in "".join(line for line in after.splitlines() if "memref.alloc" in line)
+    assert 'loom.tag = "add"' not in after and 'loom.tag = "relu"' not in after
+
+
+REFUSED = {
+    # C is also a result: it must still be written
+    "returned": ("%c = loom.matmul %a, %b : (T45, T56) -> T46\n"
+                 "  %s = loom.add %c, %d : (T46, T46) -> T46\n  func.return %c, %s : T46, T46",
+                 "%c is a result of the function"),
+    # C read by two elementwise ops
+    "two_readers": ("%c = loom.matmul %a, %b : (T45, T56) -> T46\n"
+                    "  %s = loom.add %c, %d : (T46, T46) -> T46\n  %m = loom.mul %c, %d : (T46, T46) -> T46\n"
+                    "  func.return %s, %m : T46, T46",
+                    "%c is also used by nest"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+@pytest.mark.parametrize("pipeline", ["default", "loom-fuse-epilogue"])
+def test_refused_epilogues_stay_right(case, pipeline):
+    body, why = REFUSED[case]
+    t = {"T45": "tensor<4x5xf32>", "T56": "tensor<5x6xf32>", "T46": "tensor<4x6xf32>"}
+    for name, text in t.items():
+        body = body.replace(name, text)
+    src = (f"func.func @f(%a: {t['T45']}, %b: {t['T56']}, %d: {t['T46']}) -> ({t['T46']}, {t['T46']}) {{\n"
+           f"  {body}\n}}\n")
+    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
+    assert any("not fused" in r and why in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(4, 5), (5, 6), (4, 6)]]
+    for got, want in zip(kern(*args), compiler.reference(src, *args)):
+        assert_within_bound(got, want, 5, np.float32)
+
+
+def test_a_returned_intermediate_is_still_written():
+    """relu(c + d) and c + d both returned: the add is fused (the matmul writes the sum),
+    the relu stays a nest that reads it."""
+    t46 = "tensor<4x6xf32>"
+    src = (f"func.func @f(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>, %d: {t46}) -> ({t46}, {t46}) {{\n"
+           f"  %c = loom.matmul %a, %b : (tensor<4x5xf32>, tensor<5x6xf32>) -> {t46}\n"
+           f"  %s = loom.add %c, %d : ({t46}, {t46}) -> {t46}\n  %r = loom.relu %s : {t46}\n"
+           f"  func.return %s, %r : {t46}, {t46}\n}}\n")
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    assert "relu (line 4) left as its own nest: %s is a result of the function" in fused(kern)[0]
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(4, 5), (5, 6), (4, 6)]]
+    for got, want in zip(kern(*args), compiler.reference(src, *args)):
+        assert_within_bound(got, want, 5, np.float32)
+
+
+def test_long_chains_stop_at_the_limit():
+    """An epilogue takes at most MAX_STEPS nests; the rest stay nests of their own, and
+    the result is right."""
+    from passes.schedule.loom_fuse_epilogue import MAX_STEPS
+
+    steps = [("add", lambda m, n: (n,)), ("relu", None)] * (MAX_STEPS // 2 + 1)
+    src, shapes = epilogue_source((8, 9), (9, 10), steps, np.float32)
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    assert f"an epilogue takes at most {MAX_STEPS} nests" in fused(kern)[0]
+    assert len(fused(kern)) == 1, "the nests left over are not fused in a second round"
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    assert_within_bound(kern(*args), compiler.reference(src, *args), 9 + len(steps), np.float32)
+
+
+@settings(max_examples=50)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_operand_views_reach_what_numpy_reshape_does(shape, data):
+    """The strides of an operand over the matmul's view of C (a reshape of C's shape)
+    are numpy's, for a reshape that numpy does without a copy, and None where numpy
+    must copy."""
+    strides = [data.draw(st.sampled_from([0, 1, 2, 5])) for _ in shape]
+    # a reshape that merges runs of dimensions (what a conv2d's matmul view of Y does)
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(shape) - 1), max_size=len(shape) - 1))) if len(shape) > 1 else []
+    bounds = [0, *cuts, len(shape)]
+    new_shape = [int(np.prod(shape[a:b])) for a, b in zip(bounds, bounds[1:])]
+    base = np.arange(64.0)
+    view = np.lib.stride_tricks.as_strided(base, shape, [s * 8 for s in strides])
+    got = reshape_strides(shape, strides, new_shape)
+    try:
+        reshaped = view.view()
+        reshaped.shape = new_shape  # raises where numpy would have to copy
+    except AttributeError:
+        assert got is None or all(n == 1 for n in new_shape)
+        return
+    assert got is not None
+    np.testing.assert_array_equal(np.lib.stride_tricks.as_strided(base, new_shape, [s * 8 for s in got]), reshaped)
+
+
+def test_fusion_bench_rows_check_and_print(monkeypatch, capsys):
+    """loom-bench --fusion, in-process with a tiny dense layer and a tiny conv2d: rows
+    come fused and checked, the table and the JSON print. Speed is never asserted."""
+    import json
+
+    from compiler import bench, bench_conv
+    from tools import loom_bench
+
+    monkeypatch.setattr(bench, "FUSION_DENSE", [(5, 6, 7)])
+    monkeypatch.setitem(bench_conv.LAYERS["all"], "tiny", (1, 2, 5, 5, 3, 3, 3, (1, 1), (1, 1), (1, 1)))
+    monkeypatch.setattr(bench, "FUSION_CONVS", ["tiny"])
+    fast = ["--budget", "0.01", "--repeat", "3"]
+    assert loom_bench.main(["--fusion", *fast]) == 0
+    out = capsys.readouterr().out
+    assert "| relu(x @ w + b) 5x6x7 |" in out and "| conv2d tiny NHWC + bias + relu |" in out
+    assert out.count("| ok |") == 3, out
+    assert loom_bench.main(["--fusion", "--json", "--rounds", "2", *fast]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["ok"] for r in rows] == [True] * 3 and len(rows[0]["over_unfused"]) == 2
+    assert "fused add" in rows[0]["remark"] and rows[1]["numpy"] is None
