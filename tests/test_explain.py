@@ -200,7 +200,7 @@ def test_matmul_report(monkeypatch):
     assert report.stages[0][1] == ("func @mm(a: f32[512x256], b: f32[256x256]) -> f32[512x256]:\n"
                                    "  c = matmul(a, b)\n  return c")
     scheduled = report.stages[2][1]
-    assert "    for k_t in 0..256 step 256:\n      for j_panel in 0..16:\n" in scheduled
+    assert "    for k_t in 0..256 step 256:\n      for k_cp in 0..256:\n        for j_panel in 0..16:\n" in scheduled
     assert "unrolled x12: c_acc += bcast(a_pack[" in scheduled  # the 6x16 tile: 12 accumulators of 8 lanes
     assert "vectorized j_cp in 0..16 step 8:" in scheduled  # B's panels copied in vectors
     group, whole = report.decisions

@@ -55,8 +55,8 @@ affine.for %i_t = 0 to 100 step 32 {
 affine.for %i_t = 0 to 100 step 32 {
   affine.for %j_t = 0 to 70 step 64 {
     affine.for %k_t = 0 to 50 step 16 {
-      affine.for %j_panel = 0 to 4 {
-        affine.for %k_cp = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%k_t) {
+      affine.for %k_cp = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%k_t) {
+        affine.for %j_panel = 0 to 4 {
           affine.for %j_cp = 0 to min affine_map<(d0, d1) -> (16, (((d0 * -1) + (d1 * -16)) + 70))>(%j_t, %j_panel) {
             %3 = affine.load %b[%k_t + %k_cp, %j_t + %j_panel * 16 + %j_cp] : memref<50x70xf32>
             affine.store %3, %b_pack[%j_panel, %k_cp, %j_cp] : memref<4x16x16xf32>
@@ -103,7 +103,7 @@ from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError, op_location
 from compiler.remarks import remark
-from dialects.loom import VIEW_OPS, may_alias, unknown_origin
+from dialects.loom import VIEW_OPS, may_alias, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
     FootprintError,
@@ -308,13 +308,28 @@ class LoomPackPass(ModulePass):
 
     def _copy_nest(self, plan: _Plan, buffer: SSAValue) -> affine.ForOp:
         """buffer[...] = operand[...] over the tile: one loop per dimension of the buffer,
-        in order (the buffer is written contiguously), from 0 (the tile's start) to the
-        tile's end in this iteration."""
+        from 0 (the tile's start) to the tile's end in this iteration; in the buffer's
+        order (it is written contiguously), except where the panels split the operand's
+        unit-stride dimension (B's columns): there the panel loop goes inside the others,
+        just outside the offset in the panel, so that the copy reads the operand row by
+        row, each row of the tile in one sweep across the panels (the panel-first order
+        read NR columns of every row of a panel, then the next panel: short bursts a
+        row apart, which the hardware prefetchers do not follow across pages; measured,
+        znver4, one thread: 128x768x3072 +4%, 128x1024x1024 +4%, 1024^3 +1%)."""
         fp = plan.footprint
         order = [d for d in plan.packed if d != plan.split]
         names = [_name(fp[d].loop, "cp") for d in order]
         if plan.split is not None:
             names = [_name(fp[plan.split].loop, "panel"), *names, _name(fp[plan.split].loop, "cp")]
+        rows_first = plan.split is not None and plan.split == _unit_stride_dimension(plan.memref)
+
+        def arranged(items: list) -> list:
+            """The loops' items (panel, others..., offset) in the nest's order."""
+            return [*items[1:-1], items[0], items[-1]] if rows_first else items
+
+        def buffer_order(ivs: list[SSAValue]) -> list[SSAValue]:
+            """The nest's ivs in the buffer's order (panel, others..., offset)."""
+            return [ivs[-2], *ivs[:-2], ivs[-1]] if rows_first else ivs
 
         def relative(fd: FootprintDim, start: LinearForm, known: dict[SSAValue, Range] | None = None) -> LoopBounds:
             """The loop over the tile along fd, counted from `start`."""
@@ -344,7 +359,8 @@ class LoomPackPass(ModulePass):
             store = affine.StoreOp(load.result, buffer, *_map(forms))
             return [load, store]
 
-        return build_affine_nest(names, bounds, body)
+        return build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs))),
+                                 lambda ivs: body(buffer_order(ivs)))
 
     def _packed_index(self, plan: _Plan) -> tuple[list[AffineExpr], list[SSAValue]]:
         """Where the body's read lands in the buffer: [iv - base, ...]; with panels,
@@ -365,6 +381,16 @@ class LoomPackPass(ModulePass):
             return [exprs[0] // width, *exprs[1:]], operands
         exprs, operands = affine_exprs([relative[plan.split], *others])
         return [exprs[0] // width, *exprs[1:], exprs[0] % width], operands
+
+
+def _unit_stride_dimension(mem: SSAValue) -> int | None:
+    """The dimension of memref `mem` along which its elements are adjacent (stride 1:
+    the last of a row-major memref), or None (no such dimension, or dynamic strides)."""
+    layout = static_strides(mem.type) if isinstance(mem.type, MemRefType) else None
+    if layout is None:
+        return None
+    units = [d for d, stride in enumerate(layout[0]) if stride == 1]
+    return units[-1] if units else None
 
 
 def _panel_tile(fd: FootprintDim, width: int) -> SSAValue | None:

@@ -63,8 +63,8 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 
 // 100x70x90: peeled into a 96x64 main nest and two copies (columns 64..70 of the first
 // 96 rows, then the last 4 rows). A and B no longer fit in L1: the main nest packs B as
-// KC x NR panels (4 panels of 90x16) at k_t and A as KC x MR panels (16 panels of 90x6)
-// at i_t, in buffers allocated before the nest and freed after it; the micro-kernel
+// KC x NR panels (4 panels of 90x16, copied row by row) at k_t and A as KC x MR panels
+// (16 panels of 90x6) at i_t, in buffers allocated before the nest and freed after it; the micro-kernel
 // reads both packed buffers. The 96x6 copy is planned for its own extents (its B panel
 // padded to 16 columns); the 4-row copy gets the (k, i, j) order and is not packed.
 // CHECK-LABEL: func.func @mm_pack
@@ -74,8 +74,9 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // CHECK-NEXT:    %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x90x6xf32>
 // CHECK-NEXT:    affine.for %j_t = 0 to 64 step 64 {
 // CHECK-NEXT:      affine.for %k_t = 0 to 90 step 90 {
-// CHECK-NEXT:        affine.for %{{.*}} = 0 to 4 {
-// CHECK:               affine.vector_store %{{.*}}, %[[BP]][{{.*}}] : memref<4x90x16xf32>, vector<8xf32>
+// CHECK-NEXT:        affine.for %k_cp = 0 to 90 {
+// CHECK-NEXT:          affine.for %{{.*}} = 0 to 4 {
+// CHECK:                 affine.vector_store %{{.*}}, %[[BP]][{{.*}}] : memref<4x90x16xf32>, vector<8xf32>
 // CHECK:             affine.for %i_t = 0 to 96 step 96 {
 // CHECK-NEXT:          affine.for %{{.*}} = 0 to 16 {
 // CHECK:                 affine.store %{{.*}}, %[[AP]][{{.*}}] : memref<16x90x6xf32>

@@ -10,7 +10,8 @@
 // CHECK:         } {loom.tag = "matmul.init"}
 // CHECK:         affine.for %j_t = 0 to 256 step 256 {
 // CHECK-NEXT:      affine.for %k_t = 0 to 256 step 256 {
-// CHECK-NEXT:        affine.for %j_panel = 0 to 16 {
+// CHECK-NEXT:        affine.for %k_cp = 0 to 256 {
+// CHECK-NEXT:          affine.for %j_panel = 0 to 16 {
 // CHECK:             affine.for %i_t = 0 to 192 step 192 {
 // CHECK-NEXT:          "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (32)>{{.*}}}> ({
 // CHECK-NEXT:          ^bb0(%i_panel: index):

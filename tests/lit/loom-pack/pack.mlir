@@ -33,15 +33,17 @@
 // CHECK-NEXT:    memref.dealloc %[[PACK]] : memref<16x64xf32>
 // CHECK-NEXT:    func.return
 
-// panel=16: B's tile as [64/16][16][16], panel by panel; the micro-kernel's read is
-// [(j - j_t) floordiv 16, k - k_t, (j - j_t) mod 16].
+// panel=16: B's tile as [64/16][16][16]; the micro-kernel's read is
+// [(j - j_t) floordiv 16, k - k_t, (j - j_t) mod 16]. The panels split B's unit-stride
+// dimension (j), so the copy goes row by row (k_cp outside the panel loop): each row of
+// the tile read in one sweep across the panels.
 // PANEL-LABEL: func.func @tiled_matmul
 // PANEL-NEXT:    %[[PACK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16x16xf32>
 // PANEL-NEXT:    affine.for %{{.*}} = 0 to 64 step 32 {
 // PANEL-NEXT:      affine.for %[[JT:.*]] = 0 to 70 step 64 {
 // PANEL-NEXT:        affine.for %[[KT:.*]] = 0 to 50 step 16 {
-// PANEL-NEXT:          affine.for %[[P:.*]] = 0 to 4 {
-// PANEL-NEXT:            affine.for %[[KC:.*]] = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%[[KT]]) {
+// PANEL-NEXT:          affine.for %[[KC:.*]] = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%[[KT]]) {
+// PANEL-NEXT:            affine.for %[[P:.*]] = 0 to 4 {
 // PANEL-NEXT:              affine.for %[[JC:.*]] = 0 to min affine_map<(d0, d1) -> (16, (((d0 * -1) + (d1 * -16)) + 70))>(%[[JT]], %[[P]]) {
 // PANEL-NEXT:                %[[V:.*]] = affine.load %b[%[[KT]] + %[[KC]], %[[JT]] + %[[P]] * 16 + %[[JC]]] : memref<50x70xf32>
 // PANEL-NEXT:                affine.store %[[V]], %[[PACK]][%[[P]], %[[KC]], %[[JC]]] : memref<4x16x16xf32>
@@ -53,13 +55,15 @@
 
 // Both operands: A's 32x16 tile as panels of 6 rows, [6][16][6], the last panel padded
 // (32 = 5 * 6 + 2: its copy loop stops at 32 - 6 * panel). Each pass puts its copy first
-// in the k_t body, its alloc right before the nest and its dealloc right after it.
+// in the k_t body, its alloc right before the nest and its dealloc right after it. A's
+// panels split its rows, not its unit-stride dimension: its copy goes panel by panel.
 // BOTH-LABEL: func.func @tiled_matmul
 // BOTH-NEXT:    %[[APACK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x16x6xf32>
 // BOTH-NEXT:    %[[BPACK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16x16xf32>
 // BOTH-NEXT:    affine.for %[[IT:.*]] = 0 to 64 step 32 {
 // BOTH:           affine.for %[[KT:.*]] = 0 to 50 step 16 {
-// BOTH-NEXT:        affine.for %{{.*}} = 0 to 4 {
+// BOTH-NEXT:        affine.for %{{.*}} = 0 to min
+// BOTH-NEXT:          affine.for %{{.*}} = 0 to 4 {
 // BOTH:             affine.store %{{.*}}, %[[BPACK]]
 // BOTH:           affine.for %[[P:.*]] = 0 to 6 {
 // BOTH-NEXT:        affine.for %[[KC:.*]] = 0 to min affine_map<(d0) -> (16, ((d0 * -1) + 50))>(%[[KT]]) {
