@@ -3,6 +3,7 @@ decisions and their reasons, the estimated traffic, the GFLOP/s against the peak
 timing is asserted: only that a time was measured and set against a peak."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -245,7 +246,7 @@ def test_matmul_bias_relu_report():
     affine = dict(report.stages)["after convert-loom-to-affine (the textbook loops)"]
     assert "c[i, j] += x[i, k] * w[k, j]" in affine and "= max(s[l4, l5], 0.0)" in affine
     scheduled = dict(report.stages)["after loom-default (the schedule)"]
-    assert "= max(c_acc + bias[j_t2 + {0,16,32}:+16], 0.0)" in scheduled and "s = alloc" not in scheduled
+    assert "= max(c_acc + bias[j_t2" in scheduled and "s = alloc" not in scheduled  # (vectors: the host's)
     assert "== measured ==\nnot measured" in str(report)
 
     unfused = explain_source(src, filename=path, pipeline="loom-default{skip=fuse}", measure_time=False)
@@ -253,7 +254,8 @@ def test_matmul_bias_relu_report():
     assert unfused.decisions[2].source == "%r = loom.relu %s : tensor<128x64xf32>"
     assert [d.label for d in unfused.decisions[1].decisions][0] == "vectorized"
     scheduled = dict(unfused.stages)["after loom-default (the schedule)"]
-    assert "vectorized l5 in 0..64 step 16:\n      r[l4, l5:+16] = max(s[l4, l5:+16], 0.0)" in scheduled
+    vectorized = r"vectorized l5 in 0\.\.64 step (\d+):\n      r\[l4, l5:\+\1\] = max\(s\[l4, l5:\+\1\], 0\.0\)"
+    assert re.search(vectorized, scheduled)  # by the host's vector width
 
 
 def test_conv2d_direct_report():
