@@ -254,7 +254,10 @@ def _analyze(loop: affine.ForOp, width: int) -> _Plan:
     for op, s in strides.items():
         if not (s.invariant or s.contiguous):
             step = f"stride {s.stride}" if s.stride is not None else f"coefficients {list(s.coefficients)}"
-            raise _Refusal(f"{describe_access(op)} has {step} in {value_name(iv)}")
+            why = f"{describe_access(op)} has {step} in {value_name(iv)}"
+            if s.stride == 1:  # adjacent elements, but along a dimension a vector load does not read
+                why += ", along a dimension other than the last (a vector load reads along the last)"
+            raise _Refusal(why)
     plan = _Plan(_width(loop, width, strides), body, strides)
     if trips is not None and trips < plan.width and (trips < 1 or nest_tag(loop) is not None):
         # (a nest's own loop keeps its tag: a loop is needed; an inner one becomes one

@@ -31,6 +31,30 @@ func.func @matmul_ijk(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<6
   func.return
 }
 
+// -----
+
+// B a transposed view (strides [1, 64]): its elements are adjacent along %k, but along
+// its first dimension, which a vector load does not read along.
+// CHECK-LABEL: func.func @matmul_transposed_b
+// CHECK:       affine.for %k = 0 to 64 {
+// CHECK-NOT:   {{vector[.<]}}
+// CHECK:       } {loom.tag = "matmul"}
+// CHECK:       refuse.mlir:[[# @LINE + 4]]:7: remark: [loom-vectorize] nest 'matmul': loop %k not vectorized: %b[%k, %j] has stride 1 in %k, along a dimension other than the last (a vector load reads along the last)
+func.func @matmul_transposed_b(%a: memref<64x64xf32>, %b: memref<64x64xf32, strided<[1, 64]>>, %c: memref<64x64xf32>) {
+  affine.for %i = 0 to 64 {
+    affine.for %j = 0 to 64 {
+      affine.for %k = 0 to 64 {
+        %x = affine.load %a[%i, %k] : memref<64x64xf32>
+        %y = affine.load %b[%k, %j] : memref<64x64xf32, strided<[1, 64]>>
+        %z = affine.load %c[%i, %j] : memref<64x64xf32>
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %z, %p : f32
+        affine.store %s, %c[%i, %j] : memref<64x64xf32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
 
 // -----
 
