@@ -346,28 +346,65 @@ def test_conv2d_of_strided_operands(layout, pipeline):
     assert not any("conv2d nest left as it is" in r for r in kern.remarks), kern.remarks
 
 
-def test_default_copies_a_transposed_b_it_reads_in_place():
-    """A 3-row matmul reads B's rows as vectors in place: a transposed B is copied into a
-    row-major buffer first (a remark says so), and the nest is vectorized; a 64-row one
-    packs B and copies nothing more."""
-    def kernel(m, k, n):
-        src = f"""func.func @mm(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32> {{loom.buffer_layout = strided<[1, {k}]>}}) -> tensor<{m}x{n}xf32> {{
-  %c = loom.matmul %a, %b : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  func.return %c : tensor<{m}x{n}xf32>
-}}"""
-        return compiler.compile(src, pipeline="default", remarks=True)
+def _transposed_b_kernel(m: int, k: int, n: int, dtype: type = np.float32, batch: int = 0, epilogue: bool = False,
+                         num_threads: int | None = None):
+    """A matmul of A (m x k) by B (k x n) passed as a transposed view (`w.T` of an n x k
+    array), batched over `batch` when it is not 0; with `epilogue`, relu(A @ B + bias)."""
+    lead = [batch] if batch else []
+    a_t, b_t, c_t = (ty(lead + s, dtype) for s in ([m, k], [k, n], [m, n]))
+    layout = f"strided<[{'%d, ' % (k * n) if batch else ''}1, {k}]>"
+    body = f"  %c = loom.matmul %a, %b : ({a_t}, {b_t}) -> {c_t}\n"
+    args = f"%a: {a_t}, %b: {b_t} {{loom.buffer_layout = {layout}}}"
+    if epilogue:
+        bias_t = ty([n], dtype)
+        args += f", %bias: {bias_t}"
+        body += (f"  %s = loom.add %c, %bias : ({c_t}, {bias_t}) -> {c_t}\n"
+                 f"  %r = loom.relu %s : {c_t}\n")
+    result = "%r" if epilogue else "%c"
+    src = f"func.func @mm({args}) -> {c_t} {{\n{body}  func.return {result} : {c_t}\n}}"
+    return src, compiler.compile(src, pipeline="default", remarks=True, num_threads=num_threads)
 
+
+def test_default_reads_a_transposed_b_in_place_as_dot_products():
+    """Fewer rows than MR and B a transposed view (x @ w.T): dot products of rows of A
+    and rows of B's buffer, read in place (no copy), k vectorized as a sum; exact. A
+    64-row one packs B (reading the view) and copies nothing more."""
     rng = np.random.default_rng(5)
-    small = kernel(3, 64, 48)
-    assert any("B is a strided view" in r and "copied into a row-major buffer" in r for r in small.remarks)
-    assert not any("not vectorized" in r for r in small.remarks), small.remarks
-    a, b = small_ints(rng, (3, 64), np.float32), small_ints(rng, (48, 64), np.float32).T
-    np.testing.assert_array_equal(small(a, b), a @ b)
-    large = kernel(192, 256, 256)
+    _, small = _transposed_b_kernel(3, 64, 48)
+    assert any("B a transposed view" in r and "dot products" in r for r in small.remarks), small.remarks
+    assert not any("copied into a row-major buffer" in r or "not vectorized" in r for r in small.remarks)
+    assert any("sum into" in r for r in small.remarks)
+    a, w = small_ints(rng, (3, 64), np.float32), small_ints(rng, (48, 64), np.float32)
+    np.testing.assert_array_equal(small(a, w.T), a @ w.T)
+    # B's elements adjacent along neither dimension (a view with steps): copied, then vectorized
+    steps = compiler.jit(lambda x, y: x @ y, remarks=True)
+    a, w = small_ints(rng, (3, 64), np.float32), small_ints(rng, (128, 96), np.float32)
+    np.testing.assert_array_equal(steps(a, w[::2, ::2]), a @ w[::2, ::2])
+    remarks = steps.kernel(a, w[::2, ::2]).remarks
+    assert any("copied into a row-major buffer" in r for r in remarks) and not any("not vectorized" in r for r in remarks)
+    _, large = _transposed_b_kernel(192, 256, 256)
     assert any("[loom-pack] packed operand 1" in r for r in large.remarks)
-    assert not any("B is a strided view" in r for r in large.remarks)
-    a, b = small_ints(rng, (192, 256), np.float32), small_ints(rng, (256, 256), np.float32).T
-    np.testing.assert_array_equal(large(a, b), a @ b)
+    assert not any("B is a strided view" in r or "dot products" in r for r in large.remarks)
+    a, w = small_ints(rng, (192, 256), np.float32), small_ints(rng, (256, 256), np.float32)
+    np.testing.assert_array_equal(large(a, w.T), a @ w.T)
+
+
+@given(m=st.sampled_from([1, 2, 3, 5, 7]), k=st.sampled_from([1, 2, 13, 16, 37, 64]),
+       n=st.sampled_from([2, 3, 5, 17, 48, 67]), dtype=st.sampled_from([np.float32, np.float64]),
+       batch=st.sampled_from([0, 2]), epilogue=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_dot_product_schedule_is_exact(m, k, n, dtype, batch, epilogue, threads):
+    """The dot-product schedule of a transposed B, on shapes no jam factor or vector
+    width divides, batched or not, with a fused epilogue or not, on 1 or 2 threads:
+    bit-exact with small integers."""
+    src, kern = _transposed_b_kernel(m, k, n, dtype, batch, epilogue, threads)
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    np_dtype = np.dtype(dtype)
+    lead = (batch,) if batch else ()
+    a = small_ints(rng, lead + (m, k), np_dtype)
+    w = small_ints(rng, lead + (n, k), np_dtype)
+    b = np.swapaxes(w, -1, -2)
+    args = [a, b] + ([small_ints(rng, (n,), np_dtype)] if epilogue else [])
+    np.testing.assert_array_equal(kern(*args), compiler.reference(src, *args).astype(np_dtype))
 
 
 def test_broadcast_argument_is_vectorized():

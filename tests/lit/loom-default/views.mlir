@@ -5,27 +5,25 @@
 // packing copies the operand into a row-major buffer itself (what loom.contiguous does),
 // and says so; elementwise nests read strided views in place.
 
-// A 4x32x32 matmul has fewer rows than MR: its schedule reads B's rows as vectors in
-// place. B is transposed (rows of stride 32), so B is copied first, in 8x8 tiles (each
-// line read and written used for a whole tile), and the nest reads the copy with vector
-// loads.
+// A 4x32x32 matmul has fewer rows than MR, and B is transposed (adjacent along k, rows
+// of stride 32: `x @ w.T`): each element of C is the dot product of a row of A and a row
+// of B's buffer, read in place through a view with the two dimensions swapped (no copy);
+// k becomes 16-lane vector sums reduced once per element, 4x4 of them at a time.
 // CHECK-LABEL: func.func @transposed_b
 // CHECK:         } {loom.tag = "matmul.init"}
-// CHECK-NEXT:    %b_contiguous = memref.alloc() : memref<32x32xf32>
-// CHECK-NEXT:    affine.for %[[IT:.*]] = 0 to 32 step 8 {
-// CHECK-NEXT:      affine.for %[[JT:.*]] = 0 to 32 step 8 {
-// CHECK-NEXT:        affine.for %[[I:.*]] = {{.*}}(%[[IT]]) to {{.*}}((d0 + 8))>(%[[IT]]) {
-// CHECK-NEXT:          affine.for %[[J:.*]] = {{.*}}(%[[JT]]) to {{.*}}((d0 + 8))>(%[[JT]]) {
-// CHECK-NEXT:            %[[V:.*]] = affine.load %b[%[[I]], %[[J]]] : memref<32x32xf32, strided<[1, 32]>>
-// CHECK-NEXT:            affine.store %[[V]], %b_contiguous[%[[I]], %[[J]]] : memref<32x32xf32>
-// CHECK:         } {loom.tag = "matmul.contiguous"}
+// CHECK-NEXT:    %b_t = memref.reinterpret_cast %b to offset: [0], sizes: [32, 32], strides: [32, 1] : memref<32x32xf32, strided<[1, 32]>> to memref<32x32xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK:         affine.for %i = 0 to 4 step 4 {
+// CHECK-NEXT:      affine.for %j = 0 to 32 step 4 {
+// CHECK-NEXT:        %{{.*}} = affine.for %k = 0 to 32 step 16 iter_args(
+// CHECK-NEXT:          %[[A:.*]] = affine.vector_load %a[%i, %k] : memref<4x32xf32>, vector<16xf32>
+// CHECK-NEXT:          %[[B:.*]] = affine.vector_load %b_t[%j, %k] : memref<32x32xf32>, vector<16xf32>
+// CHECK-NEXT:          %{{.*}} = vector.fma %[[A]], %[[B]], %{{.*}} : vector<16xf32>
 // CHECK-NOT:     %b[
-// CHECK:         affine.vector_load %b_contiguous[%k, %j] : memref<32x32xf32>, vector<16xf32>
-// CHECK-NOT:     %b[
+// CHECK:             vector.reduction <add>
 // CHECK:         } {loom.tag = "matmul"}
-// CHECK-NEXT:    memref.dealloc %b_contiguous : memref<32x32xf32>
-// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] B is a strided view (memref<32x32xf32, strided<[1, 32]>>): its rows are not contiguous (stride 32 along j), and the schedule of 1 of the matmul's 1 nests reads them as vectors in place (no packing): copied into a row-major buffer first (nest 'matmul.contiguous', like loom.contiguous: memref<32x32xf32, strided<[1, 32]>> -> memref<32x32xf32>)
-// REMARK-NEXT: views.mlir:[[# @LINE + 2]]:3: remark: [loom-default] nest 'matmul.contiguous' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile
+// CHECK-NOT:     memref.dealloc
+// REMARK: views.mlir:[[# @LINE + 2]]:3: remark: [loom-default] matmul 4x32x32 on test512: {{.*}}: 4 rows < MR=14 and B a transposed view (memref<32x32xf32, strided<[1, 32]>>, adjacent along k): dot products of rows of A and rows of B's buffer, read in place (loop order i, j, k; k in 16-lane vector sums; 4x4 of them at a time); pass list: loom-unroll-jam{factors=4,4,1 op=matmul},loom-vectorize{width=16 op=matmul},loom-hoist{op=matmul}
 func.func @transposed_b(%a: tensor<4x32xf32>, %b: tensor<32x32xf32> {loom.buffer_layout = strided<[1, 32]>}) -> tensor<4x32xf32> {
   %c = loom.matmul %a, %b : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
   func.return %c : tensor<4x32xf32>
