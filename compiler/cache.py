@@ -341,6 +341,11 @@ def _load_code(header: dict, obj: bytes, optimized_ir: str):
         return load_object(obj, symbols, optimized_ir)
 
 
+def _is_elf(obj: bytes) -> bool:
+    """Whether `obj` is an ELF object file, what both loaders read."""
+    return obj[:4] == b"\x7fELF"
+
+
 def kernel_entry(kernel: Kernel) -> tuple[dict, dict[str, bytes]] | None:
     """The header and sections of `kernel`'s entry; None for one whose machine code is
     not an ELF object (what the loaders read)."""
@@ -348,7 +353,7 @@ def kernel_entry(kernel: Kernel) -> tuple[dict, dict[str, bytes]] | None:
 
     module = kernel._module
     obj = getattr(module, "object_code", b"")
-    if obj[:4] != b"\x7fELF":
+    if not _is_elf(obj):
         return None
     sites = {str(k): [s.function, s.name, s.type, s.nbytes, s.location] for k, s in kernel.allocation_sites.items()}
     header = {
@@ -647,12 +652,8 @@ def runtime_code(name: str, ir: str):
     """The machine code of runtime module `name` (LLVM IR `ir`: the buffer pool), one
     copy per call: read from the disk cache where it is there, else compiled at O3 and
     filed there. Call with compiler.loader.LOCK held."""
-    if disk_cache.folder() is None:
-        from compiler.llvm_jit import compile_ir
-
-        return compile_ir(ir)
-    key = disk_cache.key("runtime", name, ir)
-    entry = disk_cache.read(key)
+    key = disk_cache.key("runtime", name, ir) if disk_cache.folder() is not None else None
+    entry = disk_cache.read(key) if key is not None else None
     if entry is not None:
         header, sections = entry
         try:
@@ -666,7 +667,7 @@ def runtime_code(name: str, ir: str):
     from compiler.llvm_jit import compile_ir
 
     module = compile_ir(ir)
-    if module.object_code[:4] == b"\x7fELF":
+    if key is not None and _is_elf(module.object_code):
         disk_cache.write(key, {"kind": "runtime", "cpu": module.cpu, "symbols": module.symbols},
                          {"object": module.object_code})
     return module

@@ -280,10 +280,14 @@ def _operands(a, b, what: str) -> tuple[Traced, Traced]:
         raise TypeError(f"{what} takes traced arrays; got {type(a).__name__} and {type(b).__name__}")
     ta = a if isinstance(a, Traced) else _scalar(a, b, what)
     tb = b if isinstance(b, Traced) else _scalar(b, a, what)
+    _same_dtype(ta, tb, what)
+    return ta, tb
+
+
+def _same_dtype(ta: Traced, tb: Traced, what: str) -> None:
     if ta.dtype != tb.dtype:
         _fail(f"{what} of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype "
               f"(convert one with .astype(np.{ta.dtype.name}) before the call)", type_error=True)
-    return ta, tb
 
 
 def _scalar(value, like: Traced, what: str) -> Traced:
@@ -381,9 +385,7 @@ def matmul(a, b) -> Traced:
     """a @ b: (M, K) @ (K, N), batched (B, M, K) @ (B, K, N), or (B, M, K) @ (K, N) (the
     batch folded into the rows: a reshape, no copy for a contiguous a)."""
     ta, tb = _traced(a, "a @ b"), _traced(b, "a @ b")
-    if ta.dtype != tb.dtype:
-        _fail(f"a @ b of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype "
-              f"(convert one with .astype(np.{ta.dtype.name}) before the call)", type_error=True)
+    _same_dtype(ta, tb, "a @ b")
     if ta.ndim == 3 and tb.ndim == 2:
         batch, m, _ = ta.shape
         flat = matmul(reshape(ta, (batch * m, ta.shape[2])), tb)
@@ -679,7 +681,7 @@ class JitFunction:
             else:
                 raise TypeError(f"{name}() argument #{i} is a {type(a).__name__}: a @loom.jit function takes "
                                 "numpy arrays (and Python numbers, strings, tuples or None, which are constants)")
-        if getattr(_active, "function", None) is not None:
+        if _tracing() is not None:
             raise TypeError(f"{name}() is a @loom.jit function called while another is traced: call the "
                             "undecorated function (its .fn) inside, so that it is traced into the same kernel")
         _active.function = f
@@ -732,7 +734,7 @@ class JitFunction:
         # the ops carry the user's locations; the text's own lines are named as the trace's
         filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
         kernel = compile_source(text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
-                                filename=filename, **({} if self.cache else {"cache": False}))
+                                filename=filename, cache=self.cache)
         arrays = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
         return Specialization(kernel, text, extras, single, arrays)
 

@@ -43,7 +43,7 @@ from llvmlite.binding.newpassmanagers import NewPassManager
 
 from compiler import pool
 from compiler.diagnostics import LoomError
-from compiler.loader import LOCK, openmp_runtime, symbol_address  # noqa: F401 (openmp_runtime: the passes' libgomp)
+from compiler.loader import LOCK, symbol_address
 
 _lock = LOCK
 _host: _Host | None = None

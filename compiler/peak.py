@@ -184,7 +184,8 @@ def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs:
     """A fresh measurement of the FMA peak for `dtype` on `threads` threads, GFLOP/s: the
     best of `runs` runs of `iterations` iterations per thread (after one warm-up run, which
     also starts libgomp's team and lets the clock ramp up)."""
-    from compiler.llvm_jit import compile_ir, openmp_runtime
+    from compiler.llvm_jit import compile_ir
+    from compiler.loader import openmp_runtime
 
     name = dtype_name(dtype)
     _check_threads(threads)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from compiler import bench, peak
-from compiler.llvm_jit import compile_ir, openmp_runtime
+from compiler.llvm_jit import compile_ir
+from compiler.loader import openmp_runtime
 from compiler.target import machine
 from tools import loom_bench
 

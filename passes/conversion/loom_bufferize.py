@@ -140,12 +140,7 @@ class _Bufferizer:
         for slot, out in self.out_params.items():
             if slot not in self.claimed and value in self.chains[slot]:
                 self.claimed.add(slot)
-                if tuple(out.type.get_shape()) == tuple(t.get_shape()):
-                    return out
-                view = reinterpret(out, MemRefType(t.get_element_type(), t.get_shape()))
-                view.location = before.location
-                self.rewriter.insert(view, InsertPoint.before(before))
-                return view.result
+                return self.reshaped(out, t.get_shape(), before)
         alloc = memref.AllocOp.get(t.get_element_type(), shape=t.get_shape())
         alloc.location = before.location  # where an allocation failure points
         self.rewriter.insert(alloc, InsertPoint.before(before))
@@ -202,16 +197,23 @@ class _Bufferizer:
         buffer, in the result's shape."""
         src_t = source.type
         assert isinstance(src_t, MemRefType)
-        buffer = target = self.fresh(op.result, op)
-        if tuple(target.type.get_shape()) != tuple(src_t.get_shape()):
-            view = reinterpret(target, MemRefType(src_t.get_element_type(), src_t.get_shape()))
-            view.location = op.location
-            self.rewriter.insert(view, InsertPoint.before(op))
-            target = view.result
-        copy = memref.CopyOp(source, target)
+        buffer = self.fresh(op.result, op)
+        copy = memref.CopyOp(source, self.reshaped(buffer, src_t.get_shape(), op))
         copy.location = op.location
         self.rewriter.insert(copy, InsertPoint.before(op))
         return buffer
+
+    def reshaped(self, buffer: SSAValue, shape, before: Operation) -> SSAValue:
+        """Row-major `buffer` viewed in `shape` (a reinterpret_cast before `before`), or
+        itself when it has that shape."""
+        t = buffer.type
+        assert isinstance(t, MemRefType)
+        if tuple(t.get_shape()) == tuple(shape):
+            return buffer
+        view = reinterpret(buffer, MemRefType(t.get_element_type(), shape))
+        view.location = before.location
+        self.rewriter.insert(view, InsertPoint.before(before))
+        return view.result
 
     def replace(self, op: Operation, buffer: SSAValue) -> None:
         self.rewriter.replace_all_uses_with(op.results[0], buffer)

@@ -73,6 +73,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from compiler.diagnostics import LoomError
+from compiler.loader import openmp_runtime
 from compiler.remarks import remark
 from compiler.target import Target, host
 from dialects.loom import static_strides, strided_memref
@@ -181,8 +182,6 @@ class LoomDefaultPass(ModulePass):
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
-        from compiler.llvm_jit import openmp_runtime
-
         threads = self._threads(set(), target)
         if threads > 1 and outermost_nests(op):
             LoomParallelizePass(num_threads=threads, min_work=MIN_PARALLEL_WORK).apply(ctx, op)
@@ -194,8 +193,6 @@ class LoomDefaultPass(ModulePass):
     def _threads(self, skip: set[str], target: Target) -> int:
         """The threads the parallel step will use (1: it will not run: skipped, one thread
         asked for, or no libgomp)."""
-        from compiler.llvm_jit import openmp_runtime
-
         if "parallel" in skip or openmp_runtime() is None:
             return 1
         return self.num_threads or target.threads
