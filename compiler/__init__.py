@@ -24,7 +24,24 @@ from compiler.frontend import (
 from compiler.kernel import ArgSpec, Kernel
 from compiler.pipelines import PIPELINES
 
+
+
+def torch_backend(gm, example_inputs, **options):
+    """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`;
+    see compiler.torchfx (imports torch, which nothing else in Loom does)."""
+    from compiler.torchfx import torch_backend as backend
+
+    return backend(gm, example_inputs, **options)
+
+
+def from_torch(model, example_inputs, **options):
+    """A torch model captured on `example_inputs`, its dense ops compiled by Loom (compiler.torchfx)."""
+    from compiler.torchfx import from_torch as capture
+
+    return capture(model, example_inputs, **options)
+
+
 __all__ = ["compile", "reference", "set_cache_size", "explain", "Kernel", "ArgSpec", "LoomError", "PIPELINES",
            "jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "transpose", "reshape",
-           "broadcast_to", "contiguous"]
+           "broadcast_to", "contiguous", "torch_backend", "from_torch"]
 __version__ = "0.1.0"

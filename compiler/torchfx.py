@@ -1,0 +1,669 @@
+"""Real models through Loom: a `torch.compile` backend and `from_torch`.
+
+    import torch, compiler as loom
+    fast = torch.compile(model.eval(), backend=loom.torch_backend)
+    with torch.no_grad():
+        y = fast(x)                          # conv/matmul/relu/add/bn in Loom, the rest in torch
+
+    program = loom.from_torch(model, (x,))   # the same, explicit: program(x), program.report()
+
+The graph (dynamo's, or the model's for `from_torch`) is captured as ATen ops: `make_fx`
+over the functionalized graph, on the real example tensors (in-place ops become pure,
+views stay views). torch's `CapabilityBasedPartitioner` groups the ops Loom supports into
+the largest subgraphs it can without a cycle through torch; each group with a matmul or
+conv2d becomes one `@compiler.jit` function (pipeline `default`: fusion included), traced
+from the ATen nodes with the front end's operations; every other op stays in the graph,
+run by torch. Inside a group with a conv2d the 4-D tensors are NHWC (Loom's faster conv
+layout): an input is passed as a permuted view (no copy; a channels_last tensor is then
+contiguous), a 4-D result comes back as an NHWC array viewed as NCHW (torch continues on
+a channels_last tensor). Filters are permuted to HWCF once, at compile time, and an
+inference batch norm after a conv2d is folded into its filter and bias; the tensors they
+come from are checked at each call (storage and version) and folded again if they changed.
+
+What stays in torch, and why, is in the report (`program.report()`, `compiler.explain`):
+an op Loom has no operation for, a dtype other than float32/float64, a batch norm in
+training mode, a grouped or transposed convolution, a group with no matmul or conv2d (the
+elementwise ops alone are as fast in torch), or a group Loom failed to compile (its error).
+A graph that needs autograd (grad enabled and an input requiring grad), has dynamic shapes
+or tensors off the CPU is left to torch whole, with the reason. This module imports torch:
+nothing else in Loom imports it.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from compiler import frontend as F
+from compiler.diagnostics import LoomError
+
+aten = torch.ops.aten
+
+CONV = aten.convolution.default
+BATCH_NORM = {aten.native_batch_norm.default, aten._native_batch_norm_legit_no_training.default}
+COMPUTE = {CONV, aten.mm.default, aten.addmm.default, aten.bmm.default, aten.linear.default}
+ELEMENTWISE = {aten.relu.default, aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor}
+VIEWS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.default, aten._unsafe_view.default,
+         aten.reshape.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
+         aten.flatten.using_ints, aten.clone.default, aten.alias.default, aten.detach.default}
+_DTYPES = (torch.float32, torch.float64)
+
+
+def _name(target) -> str:
+    return getattr(target, "__name__", str(target)) if not isinstance(target, torch._ops.OpOverload) \
+        else f"aten.{target.__name__.replace('.default', '')}"
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+# --------------------------------------------------------------------------------------
+# What Loom supports, node by node (with the reason for what it does not)
+# --------------------------------------------------------------------------------------
+
+
+class LoomSupport(OperatorSupportBase):
+    """The partitioner's question, node by node; `reasons` keeps why a node stays in torch."""
+
+    def __init__(self):
+        super().__init__()
+        self.reasons: dict[torch.fx.Node, str] = {}
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        reason = self._refusal(node)
+        if reason is not None:
+            self.reasons[node] = reason
+        return reason is None
+
+    def _refusal(self, node: torch.fx.Node) -> str | None:
+        target = node.target
+        if target is operator.getitem:
+            source = node.args[0]
+            if isinstance(source, torch.fx.Node) and source.target in BATCH_NORM and node.args[1] == 0:
+                return self._refusal(source)
+            return "an item of a result torch computes"
+        if target not in COMPUTE | ELEMENTWISE | VIEWS | BATCH_NORM:
+            return f"Loom has no operation for {_name(target)}"
+        val = _val(node)
+        val = val[0] if isinstance(val, tuple | list) else val
+        if not isinstance(val, torch.Tensor):
+            return "its result is not a tensor"
+        if val.dtype not in _DTYPES:
+            return f"dtype {str(val.dtype).replace('torch.', '')} (Loom computes in float32 and float64)"
+        if val.device.type != "cpu":
+            return f"a tensor on {val.device} (Loom runs on the CPU)"
+        if val.dim() == 0:
+            return "a 0-d tensor"
+        for a in node.args:
+            for t in (a if isinstance(a, list | tuple) else [a]):
+                v = _val(t)
+                if isinstance(v, torch.Tensor) and (v.dtype != val.dtype or v.dim() == 0):
+                    return (f"an operand of dtype {str(v.dtype).replace('torch.', '')} for a "
+                            f"{str(val.dtype).replace('torch.', '')} result (a mixed-dtype op)" if v.dim()
+                            else "a 0-d tensor operand")
+        if target is CONV:
+            x, w, _, stride, padding, dilation, transposed, _, groups = node.args
+            if transposed:
+                return "a transposed convolution"
+            if groups != 1:
+                return f"a grouped convolution (groups = {groups})"
+            if _val(w).dim() != 4:
+                return f"a {_val(w).dim() - 2}-D convolution (Loom's conv2d is 2-D)"
+        if target in BATCH_NORM:
+            if target is aten.native_batch_norm.default and node.args[5]:
+                return "a batch norm in training mode (call model.eval())"
+            if any(p is not None and p.op != "placeholder" for p in node.args[1:5]):
+                return "a batch norm whose parameters are computed in the graph"
+            if _val(node.args[0]).dim() < 2:
+                return "a batch norm of a 1-D tensor"
+        if target in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
+            if not any(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+                return "an op on numbers alone"
+            if any(not isinstance(a, torch.fx.Node | int | float) or isinstance(a, bool) for a in node.args[:2]):
+                return "an operand that is neither a tensor nor a number"
+        if target in (aten.mm.default, aten.bmm.default, aten.addmm.default, aten.linear.default):
+            if target is aten.linear.default and _val(node.args[0]).dim() > 3:
+                return "a linear layer on a tensor of more than 3 dimensions"
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# One partition: an ATen subgraph traced into a @compiler.jit function
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Value:
+    """A value of the trace: a Traced array, NHWC (dims n, h, w, c of a 4-D tensor) or as torch has it."""
+
+    traced: Any
+    nhwc: bool = False
+
+
+@dataclass
+class _Fold:
+    """A conv2d's filter (and bias), permuted to HWCF at compile time, with a batch norm folded in."""
+
+    conv: torch.fx.Node
+    bn: torch.fx.Node | None
+    sources: tuple[int | None, ...]  # placeholder positions: w, conv bias, bn weight, bn bias, mean, var
+    eps: float
+    filter_in_graph: bool  # the filter is computed in the graph: permuted in the trace, not folded
+
+
+@dataclass
+class _Affine:
+    """A batch norm not after a conv2d: x * scale + shift, scale and shift per channel."""
+
+    bn: torch.fx.Node
+    sources: tuple[int | None, ...]  # bn weight, bn bias, mean, var
+    eps: float
+    shape: tuple[int, ...]  # scale's and shift's shape against x (C,), (C, 1), (C, 1, 1)
+
+
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, eps, dtype):
+    """HWCF filter and bias (or None) with the batch norm (if any) folded in, as numpy."""
+    with torch.no_grad():
+        w64 = w.detach().double()
+        bias = conv_bias.detach().double() if conv_bias is not None else None
+        if mean is not None:
+            scale = (var.detach().double() + eps).rsqrt()
+            if bn_weight is not None:
+                scale = scale * bn_weight.detach().double()
+            w64 = w64 * scale[:, None, None, None]
+            bias = ((bias if bias is not None else 0) - mean.detach().double()) * scale
+            if bn_bias is not None:
+                bias = bias + bn_bias.detach().double()
+        hwcf = np.ascontiguousarray(w64.permute(2, 3, 1, 0).to(dtype).numpy())
+        return hwcf, None if bias is None else np.ascontiguousarray(bias.to(dtype).numpy())
+
+
+def _affine(bn_weight, bn_bias, mean, var, eps, dtype, shape):
+    with torch.no_grad():
+        scale = (var.detach().double() + eps).rsqrt()
+        if bn_weight is not None:
+            scale = scale * bn_weight.detach().double()
+        shift = -mean.detach().double() * scale
+        if bn_bias is not None:
+            shift = shift + bn_bias.detach().double()
+        return (np.ascontiguousarray(scale.to(dtype).numpy().reshape(shape)),
+                np.ascontiguousarray(shift.to(dtype).numpy().reshape(shape)))
+
+
+class LoomPartition(torch.nn.Module):
+    """A fused group of ATen nodes run by one Loom kernel, in place of the submodule the
+    partitioner made of them (kept as `fallback`, run by torch if Loom cannot compile it)."""
+
+    def __init__(self, name: str, sub: torch.fx.GraphModule, *, pipeline: str, num_threads: int | None,
+                 cache: bool):
+        super().__init__()
+        self.name = name
+        self.fallback = sub
+        self.graph_nodes = [n for n in sub.graph.nodes if n.op == "call_function"]
+        self.placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        out = next(n for n in sub.graph.nodes if n.op == "output").args[0]
+        self.results = list(out) if isinstance(out, tuple | list) else [out]
+        self.single = not isinstance(out, tuple | list)
+        self.has_conv = any(n.target is CONV for n in self.graph_nodes)
+        self.nhwc_inputs = {i for i, p in enumerate(self.placeholders)
+                            if self.has_conv and isinstance(_val(p), torch.Tensor) and _val(p).dim() == 4}
+        self.folds, self.affines, folded = self._plan()
+        # placeholders read only by the folding (filters, batch norm parameters): not passed to the kernel
+        self.passed = [i for i, p in enumerate(self.placeholders) if any((u, p) not in folded for u in p.users)]
+        self.fold_sources = sorted({s for f in [*self.folds, *self.affines] for s in f.sources if s is not None})
+        self.dtype = next(_val(n)[0] if isinstance(_val(n), tuple) else _val(n) for n in self.graph_nodes
+                          if n.target is not operator.getitem).dtype
+
+        def body(*arrays):
+            return self._body(*arrays)
+
+        body.__name__ = body.__qualname__ = name  # the kernel's name
+        self.jit = F.jit(body, pipeline=pipeline, num_threads=num_threads, cache=cache)
+        self.error: str | None = None
+        self.compile_seconds = 0.0
+        self._fold_key: tuple | None = None
+        self._constants: list[np.ndarray] = []
+        self.last_arrays: list[np.ndarray] | None = None
+
+    # ---- planning ---------------------------------------------------------------------
+
+    def _plan(self):
+        """The convs' filters to fold (with the batch norm after each, where it is the conv's
+        only reader), the other batch norms, and the (reader, placeholder) pairs folding consumes."""
+        index = {p: i for i, p in enumerate(self.placeholders)}
+        pos = lambda n: index.get(n) if isinstance(n, torch.fx.Node) else None  # noqa: E731
+        folds, affines, folded_uses = [], [], set()
+        bn_of_conv = {}
+        for n in self.graph_nodes:
+            if n.target in BATCH_NORM:
+                x = n.args[0]
+                if x.target is CONV and len(x.users) == 1 and x in self.graph_nodes:
+                    bn_of_conv[x] = n
+        for n in self.graph_nodes:
+            if n.target is CONV:
+                w, b = n.args[1], n.args[2]
+                bn = bn_of_conv.get(n)
+                in_graph = pos(w) is None
+                bn_params = tuple(pos(p) for p in bn.args[1:5]) if bn is not None else (None,) * 4
+                eps = float(bn.args[7] if bn is not None and bn.target is aten.native_batch_norm.default
+                            else bn.args[6] if bn is not None else 0.0)
+                if in_graph or (b is not None and pos(b) is None):
+                    bn = None  # computed in the graph: the trace applies it
+                    bn_params = (None,) * 4
+                fold = _Fold(n, bn, (pos(w), pos(b), *bn_params), eps, in_graph or (b is not None and pos(b) is None))
+                folds.append(fold)
+                if not fold.filter_in_graph:
+                    folded_uses |= {(n, w), (n, b)}
+                if bn is not None:
+                    folded_uses |= {(bn, p) for p in bn.args[1:5]}
+            elif n.target in BATCH_NORM and n not in bn_of_conv.values():
+                x = _val(n.args[0])
+                eps = float(n.args[7] if n.target is aten.native_batch_norm.default else n.args[6])
+                shape = (x.shape[1],) if self._layout(n.args[0]) else (x.shape[1],) + (1,) * (x.dim() - 2)
+                affines.append(_Affine(n, tuple(pos(p) for p in n.args[1:5]), eps, shape))
+                folded_uses |= {(n, p) for p in n.args[1:5]}
+        return folds, affines, folded_uses
+
+    def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
+        """The folded constants, computed again when a tensor they come from changed."""
+        key = tuple((tensors[i].data_ptr(), tensors[i]._version) for i in self.fold_sources)
+        if key == self._fold_key:
+            return
+        get = lambda i: None if i is None else tensors[i]  # noqa: E731
+        constants = []
+        for f in self.folds:
+            if f.filter_in_graph:
+                continue
+            hwcf, bias = _fold_conv(*(get(s) for s in f.sources), f.eps, self.dtype)
+            constants += [hwcf] if bias is None else [hwcf, bias]
+        for a in self.affines:
+            constants += list(_affine(*(get(s) for s in a.sources), a.eps, self.dtype, a.shape))
+        self._constants, self._fold_key = constants, key
+
+    # ---- the trace --------------------------------------------------------------------
+
+    def _body(self, *arrays):
+        """The partition as front-end operations on the traced arrays (run by @compiler.jit)."""
+        env: dict[torch.fx.Node, _Value] = {}
+        for i, a in zip(self.passed, arrays):
+            env[self.placeholders[i]] = _Value(a, nhwc=i in self.nhwc_inputs)
+        constants = iter(arrays[len(self.passed):])
+        folded = {}
+        for f in self.folds:
+            if not f.filter_in_graph:
+                folded[f.conv] = (next(constants), next(constants) if f.sources[1] is not None or f.bn is not None
+                                  else None)
+        for a in self.affines:
+            folded[a.bn] = (next(constants), next(constants))
+        for n in self.graph_nodes:
+            env[n] = self._op(n, env, folded)
+        outs = [env[r].traced for r in self.results]
+        return outs[0] if self.single else tuple(outs)
+
+    def _op(self, n: torch.fx.Node, env, folded) -> _Value:
+        t = n.target
+
+        def logical(x) -> Any:
+            """The value in torch's dimension order (a number stays a number)."""
+            if not isinstance(x, torch.fx.Node):
+                return x
+            v = env[x]
+            return F.transpose(v.traced, (0, 3, 1, 2)) if v.nhwc else v.traced
+
+        if t is operator.getitem:
+            return env[n.args[0]]
+        if t is CONV:
+            x, w, b, stride, padding, dilation = n.args[:6]
+            xv = env[x]
+            xt = xv.traced if xv.nhwc else F.transpose(xv.traced, (0, 2, 3, 1))
+            if n in folded:
+                hwcf, bias = folded[n]
+            else:  # a filter computed in the graph: permuted (a copy) in the kernel
+                hwcf = F.contiguous(F.transpose(logical(w), (2, 3, 1, 0)))
+                bias = logical(b) if b is not None else None
+            y = F.conv2d(xt, hwcf, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
+                         layout="nhwc")
+            if bias is not None:
+                y = y + bias
+            return _Value(y, nhwc=True)
+        if t in BATCH_NORM:
+            x = env[n.args[0]]
+            if n in folded:  # x * scale + shift
+                scale, shift = folded[n]
+                return _Value(x.traced * scale + shift, nhwc=x.nhwc)
+            return x  # folded into the conv before it
+        if t is aten.relu.default:
+            v = env[n.args[0]]
+            return _Value(F.relu(v.traced), nhwc=v.nhwc)
+        if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
+            a, b = n.args[:2]
+            alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)
+            nhwc = any(isinstance(o, torch.fx.Node) and env[o].nhwc for o in (a, b))
+            ta, tb = (self._operand(o, env, nhwc, n) for o in (a, b))
+            if t is aten.mul.Tensor:
+                return _Value(ta * tb, nhwc)
+            if alpha != 1:
+                tb = tb * alpha
+            return _Value(ta + tb if t is aten.add.Tensor else ta - tb, nhwc)
+        if t is aten.mm.default or t is aten.bmm.default:
+            return _Value(F.matmul(logical(n.args[0]), logical(n.args[1])))
+        if t is aten.addmm.default:
+            bias, a, b = n.args[:3]
+            beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+            p = F.matmul(logical(a), logical(b))
+            p = p * alpha if alpha != 1 else p
+            bt = logical(bias)
+            return _Value(p + (bt * beta if beta != 1 else bt))
+        if t is aten.linear.default:
+            x, w = logical(n.args[0]), logical(n.args[1])
+            y = F.matmul(x, F.transpose(w))
+            b = n.args[2] if len(n.args) > 2 else None
+            return _Value(y + logical(b) if b is not None else y)
+        return _Value(self._view(n, logical(n.args[0])))
+
+    def _operand(self, o, env, nhwc: bool, n: torch.fx.Node):
+        """An elementwise operand in the layout of the op: NHWC if either operand is (a
+        lower-rank operand broadcast against the 4-D one is made 4-D, then permuted)."""
+        if not isinstance(o, torch.fx.Node):
+            return float(o)
+        v = env[o]
+        if not nhwc or v.nhwc:
+            return v.traced
+        shape = tuple(_val(o).shape)
+        t = F.reshape(v.traced, (1,) * (4 - len(shape)) + shape) if len(shape) < 4 else v.traced
+        return F.transpose(t, (0, 2, 3, 1))
+
+    @staticmethod
+    def _view(n: torch.fx.Node, x):
+        t, args = n.target, n.args
+        shape = tuple(_val(n).shape)
+        if t is aten.t.default:
+            return F.transpose(x) if len(x.shape) == 2 else x
+        if t is aten.permute.default:
+            return F.transpose(x, tuple(args[1]))
+        if t is aten.transpose.int:
+            perm = list(range(len(x.shape)))
+            d0, d1 = args[1] % len(perm), args[2] % len(perm)
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+            return F.transpose(x, tuple(perm))
+        if t is aten.expand.default:
+            return F.broadcast_to(x, shape)
+        if t in (aten.clone.default, aten.alias.default, aten.detach.default):
+            return x  # values are immutable in a trace
+        return F.reshape(x, shape)  # view, reshape, flatten, (un)squeeze
+
+    # ---- the call ---------------------------------------------------------------------
+
+    def arrays(self, tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        """The kernel's arguments for these tensors: views of them (4-D ones NHWC in a conv
+        group), then the folded constants."""
+        self._fold(tensors)
+        out = []
+        for i in self.passed:
+            t = tensors[i].detach()
+            if i in self.nhwc_inputs:
+                t = t.permute(0, 2, 3, 1)
+            out.append(t.numpy())
+        return out + self._constants
+
+    def build(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Compile the kernel for the example tensors; a failure keeps the torch fallback (and says why)."""
+        start = time.perf_counter()
+        try:
+            self.jit.specialize(*self.arrays(tensors))
+        except (LoomError, TypeError, ValueError) as e:
+            self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        self.compile_seconds = time.perf_counter() - start
+
+    def forward(self, *tensors):
+        if self.error is not None:
+            return self.fallback(*tensors)
+        arrays = self.arrays(tensors)
+        self.last_arrays = arrays
+        result = self.jit(*arrays)
+        results = (result,) if self.single else result
+        outs = []
+        for r, node in zip(results, self.results):
+            t = torch.from_numpy(r)
+            outs.append(t.permute(0, 3, 1, 2) if self._layout(node) else t)
+        return outs[0] if self.single else tuple(outs)
+
+    def _layout(self, node) -> bool:
+        """Whether the trace keeps `node`'s value NHWC (the rules of `_op`, on the graph)."""
+        if node.op == "placeholder":
+            return self.placeholders.index(node) in self.nhwc_inputs
+        t = node.target
+        if t is CONV:
+            return True
+        if t is operator.getitem or t in BATCH_NORM or t is aten.relu.default:
+            return self._layout(node.args[0])
+        if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
+            return any(isinstance(o, torch.fx.Node) and self._layout(o) for o in node.args[:2])
+        return False
+
+
+# --------------------------------------------------------------------------------------
+# A whole graph: partitions in Loom, the rest in torch
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Placement:
+    """Where one ATen op of the graph runs, and why."""
+
+    node: str
+    op: str
+    where: str  # "loom" or "torch"
+    partition: str | None = None
+    reason: str | None = None
+
+
+_recording = threading.local()
+
+
+@dataclass
+class TorchProgram:
+    """A captured graph with its Loom partitions: call it with the graph's tensors."""
+
+    module: Callable  # the partitioned graph module (or the original, left to torch)
+    placements: list[Placement] = field(default_factory=list)
+    partitions: list[LoomPartition] = field(default_factory=list)
+    whole_reason: str | None = None  # why the whole graph stays in torch
+    capture_seconds: float = 0.0
+
+    def __call__(self, *args):
+        programs = getattr(_recording, "programs", None)
+        if programs is not None and self not in programs:
+            programs.append(self)
+        return self.module(*args)
+
+    def report(self) -> str:
+        """Which ops ran in Loom (by kernel), which in torch and why."""
+        lines = []
+        ops = [p for p in self.placements if p.op not in ("getitem",)]
+        loom_ops = [p for p in ops if p.where == "loom"]
+        if self.whole_reason:
+            lines.append(f"the whole graph stays in torch: {self.whole_reason}")
+        kernels = [p for p in self.partitions if p.error is None]
+        lines.append(f"{len(ops)} ATen ops: {len(loom_ops)} in Loom ({len(kernels)} kernels), "
+                     f"{len(ops) - len(loom_ops)} in torch")
+        for p in self.partitions:
+            members = Counter(q.op for q in ops if q.partition == p.name)
+            body = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in members.most_common())
+            state = (f"compiled in {p.compile_seconds:.2f} s" if p.error is None
+                     else f"left to torch: Loom could not compile it: {p.error}")
+            layout = ", NHWC inside" if p.has_conv else ""
+            lines.append(f"  loom kernel {p.name}: {body}{layout}; {state}")
+        reasons = Counter((q.op, q.reason) for q in ops if q.where == "torch")
+        if reasons:
+            lines.append("in torch:")
+            for (op, reason), count in reasons.most_common():
+                lines.append(f"  {op}{f' x{count}' if count > 1 else ''}: {reason}")
+        return "\n".join(lines)
+
+    def explain(self, *args, **options) -> str:
+        """The partition report, then each Loom kernel's report (`compiler.explain`) on the
+        arrays the call with `args` gave it."""
+        from compiler.explain import explain
+
+        with torch.no_grad():
+            self(*args)
+        parts = [self.report()]
+        for p in self.partitions:
+            if p.error is None and p.last_arrays is not None:
+                parts.append(f"== loom kernel {p.name} ==\n{explain(p.jit, *p.last_arrays, **options)}")
+        return "\n\n".join(parts)
+
+
+def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
+    """The ATen graph of fn on these inputs: functionalized (no in-place ops), dead code gone."""
+    with torch.no_grad():
+        gm = make_fx(torch.func.functionalize(fn), tracing_mode="real")(*inputs)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def _whole_graph_reason(inputs: Sequence) -> str | None:
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    if any(isinstance(t, torch.SymInt | torch.SymFloat) for t in inputs) or any(
+            isinstance(d, torch.SymInt) for t in tensors for d in t.shape):
+        return "dynamic shapes (Loom compiles for static shapes: torch.compile(..., dynamic=False))"
+    if any(t.device.type != "cpu" for t in tensors):
+        return "tensors off the CPU"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return ("autograd: the graph needs gradients (run it under torch.no_grad() or torch.inference_mode() "
+                "to use Loom; Loom's kernels have no backward)")
+    return None
+
+
+def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", num_threads: int | None = None,
+                  cache: bool = True) -> TorchProgram:
+    """Capture `fn` (a graph module or a function of tensors) on `inputs`, partition it and
+    compile the Loom partitions: a TorchProgram that runs the same computation."""
+    reason = _whole_graph_reason(inputs)
+    if reason is not None:
+        return TorchProgram(fn, whole_reason=reason)
+    start = time.perf_counter()
+    gm = _capture(fn, inputs)
+    captured = time.perf_counter() - start
+    if num_threads is None:
+        num_threads = torch.get_num_threads()
+    support = LoomSupport()
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    proposed = partitioner.propose_partitions()
+    order = [n.name for n in gm.graph.nodes if n.op == "call_function"]  # before fusing renames nothing
+    placements: dict[str, Placement] = {}
+    kept = []
+    for part in proposed:
+        if any(n.target in COMPUTE for n in part.nodes):
+            kept.append(part)
+            continue
+        for n in part.nodes:
+            placements[n.name] = Placement(n.name, _name(n.target), "torch",
+                                           reason="no matmul or conv2d in its group (elementwise ops and views "
+                                                  "alone stay in torch)")
+    in_loom = {n for p in kept for n in p.nodes}
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.name not in placements and n not in in_loom:
+            placements[n.name] = Placement(n.name, _name(n.target), "torch",
+                                           reason=support.reasons.get(n, "it would join two Loom groups through "
+                                                                         "torch"))
+    fused = partitioner.fuse_partitions(kept, prefix="loom_") if kept else gm
+    partitions = []
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not node.target.startswith("loom_"):
+            continue
+        part = LoomPartition(node.target, getattr(fused, node.target), pipeline=pipeline, num_threads=num_threads,
+                             cache=cache)
+        for m in part.graph_nodes:
+            placements[m.name] = Placement(m.name, _name(m.target), "loom", partition=part.name)
+        setattr(fused, node.target, part)
+        partitions.append(part)
+    fused.recompile()
+    # the partitions' example tensors: run the graph in torch once, recording each one's arguments
+    examples = _partition_inputs(fused, inputs)
+    for part in partitions:
+        part.build(examples[part.name])
+        if part.error is not None:
+            for pl in placements.values():
+                if pl.partition == part.name:
+                    pl.where, pl.reason = "torch", f"Loom could not compile its group: {part.error}"
+    return TorchProgram(fused, [placements[n] for n in order if n in placements], partitions,
+                        capture_seconds=captured)
+
+
+def _partition_inputs(gm: torch.fx.GraphModule, inputs) -> dict[str, tuple]:
+    """Each partition's argument tensors when the graph runs on `inputs` (in torch)."""
+    seen: dict[str, tuple] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            module = getattr(gm, target)
+            if isinstance(module, LoomPartition):
+                seen[target] = args
+                return module.fallback(*args)
+            return super().call_module(target, args, kwargs)
+
+    with torch.no_grad():
+        Recorder(gm).run(*inputs)
+    return seen
+
+
+def torch_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **options) -> Callable:
+    """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`.
+    Options (through functools.partial): pipeline=, num_threads= (torch's by default), cache=."""
+    return compile_graph(gm, list(example_inputs), **options)
+
+
+def from_torch(model: torch.nn.Module, example_inputs: Sequence, **options) -> TorchProgram:
+    """The model captured on `example_inputs` (a tuple of tensors), its Loom partitions
+    compiled: a TorchProgram called with the inputs alone (the parameters are read from the
+    model at each call, by pointer)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"from_torch takes a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if model.training:
+        raise ValueError("from_torch compiles a model for inference: call model.eval() first (batch norm and "
+                         "dropout behave differently in training)")
+    names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    state = dict(model.named_parameters()) | dict(model.named_buffers())
+
+    def run(params, *inputs):
+        return torch.func.functional_call(model, params, inputs)
+
+    with torch.no_grad():  # inference: the parameters' requires_grad does not matter
+        program = compile_graph(lambda *flat: run(dict(zip(names, flat[:len(names)])), *flat[len(names):]),
+                                [*(state[n] for n in names), *example_inputs], **options)
+    return _Bound(program, model, names)
+
+
+class _Bound(TorchProgram):
+    """A TorchProgram that supplies the model's parameters itself."""
+
+    def __init__(self, program: TorchProgram, model: torch.nn.Module, names: list[str]):
+        super().__init__(program.module, program.placements, program.partitions, program.whole_reason,
+                         program.capture_seconds)
+        self.model = model
+        self.names = names
+
+    def __call__(self, *inputs):
+        state = dict(self.model.named_parameters()) | dict(self.model.named_buffers())
+        with torch.no_grad():
+            out = super().__call__(*(state[n] for n in self.names), *inputs)
+        return out[0] if isinstance(out, tuple | list) and len(out) == 1 else out
