@@ -1261,6 +1261,10 @@ def explain(target, *args, **options) -> Report:
     @compiler.jit function's own pipeline and threads by default)."""
     from compiler.kernel import Kernel
 
+    if type(target).__module__.split(".")[0] == "torch" or type(target).__module__ == "compiler.torchfx":
+        from compiler.torchfx import explain_torch  # a torch.compile'd model, a from_torch program
+
+        return explain_torch(target, *args, **options)
     if hasattr(target, "specialize") and hasattr(target, "fn"):  # a @compiler.jit function
         spec = target.specialize(*args)
         options.setdefault("pipeline", target.pipeline)

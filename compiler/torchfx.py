@@ -31,6 +31,8 @@ nothing else in Loom imports it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import operator
 import threading
 import time
@@ -57,12 +59,30 @@ ELEMENTWISE = {aten.relu.default, aten.add.Tensor, aten.mul.Tensor, aten.sub.Ten
 VIEWS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.default, aten._unsafe_view.default,
          aten.reshape.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
          aten.flatten.using_ints, aten.clone.default, aten.alias.default, aten.detach.default}
+MATMULS = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+            aten.squeeze.dim, aten.squeeze.dims, aten.flatten.using_ints}
 _DTYPES = (torch.float32, torch.float64)
 
 
 def _name(target) -> str:
     return getattr(target, "__name__", str(target)) if not isinstance(target, torch._ops.OpOverload) \
         else f"aten.{target.__name__.replace('.default', '')}"
+
+
+def _eps(bn: torch.fx.Node) -> float:
+    return float(bn.args[7] if bn.target is aten.native_batch_norm.default else bn.args[6])
+
+
+def _perm(n: torch.fx.Node) -> tuple[int, ...]:
+    """The permutation of a t, permute or transpose node."""
+    rank = _val(n.args[0]).dim()
+    if n.target is aten.permute.default:
+        return tuple(d % rank for d in n.args[1])
+    perm = list(range(rank))
+    d0, d1 = (n.args[1] % rank, n.args[2] % rank) if n.target is aten.transpose.int else (0, 1)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return tuple(perm)
 
 
 def _val(node):
@@ -120,7 +140,7 @@ class LoomSupport(OperatorSupportBase):
             if transposed:
                 return "a transposed convolution"
             if groups != 1:
-                return f"a grouped convolution (groups = {groups})"
+                return "a grouped convolution (groups > 1; Loom's conv2d has groups = 1)"
             if _val(w).dim() != 4:
                 return f"a {_val(w).dim() - 2}-D convolution (Loom's conv2d is 2-D)"
         if target in BATCH_NORM:
@@ -148,35 +168,34 @@ class LoomSupport(OperatorSupportBase):
 
 @dataclass
 class _Value:
-    """A value of the trace: a Traced array, NHWC (dims n, h, w, c of a 4-D tensor) or as torch has it."""
+    """A value of the trace: a Traced array, NHWC (dims n, h, w, c of a 4-D tensor) or as torch has it;
+    `shape`, when set, is a reshape not applied yet: torch's shape of the value, `traced` has another
+    (elementwise ops apply before it, so that a matmul's epilogue stays next to it and fuses)."""
 
     traced: Any
     nhwc: bool = False
+    shape: tuple[int, ...] | None = None
+
+    def applied(self):
+        """The traced array in torch's dimension order and shape."""
+        if self.nhwc:
+            return F.transpose(self.traced, (0, 3, 1, 2))
+        return F.reshape(self.traced, self.shape) if self.shape is not None else self.traced
 
 
 @dataclass
-class _Fold:
-    """A conv2d's filter (and bias), permuted to HWCF at compile time, with a batch norm folded in."""
+class _Constant:
+    """Arrays computed from the graph's own tensors (parameters) at compile time and passed
+    to the kernel in their place: a conv2d's filter permuted to HWCF with the batch norm
+    after it folded in, a batch norm's scale and shift, a transposed weight made contiguous."""
 
-    conv: torch.fx.Node
-    bn: torch.fx.Node | None
-    sources: tuple[int | None, ...]  # placeholder positions: w, conv bias, bn weight, bn bias, mean, var
-    eps: float
-    filter_in_graph: bool  # the filter is computed in the graph: permuted in the trace, not folded
-
-
-@dataclass
-class _Affine:
-    """A batch norm not after a conv2d: x * scale + shift, scale and shift per channel."""
-
-    bn: torch.fx.Node
-    sources: tuple[int | None, ...]  # bn weight, bn bias, mean, var
-    eps: float
-    shape: tuple[int, ...]  # scale's and shift's shape against x (C,), (C, 1), (C, 1, 1)
+    node: torch.fx.Node  # the node the arrays stand in for
+    sources: tuple[int | None, ...]  # the placeholders they are computed from (None: absent)
+    make: Callable[..., tuple[np.ndarray, ...]]  # the source tensors -> the arrays
 
 
-def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, eps, dtype):
-    """HWCF filter and bias (or None) with the batch norm (if any) folded in, as numpy."""
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype):
+    """The HWCF filter and its bias (if any) with the batch norm (if any) folded in."""
     with torch.no_grad():
         w64 = w.detach().double()
         bias = conv_bias.detach().double() if conv_bias is not None else None
@@ -189,10 +208,11 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, eps, dtype):
             if bn_bias is not None:
                 bias = bias + bn_bias.detach().double()
         hwcf = np.ascontiguousarray(w64.permute(2, 3, 1, 0).to(dtype).numpy())
-        return hwcf, None if bias is None else np.ascontiguousarray(bias.to(dtype).numpy())
+        return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(bias.to(dtype).numpy()))
 
 
-def _affine(bn_weight, bn_bias, mean, var, eps, dtype, shape):
+def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype, shape):
+    """A batch norm's scale and shift, in `shape`."""
     with torch.no_grad():
         scale = (var.detach().double() + eps).rsqrt()
         if bn_weight is not None:
@@ -202,6 +222,11 @@ def _affine(bn_weight, bn_bias, mean, var, eps, dtype, shape):
             shift = shift + bn_bias.detach().double()
         return (np.ascontiguousarray(scale.to(dtype).numpy().reshape(shape)),
                 np.ascontiguousarray(shift.to(dtype).numpy().reshape(shape)))
+
+
+def _permuted(w, *, perm):
+    """A weight read through a transpose by a matmul, copied in that order (contiguous)."""
+    return (np.ascontiguousarray(w.detach().permute(perm).numpy()),)
 
 
 class LoomPartition(torch.nn.Module):
@@ -221,12 +246,11 @@ class LoomPartition(torch.nn.Module):
         self.has_conv = any(n.target is CONV for n in self.graph_nodes)
         self.nhwc_inputs = {i for i, p in enumerate(self.placeholders)
                             if self.has_conv and isinstance(_val(p), torch.Tensor) and _val(p).dim() == 4}
-        self.folds, self.affines, folded = self._plan()
-        # placeholders read only by the folding (filters, batch norm parameters): not passed to the kernel
-        self.passed = [i for i, p in enumerate(self.placeholders) if any((u, p) not in folded for u in p.users)]
-        self.fold_sources = sorted({s for f in [*self.folds, *self.affines] for s in f.sources if s is not None})
         self.dtype = next(_val(n)[0] if isinstance(_val(n), tuple) else _val(n) for n in self.graph_nodes
                           if n.target is not operator.getitem).dtype
+        self.constants, folded = self._plan()
+        # placeholders read only to compute constants (filters, batch norm parameters): not passed to the kernel
+        self.passed = [i for i, p in enumerate(self.placeholders) if any((u, p) not in folded for u in p.users)]
 
         def body(*arrays):
             return self._body(*arrays)
@@ -235,64 +259,60 @@ class LoomPartition(torch.nn.Module):
         self.jit = F.jit(body, pipeline=pipeline, num_threads=num_threads, cache=cache)
         self.error: str | None = None
         self.compile_seconds = 0.0
-        self._fold_key: tuple | None = None
-        self._constants: list[np.ndarray] = []
+        self._folded_from: list | None = None  # the source tensors of the constants, and their versions
+        self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {}
         self.last_arrays: list[np.ndarray] | None = None
 
     # ---- planning ---------------------------------------------------------------------
 
-    def _plan(self):
-        """The convs' filters to fold (with the batch norm after each, where it is the conv's
-        only reader), the other batch norms, and the (reader, placeholder) pairs folding consumes."""
+    def _plan(self) -> tuple[list[_Constant], set]:
+        """The constants computed at compile time (see _Constant), and the (reader,
+        placeholder) pairs they consume: each conv2d whose filter is a placeholder (with
+        the batch norm after it when that is its only reader), every other batch norm, and
+        each transpose of a placeholder that only matmuls read."""
         index = {p: i for i, p in enumerate(self.placeholders)}
         pos = lambda n: index.get(n) if isinstance(n, torch.fx.Node) else None  # noqa: E731
-        folds, affines, folded_uses = [], [], set()
-        bn_of_conv = {}
+        constants, uses = [], set()
+        def folds(conv) -> bool:  # a conv2d whose filter and bias are placeholders
+            return conv.target is CONV and pos(conv.args[1]) is not None and (
+                conv.args[2] is None or pos(conv.args[2]) is not None)
+
+        bn_of_conv = {n.args[0]: n for n in self.graph_nodes if n.target in BATCH_NORM
+                      and folds(n.args[0]) and len(n.args[0].users) == 1}
         for n in self.graph_nodes:
-            if n.target in BATCH_NORM:
-                x = n.args[0]
-                if x.target is CONV and len(x.users) == 1 and x in self.graph_nodes:
-                    bn_of_conv[x] = n
-        for n in self.graph_nodes:
-            if n.target is CONV:
+            if folds(n):
                 w, b = n.args[1], n.args[2]
                 bn = bn_of_conv.get(n)
-                in_graph = pos(w) is None
-                bn_params = tuple(pos(p) for p in bn.args[1:5]) if bn is not None else (None,) * 4
-                eps = float(bn.args[7] if bn is not None and bn.target is aten.native_batch_norm.default
-                            else bn.args[6] if bn is not None else 0.0)
-                if in_graph or (b is not None and pos(b) is None):
-                    bn = None  # computed in the graph: the trace applies it
-                    bn_params = (None,) * 4
-                fold = _Fold(n, bn, (pos(w), pos(b), *bn_params), eps, in_graph or (b is not None and pos(b) is None))
-                folds.append(fold)
-                if not fold.filter_in_graph:
-                    folded_uses |= {(n, w), (n, b)}
+                params = bn.args[1:5] if bn is not None else (None,) * 4
+                eps = _eps(bn) if bn is not None else 0.0
+                constants.append(_Constant(n, (pos(w), pos(b), *map(pos, params)),
+                                           functools.partial(_fold_conv, eps=eps, dtype=self.dtype)))
+                uses |= {(n, w), (n, b)} | ({(bn, p) for p in params} if bn is not None else set())
                 if bn is not None:
-                    folded_uses |= {(bn, p) for p in bn.args[1:5]}
-            elif n.target in BATCH_NORM and n not in bn_of_conv.values():
+                    constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants
+            elif n.target in BATCH_NORM and n.args[0] not in bn_of_conv:
                 x = _val(n.args[0])
-                eps = float(n.args[7] if n.target is aten.native_batch_norm.default else n.args[6])
                 shape = (x.shape[1],) if self._layout(n.args[0]) else (x.shape[1],) + (1,) * (x.dim() - 2)
-                affines.append(_Affine(n, tuple(pos(p) for p in n.args[1:5]), eps, shape))
-                folded_uses |= {(n, p) for p in n.args[1:5]}
-        return folds, affines, folded_uses
+                constants.append(_Constant(n, tuple(map(pos, n.args[1:5])),
+                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype, shape=shape)))
+                uses |= {(n, p) for p in n.args[1:5]}
+            elif (n.target in (aten.t.default, aten.permute.default, aten.transpose.int) and pos(n.args[0]) is not None
+                  and all(u.target in MATMULS for u in n.users)):
+                constants.append(_Constant(n, (pos(n.args[0]),), functools.partial(_permuted, perm=_perm(n))))
+                uses.add((n, n.args[0]))
+        return constants, uses
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
-        """The folded constants, computed again when a tensor they come from changed."""
-        key = tuple((tensors[i].data_ptr(), tensors[i]._version) for i in self.fold_sources)
-        if key == self._fold_key:
+        """The constants, computed again when a tensor they come from is another one or changed."""
+        sources = [(tensors[i], tensors[i].data_ptr(), tensors[i]._version) for c in self.constants
+                   for i in c.sources if i is not None]
+        known = self._folded_from
+        if known is not None and len(known) == len(sources) and all(
+                a[0] is b[0] and a[1:] == b[1:] for a, b in zip(known, sources)):
             return
         get = lambda i: None if i is None else tensors[i]  # noqa: E731
-        constants = []
-        for f in self.folds:
-            if f.filter_in_graph:
-                continue
-            hwcf, bias = _fold_conv(*(get(s) for s in f.sources), f.eps, self.dtype)
-            constants += [hwcf] if bias is None else [hwcf, bias]
-        for a in self.affines:
-            constants += list(_affine(*(get(s) for s in a.sources), a.eps, self.dtype, a.shape))
-        self._constants, self._fold_key = constants, key
+        self._constant_arrays = {c.node: c.make(*map(get, c.sources)) for c in self.constants}
+        self._folded_from = sources  # (the tensors held: an id is not reused while they live)
 
     # ---- the trace --------------------------------------------------------------------
 
@@ -302,36 +322,32 @@ class LoomPartition(torch.nn.Module):
         for i, a in zip(self.passed, arrays):
             env[self.placeholders[i]] = _Value(a, nhwc=i in self.nhwc_inputs)
         constants = iter(arrays[len(self.passed):])
-        folded = {}
-        for f in self.folds:
-            if not f.filter_in_graph:
-                folded[f.conv] = (next(constants), next(constants) if f.sources[1] is not None or f.bn is not None
-                                  else None)
-        for a in self.affines:
-            folded[a.bn] = (next(constants), next(constants))
+        folded = {node: tuple(next(constants) for _ in made) for node, made in self._constant_arrays.items()}
         for n in self.graph_nodes:
             env[n] = self._op(n, env, folded)
-        outs = [env[r].traced for r in self.results]
+        values = [env[r] for r in self.results]
+        self.result_shapes = [v.shape for v in values]  # the reshapes left to torch (views there)
+        outs = [v.traced for v in values]
         return outs[0] if self.single else tuple(outs)
 
     def _op(self, n: torch.fx.Node, env, folded) -> _Value:
         t = n.target
 
         def logical(x) -> Any:
-            """The value in torch's dimension order (a number stays a number)."""
-            if not isinstance(x, torch.fx.Node):
-                return x
-            v = env[x]
-            return F.transpose(v.traced, (0, 3, 1, 2)) if v.nhwc else v.traced
+            """The value in torch's dimension order and shape (a number stays a number)."""
+            return env[x].applied() if isinstance(x, torch.fx.Node) else x
 
         if t is operator.getitem:
             return env[n.args[0]]
+        if t in (aten.t.default, aten.permute.default, aten.transpose.int) and n in folded:
+            return _Value(folded[n][0])  # a weight transposed at compile time
         if t is CONV:
             x, w, b, stride, padding, dilation = n.args[:6]
             xv = env[x]
             xt = xv.traced if xv.nhwc else F.transpose(xv.traced, (0, 2, 3, 1))
             if n in folded:
-                hwcf, bias = folded[n]
+                hwcf, *bias = folded[n]
+                bias = bias[0] if bias else None
             else:  # a filter computed in the graph: permuted (a copy) in the kernel
                 hwcf = F.contiguous(F.transpose(logical(w), (2, 3, 1, 0)))
                 bias = logical(b) if b is not None else None
@@ -342,23 +358,24 @@ class LoomPartition(torch.nn.Module):
             return _Value(y, nhwc=True)
         if t in BATCH_NORM:
             x = env[n.args[0]]
-            if n in folded:  # x * scale + shift
+            if folded[n]:  # x * scale + shift
                 scale, shift = folded[n]
-                return _Value(x.traced * scale + shift, nhwc=x.nhwc)
+                return _Value((x.traced if x.nhwc else x.applied()) * scale + shift, nhwc=x.nhwc)
             return x  # folded into the conv before it
         if t is aten.relu.default:
             v = env[n.args[0]]
-            return _Value(F.relu(v.traced), nhwc=v.nhwc)
+            return _Value(F.relu(v.traced), nhwc=v.nhwc, shape=v.shape)
         if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
             a, b = n.args[:2]
             alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)
             nhwc = any(isinstance(o, torch.fx.Node) and env[o].nhwc for o in (a, b))
-            ta, tb = (self._operand(o, env, nhwc, n) for o in (a, b))
+            shape = None if nhwc else self._pending(a, b, env)
+            ta, tb = (self._operand(o, env, nhwc, shape) for o in (a, b))
             if t is aten.mul.Tensor:
-                return _Value(ta * tb, nhwc)
+                return _Value(ta * tb, nhwc, shape)
             if alpha != 1:
                 tb = tb * alpha
-            return _Value(ta + tb if t is aten.add.Tensor else ta - tb, nhwc)
+            return _Value(ta + tb if t is aten.add.Tensor else ta - tb, nhwc, shape)
         if t is aten.mm.default or t is aten.bmm.default:
             return _Value(F.matmul(logical(n.args[0]), logical(n.args[1])))
         if t is aten.addmm.default:
@@ -373,18 +390,52 @@ class LoomPartition(torch.nn.Module):
             y = F.matmul(x, F.transpose(w))
             b = n.args[2] if len(n.args) > 2 else None
             return _Value(y + logical(b) if b is not None else y)
+        if t in RESHAPES and not env[n.args[0]].nhwc:  # left pending (see _Value)
+            v, shape = env[n.args[0]], tuple(_val(n).shape)
+            return _Value(v.traced, shape=None if shape == v.traced.shape else shape)
         return _Value(self._view(n, logical(n.args[0])))
 
-    def _operand(self, o, env, nhwc: bool, n: torch.fx.Node):
+    @staticmethod
+    def _pending(a, b, env) -> tuple[int, ...] | None:
+        """The pending reshape an elementwise op of a and b can keep (applied to their
+        unreshaped arrays): where one is pending and the other is a number, a vector along
+        the last dimension (which the reshape keeps), or pending from the same shape."""
+        values = [env[o] if isinstance(o, torch.fx.Node) else None for o in (a, b)]
+        pending = [v for v in values if v is not None and v.shape is not None]
+        if not pending:
+            return None
+        shape, base = pending[0].shape, pending[0].traced.shape
+        for o, v in zip((a, b), values):
+            if v is None or v is pending[0]:
+                continue
+            if v.shape is not None:
+                if v.shape != shape or v.traced.shape != base:
+                    return None
+                continue
+            vshape = tuple(_val(o).shape)
+            if len(vshape) > len(shape) or any(d != 1 for d in vshape[:-1]) or vshape[-1] != base[-1] \
+                    or shape[-1] != base[-1]:
+                return None
+        return shape
+
+    def _operand(self, o, env, nhwc: bool, pending: tuple[int, ...] | None):
         """An elementwise operand in the layout of the op: NHWC if either operand is (a
-        lower-rank operand broadcast against the 4-D one is made 4-D, then permuted)."""
+        lower-rank operand broadcast against the 4-D one is made 4-D, then permuted); on
+        the unreshaped arrays if the op keeps a pending reshape (a vector made 1-D)."""
         if not isinstance(o, torch.fx.Node):
             return float(o)
         v = env[o]
-        if not nhwc or v.nhwc:
+        if pending is not None:
+            if v.shape is not None:
+                return v.traced
+            return F.reshape(v.traced, (v.traced.shape[-1],)) if len(v.traced.shape) != 1 else v.traced
+        if not nhwc:
+            return v.applied()
+        if v.nhwc:
             return v.traced
         shape = tuple(_val(o).shape)
-        t = F.reshape(v.traced, (1,) * (4 - len(shape)) + shape) if len(shape) < 4 else v.traced
+        t = v.applied()
+        t = F.reshape(t, (1,) * (4 - len(shape)) + shape) if len(shape) < 4 else t
         return F.transpose(t, (0, 2, 3, 1))
 
     @staticmethod
@@ -418,7 +469,7 @@ class LoomPartition(torch.nn.Module):
             if i in self.nhwc_inputs:
                 t = t.permute(0, 2, 3, 1)
             out.append(t.numpy())
-        return out + self._constants
+        return out + [a for made in self._constant_arrays.values() for a in made]
 
     def build(self, tensors: Sequence[torch.Tensor]) -> None:
         """Compile the kernel for the example tensors; a failure keeps the torch fallback (and says why)."""
@@ -437,8 +488,8 @@ class LoomPartition(torch.nn.Module):
         result = self.jit(*arrays)
         results = (result,) if self.single else result
         outs = []
-        for r, node in zip(results, self.results):
-            t = torch.from_numpy(r)
+        for r, node, shape in zip(results, self.results, self.result_shapes):
+            t = torch.from_numpy(r) if shape is None else torch.from_numpy(r).view(shape)
             outs.append(t.permute(0, 3, 1, 2) if self._layout(node) else t)
         return outs[0] if self.single else tuple(outs)
 
@@ -516,17 +567,41 @@ class TorchProgram:
         return "\n".join(lines)
 
     def explain(self, *args, **options) -> str:
-        """The partition report, then each Loom kernel's report (`compiler.explain`) on the
-        arrays the call with `args` gave it."""
+        """The partition report and each Loom kernel's (`compiler.explain`), from a call with `args`."""
+        return explain_torch(self, *args, **options)
+
+    def describe(self, **options) -> str:
+        """The partition report, then each Loom kernel's report on the arrays of its last call."""
         from compiler.explain import explain
 
-        with torch.no_grad():
-            self(*args)
         parts = [self.report()]
         for p in self.partitions:
             if p.error is None and p.last_arrays is not None:
                 parts.append(f"== loom kernel {p.name} ==\n{explain(p.jit, *p.last_arrays, **options)}")
         return "\n\n".join(parts)
+
+
+@contextlib.contextmanager
+def recording():
+    """The TorchPrograms that run inside the block, in the order they first ran."""
+    ran: list[TorchProgram] = []
+    previous = getattr(_recording, "programs", None)
+    _recording.programs = ran
+    try:
+        yield ran
+    finally:
+        _recording.programs = previous
+
+
+def explain_torch(fn: Callable, *args, **options) -> str:
+    """`compiler.explain` of a torch.compile'd model (or a from_torch program): call it on
+    `args`, then report on each graph that ran through the backend."""
+    with recording() as ran, torch.no_grad():
+        fn(*args)
+    if not ran:
+        return "no graph ran through Loom's backend (torch.compile(model, backend=compiler.torch_backend)?)"
+    return "\n\n".join(f"=== graph {i} ===\n{p.describe(**options)}" if len(ran) > 1 else p.describe(**options)
+                       for i, p in enumerate(ran))
 
 
 def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:

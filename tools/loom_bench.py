@@ -10,6 +10,8 @@
                       [--budget S] [--json] [--plot out.png]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
+    loom-bench --model resnet18,mlp [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
+                       [--budget S] [--json]
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
@@ -61,6 +63,14 @@ one thread: relu(x @ w + b) at 128x768x3072 and 128x3072x768 (M x N x K) beside 
 NHWC; each fused (`default`) against unfused (`loom-default{skip=fuse}`) and the matmul or
 conv2d alone, interleaved, in `--rounds` rounds (5 is a good number on a shared machine):
 the medians of the rounds, and the range of the ratios.
+
+`--model` runs whole torch models through `compiler.torch_backend` (torch.compile) beside
+torch eager (compiler/bench_model.py; needs the `bench` extra: torch, and torchvision for
+resnet18): ResNet-18 at 224x224 with random weights, and the MLP block 128x768 -> 3072 ->
+relu -> 768 (batch sequences of 128 tokens), at each batch size and thread count, one
+process, interleaved, medians of rounds; the table gives eager/Loom, the relative error,
+how many ATen ops ran in Loom, and the compile time (first call) cold and warm from the
+disk cache.
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -118,6 +128,10 @@ def parse_args(argv):
     mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
     mode.add_argument("--peak", action="store_true", help="measure the machine's vector FMA peak, f32 and f64")
     mode.add_argument("--fusion", action="store_true", help="epilogue fusion: fused against unfused and numpy")
+    mode.add_argument("--model", metavar="NAMES",
+                      help="torch models through compiler.torch_backend beside torch eager: resnet18, mlp")
+    p.add_argument("--batches", default="1,8", help="--model: batch sizes (default 1,8)")
+    p.add_argument("--threads-list", default="1,2", help="--model: thread counts (default 1,2)")
     p.add_argument("--layers", choices=("resnet", "family", "all"), help="--conv: which layers (default all)")
     p.add_argument("--layout", choices=("nchw", "nhwc"),
                    help="--conv: NCHW input and FCHW filter (default), or NHWC and HWCF (torch: channels_last)")
@@ -145,8 +159,9 @@ def parse_args(argv):
     p.add_argument("--plot", metavar="PNG",
                    help="--shapes, --conv: write a bar chart of GFLOP/s per shape or layer (needs matplotlib)")
     args = p.parse_args(argv)
-    if not (args.stages or args.shapes or args.ablation or args.compile or args.conv or args.peak or args.fusion):
-        p.error("nothing to do: pass --stages, --shapes, --ablation, --compile, --conv, --peak or --fusion")
+    if not (args.stages or args.shapes or args.ablation or args.compile or args.conv or args.peak or args.fusion
+            or args.model):
+        p.error("nothing to do: pass --stages, --shapes, --ablation, --compile, --conv, --peak, --fusion or --model")
     if args.repeat < 1 or args.budget <= 0 or args.rounds < 1 or args.threads < 1:
         p.error("--repeat, --budget, --rounds and --threads must be positive")
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
@@ -154,13 +169,17 @@ def parse_args(argv):
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
-                               ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion")),
+                               ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion", "model")),
+                               ("--batches", args.batches != "1,8", ("model",)),
+                               ("--threads-list", args.threads_list != "1,2", ("model",)),
                                ("--threads", args.threads != 1 and not args.peak, ("shapes", "conv")),
                                ("--layers", args.layers, ("conv",)), ("--layout", args.layout, ("conv",))):
         if value and not any(getattr(args, m) for m in modes):
             p.error(f"{flag} applies to {' and '.join('--' + m for m in modes)} only")
     if args.compile:
         _parse_compile_args(p, args)
+    elif args.model:
+        _parse_model_args(p, args)
     elif args.conv:
         args.layers = args.layers or "all"
         args.layout = args.layout or "nchw"
@@ -178,6 +197,23 @@ def parse_args(argv):
             p.error(f"--shapes-list: {e}")
         args.pipeline = args.pipeline or "default"
     return args
+
+
+def _parse_model_args(p, args) -> None:
+    names = [n.strip() for n in args.model.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ("resnet18", "mlp")]
+    if not names or unknown:
+        p.error(f"--model: unknown model {', '.join(unknown) or repr(args.model)} (expected resnet18, mlp)")
+    args.model = names
+    for flag in ("batches", "threads_list"):
+        try:
+            values = [int(v) for v in getattr(args, flag).split(",")]
+        except ValueError:
+            values = []
+        if not values or min(values) < 1:
+            p.error(f"--{flag.replace('_', '-')} must be comma-separated positive integers, "
+                    f"got {getattr(args, flag)!r}")
+        setattr(args, flag, values)
 
 
 def main(argv=None) -> int:
@@ -216,6 +252,8 @@ def _run_mode(args, bench, blas: str) -> int:
         return _peak_mode(args, bench)
     elif args.fusion:
         return _fusion_mode(args, bench, blas)
+    elif args.model:
+        return _model_mode(args, bench, blas)
     elif args.conv:
         return _conv_mode(args, bench, blas)
     else:
@@ -285,6 +323,32 @@ def _fusion_mode(args, bench, blas: str) -> int:
         print(f"machine: {machine}\n{bench.peak_line(1)}\n{blas}\n\nepilogue fusion, one thread, f32, "
               f"{args.rounds} round{'s' * (args.rounds != 1)} (GFLOP/s of the matmul's or conv2d's flops)\n")
         print(bench.markdown_fusion(rows))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _model_mode(args, bench, blas: str) -> int:
+    try:
+        import torch
+    except ImportError:
+        print("loom-bench: error: --model needs torch (pip install 'loomir[bench]')", file=sys.stderr)
+        return 1
+    from compiler import bench_model
+
+    def progress(r) -> None:
+        print(f"  {r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}: Loom {r.loom * 1e3:.2f} ms, "
+              f"eager {r.eager * 1e3:.2f} ms, compile {r.cold:.1f} s cold, {r.warm:.1f} s warm"
+              f"{'' if r.ok else '  MISMATCH'}", file=sys.stderr)
+
+    rows = bench_model.run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
+                                  repeat=args.repeat, rounds=args.rounds, on_row=None if args.json else progress)
+    machine = bench.bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": bench_model.models_json(rows)},
+                         indent=1))
+    else:
+        print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
+              f"torch_backend), inference, f32, {args.rounds} round{'s' * (args.rounds != 1)}\n")
+        print(bench_model.markdown_models(rows))
     return 0 if all(r.ok for r in rows) else 1
 
 

@@ -1,0 +1,142 @@
+"""`loom-bench --model`: whole torch models through `compiler.torch_backend` beside torch eager.
+
+Each model (ResNet-18 at 224x224, from torchvision with random weights; the MLP block
+128x768 -> 3072 -> relu -> 768 of a transformer, `batch` sequences of 128 tokens) is
+compiled with `torch.compile(model, backend=compiler.torch_backend)` per batch size and
+thread count (Loom's kernels for torch's thread count), checked against torch eager, and
+timed beside it: one process, interleaved, medians of rounds, inference (`torch.no_grad`).
+The compile time is the first call's, cold (an empty disk cache) and warm (the same
+program built again after `torch._dynamo.reset()` and an empty memory cache: every kernel
+from the disk cache). Needs torch (and torchvision for ResNet-18): the `bench` extra.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from compiler.runner import timed_rounds
+
+MODELS = ("resnet18", "mlp")
+
+
+@dataclass
+class ModelRow:
+    model: str
+    batch: int
+    threads: int
+    loom: float  # median seconds per call
+    eager: float
+    speedups: tuple[float, ...]  # eager / loom, per round
+    rel_err: float  # max |loom - eager| / max |eager|
+    in_loom: int  # ATen ops run by Loom's kernels
+    ops: int
+    kernels: int
+    cold: float  # seconds: torch.compile + first call, empty disk cache
+    warm: float  # the same, every kernel from the disk cache
+
+    @property
+    def ok(self) -> bool:
+        return self.rel_err <= 1e-3
+
+
+def build_model(name: str, batch: int):
+    """(model in eval mode, example input) for a model name."""
+    import torch
+
+    torch.manual_seed(0)
+    if name == "resnet18":
+        try:
+            import torchvision
+        except ImportError:
+            raise RuntimeError("--model resnet18 needs torchvision (pip install torchvision)") from None
+        return torchvision.models.resnet18().eval(), torch.randn(batch, 3, 224, 224)
+    if name == "mlp":
+        nn = torch.nn
+        return nn.Sequential(nn.Linear(768, 3072), nn.ReLU(), nn.Linear(3072, 768)).eval(), torch.randn(batch, 128, 768)
+    raise ValueError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}")
+
+
+def _build(model, x, threads: int):
+    """torch.compile with Loom's backend and the first call: (compiled, its program, seconds)."""
+    import torch
+
+    from compiler import torch_backend
+    from compiler.torchfx import recording
+
+    torch._dynamo.reset()
+    start = time.perf_counter()
+    fast = torch.compile(model, backend=functools.partial(torch_backend, num_threads=threads), dynamic=False)
+    with recording() as ran:
+        fast(x)
+    return fast, ran, time.perf_counter() - start
+
+
+def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
+                  cache_folder: str) -> ModelRow:
+    import torch
+
+    from compiler.driver import kernel_cache
+
+    torch.set_num_threads(threads)
+    model, x = build_model(name, batch)
+    os.environ["LOOM_CACHE_DIR"] = cache_folder
+    kernel_cache.clear()  # nothing from memory: cold compiles, warm loads from disk
+    _, _, cold = _build(model, x, threads)
+    kernel_cache.clear()
+    fast, ran, warm = _build(model, x, threads)
+    with torch.no_grad():
+        got, want = fast(x), model(x)
+    rel = float((got - want).abs().max() / want.abs().max())
+    timing = timed_rounds([lambda: fast(x), lambda: model(x)], budget=budget, at_most=repeat, rounds=rounds,
+                          settle=0.2 if threads > 1 else 0.0)
+    placements = [p for program in ran for p in program.placements if p.op != "getitem"]
+    kernels = sum(1 for program in ran for p in program.partitions if p.error is None)
+    return ModelRow(name, batch, threads, timing.median(0), timing.median(1), timing.ratios(1), rel,
+                    sum(p.where == "loom" for p in placements), len(placements), kernels, cold, warm)
+
+
+def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads: Sequence[int] = (1, 2),
+               budget: float = 2.0, repeat: int = 20, rounds: int = 5,
+               on_row: Callable[[ModelRow], None] | None = None) -> list[ModelRow]:
+    import torch
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="loom-bench-model-") as folder, torch.no_grad():
+        before = os.environ.get("LOOM_CACHE_DIR")
+        try:
+            for name in names:
+                for batch in batches:
+                    for t in threads:
+                        rows.append(measure_model(name, batch, t, budget=budget, repeat=repeat, rounds=rounds,
+                                                  cache_folder=folder))
+                        if on_row:
+                            on_row(rows[-1])
+        finally:
+            if before is None:
+                os.environ.pop("LOOM_CACHE_DIR", None)
+            else:
+                os.environ["LOOM_CACHE_DIR"] = before
+    return rows
+
+
+def markdown_models(rows: list[ModelRow]) -> str:
+    out = ["| model | batch | threads | Loom ms | torch eager ms | eager/Loom | eager/Loom min-max | rel. error "
+           "| ops in Loom | compile cold s | compile warm s | check |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    for r in rows:
+        out.append(f"| {r.model} | {r.batch} | {r.threads} | {r.loom * 1e3:.2f} | {r.eager * 1e3:.2f} "
+                   f"| {np.median(r.speedups):.2f} | {min(r.speedups):.2f}-{max(r.speedups):.2f} | {r.rel_err:.1e} "
+                   f"| {r.in_loom}/{r.ops} ({r.kernels} kernels) | {r.cold:.1f} | {r.warm:.1f} "
+                   f"| {'ok' if r.ok else 'MISMATCH'} |")
+    return "\n".join(out)
+
+
+def models_json(rows: list[ModelRow]) -> list[dict]:
+    return [{**asdict(r), "speedup": float(np.median(r.speedups)), "ok": r.ok} for r in rows]
