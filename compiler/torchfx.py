@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import operator
 import threading
 import time
@@ -256,7 +257,9 @@ class LoomPartition(torch.nn.Module):
             return self._body(*arrays)
 
         body.__name__ = body.__qualname__ = name  # the kernel's name
-        self.jit = F.jit(body, pipeline=pipeline, num_threads=num_threads, cache=cache)
+        self._body_fn = body
+        self._options = dict(pipeline=pipeline, num_threads=num_threads, cache=cache)
+        self.jit: F.JitFunction | None = None  # made by build(), when the constants are known
         self.error: str | None = None
         self.compile_seconds = 0.0
         self._folded_from: list | None = None  # the source tensors of the constants, and their versions
@@ -475,10 +478,24 @@ class LoomPartition(torch.nn.Module):
         """Compile the kernel for the example tensors; a failure keeps the torch fallback (and says why)."""
         start = time.perf_counter()
         try:
-            self.jit.specialize(*self.arrays(tensors))
+            arrays = self.arrays(tensors)
+            self._body_fn.__signature__ = inspect.Signature(
+                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in self._argument_names()])
+            self.jit = F.jit(self._body_fn, **self._options)
+            self.jit.specialize(*arrays)
         except (LoomError, TypeError, ValueError) as e:
             self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         self.compile_seconds = time.perf_counter() - start
+
+    def _argument_names(self) -> list[str]:
+        """The kernel's argument names (what explain shows): the graph's, then each constant's."""
+        roles = {CONV: ("filter", "bias"), aten.t.default: ("transposed",), aten.permute.default: ("permuted",),
+                 aten.transpose.int: ("transposed",)}
+        names = [self.placeholders[i].name for i in self.passed]
+        for node, made in self._constant_arrays.items():
+            kinds = roles.get(node.target, ("scale", "shift"))
+            names += [f"{node.name}_{kinds[k]}" for k in range(len(made))]
+        return [n if n.isidentifier() and not n.startswith("scalar") else f"arg{i}" for i, n in enumerate(names)]
 
     def forward(self, *tensors):
         if self.error is not None:
