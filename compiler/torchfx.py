@@ -686,6 +686,11 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
             placements[m.name] = Placement(m.name, _name(m.target), "loom", partition=part.name)
         setattr(fused, node.target, part)
         partitions.append(part)
+    for node in fused.graph.nodes:
+        # a Loom result is NHWC where torch's was NCHW-contiguous: the views torch still
+        # takes of it become reshapes (a view where the strides allow, else a copy)
+        if node.op == "call_function" and node.target in (aten.view.default, aten._unsafe_view.default):
+            node.target = aten.reshape.default
     fused.recompile()
     # the partitions' example tensors: run the graph in torch once, recording each one's arguments
     examples = _partition_inputs(fused, inputs)

@@ -134,7 +134,7 @@ def test_loom_bench_peak(cache, fake_measure, capsys):
 def test_loom_bench_peak_refuses_options_of_other_modes(capsys):
     with pytest.raises(SystemExit):
         loom_bench.parse_args(["--peak", "--rounds", "3"])
-    assert "--rounds applies to --shapes and --conv and --fusion only" in capsys.readouterr().err
+    assert "--rounds applies to --shapes and --conv and --fusion and --model only" in capsys.readouterr().err
 
 
 def test_bench_tables_quote_the_peak(cache, fake_measure):

@@ -139,6 +139,16 @@ def test_an_unsupported_op_in_the_middle_splits_the_graph():
     assert "in torch:" in report and "aten._softmax: Loom has no operation" in report
 
 
+def test_a_view_torch_takes_of_an_nhwc_result():
+    """conv2d's result comes back channels_last; torch's own view of it (after an op Loom
+    leaves to torch) would fail on those strides: it becomes a reshape."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.GELU(), nn.Flatten(), nn.Softmax(dim=1)).eval()
+    x = torch.randn(2, 3, 6, 6)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=27)
+    assert [p.where for p in program.placements][:1] == ["loom"]
+
+
 def test_refusals_are_left_to_torch_with_the_reason():
     torch.manual_seed(4)
     grouped = nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
