@@ -276,6 +276,7 @@ class LoomPartition(torch.nn.Module):
         index = {p: i for i, p in enumerate(self.placeholders)}
         pos = lambda n: index.get(n) if isinstance(n, torch.fx.Node) else None  # noqa: E731
         constants, uses = [], set()
+
         def folds(conv) -> bool:  # a conv2d whose filter and bias are placeholders
             return conv.target is CONV and pos(conv.args[1]) is not None and (
                 conv.args[2] is None or pos(conv.args[2]) is not None)
