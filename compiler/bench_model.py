@@ -96,7 +96,7 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     rel = float((got - want).abs().max() / want.abs().max())
     timing = timed_rounds([lambda: fast(x), lambda: model(x)], budget=budget, at_most=repeat, rounds=rounds,
                           settle=0.2 if threads > 1 else 0.0)
-    placements = [p for program in ran for p in program.placements if p.op != "getitem"]
+    placements = [p for program in ran for p in program.ops]
     kernels = sum(1 for program in ran for p in program.partitions if p.error is None)
     return ModelRow(name, batch, threads, timing.median(0), timing.median(1), timing.ratios(1), rel,
                     sum(p.where == "loom" for p in placements), len(placements), kernels, cold, warm)

@@ -81,6 +81,8 @@ def _perm(n: torch.fx.Node) -> tuple[int, ...]:
     if n.target is aten.permute.default:
         return tuple(d % rank for d in n.args[1])
     perm = list(range(rank))
+    if rank < 2:  # t of a vector: itself
+        return tuple(perm)
     d0, d1 = (n.args[1] % rank, n.args[2] % rank) if n.target is aten.transpose.int else (0, 1)
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return tuple(perm)
@@ -156,9 +158,8 @@ class LoomSupport(OperatorSupportBase):
                 return "an op on numbers alone"
             if any(not isinstance(a, torch.fx.Node | int | float) or isinstance(a, bool) for a in node.args[:2]):
                 return "an operand that is neither a tensor nor a number"
-        if target in (aten.mm.default, aten.bmm.default, aten.addmm.default, aten.linear.default):
-            if target is aten.linear.default and _val(node.args[0]).dim() > 3:
-                return "a linear layer on a tensor of more than 3 dimensions"
+        if target is aten.linear.default and _val(node.args[0]).dim() > 3:
+            return "a linear layer on a tensor of more than 3 dimensions"
         return None
 
 
@@ -212,8 +213,8 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype):
         return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(bias.to(dtype).numpy()))
 
 
-def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype, shape):
-    """A batch norm's scale and shift, in `shape`."""
+def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype):
+    """A batch norm's scale and shift, one per channel."""
     with torch.no_grad():
         scale = (var.detach().double() + eps).rsqrt()
         if bn_weight is not None:
@@ -221,8 +222,7 @@ def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype, shape):
         shift = -mean.detach().double() * scale
         if bn_bias is not None:
             shift = shift + bn_bias.detach().double()
-        return (np.ascontiguousarray(scale.to(dtype).numpy().reshape(shape)),
-                np.ascontiguousarray(shift.to(dtype).numpy().reshape(shape)))
+        return np.ascontiguousarray(scale.to(dtype).numpy()), np.ascontiguousarray(shift.to(dtype).numpy())
 
 
 def _permuted(w, *, perm):
@@ -295,10 +295,8 @@ class LoomPartition(torch.nn.Module):
                 if bn is not None:
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants
             elif n.target in BATCH_NORM and n.args[0] not in bn_of_conv:
-                x = _val(n.args[0])
-                shape = (x.shape[1],) if self._layout(n.args[0]) else (x.shape[1],) + (1,) * (x.dim() - 2)
                 constants.append(_Constant(n, tuple(map(pos, n.args[1:5])),
-                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype, shape=shape)))
+                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype)))
                 uses |= {(n, p) for p in n.args[1:5]}
             elif (n.target in (aten.t.default, aten.permute.default, aten.transpose.int) and pos(n.args[0]) is not None
                   and all(u.target in MATMULS for u in n.users)):
@@ -331,6 +329,7 @@ class LoomPartition(torch.nn.Module):
             env[n] = self._op(n, env, folded)
         values = [env[r] for r in self.results]
         self.result_shapes = [v.shape for v in values]  # the reshapes left to torch (views there)
+        self.result_nhwc = [v.nhwc for v in values]  # NHWC arrays, seen by torch as channels_last NCHW
         outs = [v.traced for v in values]
         return outs[0] if self.single else tuple(outs)
 
@@ -362,10 +361,16 @@ class LoomPartition(torch.nn.Module):
             return _Value(y, nhwc=True)
         if t in BATCH_NORM:
             x = env[n.args[0]]
-            if folded[n]:  # x * scale + shift
-                scale, shift = folded[n]
-                return _Value((x.traced if x.nhwc else x.applied()) * scale + shift, nhwc=x.nhwc)
-            return x  # folded into the conv before it
+            if not folded[n]:
+                return x  # folded into the conv before it
+            scale, shift = folded[n]  # x * scale + shift, per channel: dimension 1 (the last in NHWC)
+            if x.nhwc:
+                return _Value(x.traced * scale + shift, nhwc=True)
+            xt = x.applied()
+            rank = len(xt.shape)
+            if rank > 2:
+                scale, shift = (F.reshape(c, (c.shape[0],) + (1,) * (rank - 2)) for c in (scale, shift))
+            return _Value(xt * scale + shift)
         if t is aten.relu.default:
             v = env[n.args[0]]
             return _Value(F.relu(v.traced), nhwc=v.nhwc, shape=v.shape)
@@ -444,17 +449,10 @@ class LoomPartition(torch.nn.Module):
 
     @staticmethod
     def _view(n: torch.fx.Node, x):
-        t, args = n.target, n.args
+        t = n.target
         shape = tuple(_val(n).shape)
-        if t is aten.t.default:
-            return F.transpose(x) if len(x.shape) == 2 else x
-        if t is aten.permute.default:
-            return F.transpose(x, tuple(args[1]))
-        if t is aten.transpose.int:
-            perm = list(range(len(x.shape)))
-            d0, d1 = args[1] % len(perm), args[2] % len(perm)
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-            return F.transpose(x, tuple(perm))
+        if t in (aten.t.default, aten.permute.default, aten.transpose.int):
+            return F.transpose(x, _perm(n))
         if t is aten.expand.default:
             return F.broadcast_to(x, shape)
         if t in (aten.clone.default, aten.alias.default, aten.detach.default):
@@ -506,23 +504,10 @@ class LoomPartition(torch.nn.Module):
         result = self.jit(*arrays)
         results = (result,) if self.single else result
         outs = []
-        for r, node, shape in zip(results, self.results, self.result_shapes):
+        for r, shape, nhwc in zip(results, self.result_shapes, self.result_nhwc):
             t = torch.from_numpy(r) if shape is None else torch.from_numpy(r).view(shape)
-            outs.append(t.permute(0, 3, 1, 2) if self._layout(node) else t)
+            outs.append(t.permute(0, 3, 1, 2) if nhwc else t)
         return outs[0] if self.single else tuple(outs)
-
-    def _layout(self, node) -> bool:
-        """Whether the trace keeps `node`'s value NHWC (the rules of `_op`, on the graph)."""
-        if node.op == "placeholder":
-            return self.placeholders.index(node) in self.nhwc_inputs
-        t = node.target
-        if t is CONV:
-            return True
-        if t is operator.getitem or t in BATCH_NORM or t is aten.relu.default:
-            return self._layout(node.args[0])
-        if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
-            return any(isinstance(o, torch.fx.Node) and self._layout(o) for o in node.args[:2])
-        return False
 
 
 # --------------------------------------------------------------------------------------
@@ -552,7 +537,6 @@ class TorchProgram:
     placements: list[Placement] = field(default_factory=list)
     partitions: list[LoomPartition] = field(default_factory=list)
     whole_reason: str | None = None  # why the whole graph stays in torch
-    capture_seconds: float = 0.0
 
     def __call__(self, *args):
         programs = getattr(_recording, "programs", None)
@@ -560,10 +544,15 @@ class TorchProgram:
             programs.append(self)
         return self.module(*args)
 
+    @property
+    def ops(self) -> list[Placement]:
+        """The placements of the graph's ops (an item taken of a result is not one)."""
+        return [p for p in self.placements if p.op != "getitem"]
+
     def report(self) -> str:
         """Which ops ran in Loom (by kernel), which in torch and why."""
         lines = []
-        ops = [p for p in self.placements if p.op not in ("getitem",)]
+        ops = self.ops
         loom_ops = [p for p in ops if p.where == "loom"]
         if self.whole_reason:
             lines.append(f"the whole graph stays in torch: {self.whole_reason}")
@@ -651,15 +640,13 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
     reason = _whole_graph_reason(inputs)
     if reason is not None:
         return TorchProgram(fn, whole_reason=reason)
-    start = time.perf_counter()
     gm = _capture(fn, inputs)
-    captured = time.perf_counter() - start
     if num_threads is None:
         num_threads = torch.get_num_threads()
     support = LoomSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     proposed = partitioner.propose_partitions()
-    order = [n.name for n in gm.graph.nodes if n.op == "call_function"]  # before fusing renames nothing
+    order = [n.name for n in gm.graph.nodes if n.op == "call_function"]  # the report's order (fusing moves nodes)
     placements: dict[str, Placement] = {}
     kept = []
     for part in proposed:
@@ -701,8 +688,7 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
             for pl in placements.values():
                 if pl.partition == part.name:
                     pl.where, pl.reason = "torch", f"Loom could not compile its group: {part.error}"
-    return TorchProgram(fused, [placements[n] for n in order if n in placements], partitions,
-                        capture_seconds=captured)
+    return TorchProgram(fused, [placements[n] for n in order if n in placements], partitions)
 
 
 def _partition_inputs(gm: torch.fx.GraphModule, inputs) -> dict[str, tuple]:
@@ -755,8 +741,7 @@ class _Bound(TorchProgram):
     """A TorchProgram that supplies the model's parameters itself."""
 
     def __init__(self, program: TorchProgram, model: torch.nn.Module, names: list[str]):
-        super().__init__(program.module, program.placements, program.partitions, program.whole_reason,
-                         program.capture_seconds)
+        super().__init__(program.module, program.placements, program.partitions, program.whole_reason)
         self.model = model
         self.names = names
 

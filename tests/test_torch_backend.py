@@ -111,6 +111,23 @@ def test_residual_block_folds_batch_norm_and_fuses_the_shortcut():
     assert source.count("loom.conv2d") == 3 and "batch_norm" not in source
 
 
+def test_batch_norms_not_after_a_conv_are_a_scale_and_shift():
+    """A batch norm a conv2d does not feed alone: x * scale + shift per channel, in NHWC after
+    a relu in a conv group, in NCHW before a flatten, and on the rows of a linear layer."""
+    torch.manual_seed(8)
+    conv_group = _randomize_bn(nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.BatchNorm2d(6), nn.Conv2d(6, 4, 1))).eval()
+    x = torch.randn(2, 3, 7, 7)
+    program = loom.from_torch(conv_group, (x,))
+    check(program(x), conv_group, x, k=27 + 6 + 1)
+    assert all(q.where == "loom" for q in program.ops), program.report()
+    head = _randomize_bn(nn.Sequential(nn.BatchNorm2d(3), nn.Flatten(), nn.Linear(3 * 4 * 4, 8), nn.BatchNorm1d(8),
+                                       nn.ReLU())).eval()
+    x = torch.randn(5, 3, 4, 4)
+    program = loom.from_torch(head, (x,))
+    check(program(x), head, x, k=48 + 2)
+    assert all(q.where == "loom" for q in program.ops), program.report()
+
+
 def test_mlp_through_torch_compile():
     torch.manual_seed(2)
     model = mlp().eval()
