@@ -262,8 +262,9 @@ class LoomPartition(torch.nn.Module):
         self.jit: F.JitFunction | None = None  # made by build(), when the constants are known
         self.error: str | None = None
         self.compile_seconds = 0.0
-        self._folded_from: list | None = None  # the source tensors of the constants, and their versions
-        self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {}
+        # per constant: its arrays, and the tensors they were computed from with their storage and version
+        self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {c.node: () for c in self.constants}
+        self._folded_from: dict[torch.fx.Node, list] = {}
         self.last_arrays: list[np.ndarray] | None = None
 
     # ---- planning ---------------------------------------------------------------------
@@ -305,16 +306,15 @@ class LoomPartition(torch.nn.Module):
         return constants, uses
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
-        """The constants, computed again when a tensor they come from is another one or changed."""
-        sources = [(tensors[i], tensors[i].data_ptr(), tensors[i]._version) for c in self.constants
-                   for i in c.sources if i is not None]
-        known = self._folded_from
-        if known is not None and len(known) == len(sources) and all(
-                a[0] is b[0] and a[1:] == b[1:] for a, b in zip(known, sources)):
-            return
-        get = lambda i: None if i is None else tensors[i]  # noqa: E731
-        self._constant_arrays = {c.node: c.make(*map(get, c.sources)) for c in self.constants}
-        self._folded_from = sources  # (the tensors held: an id is not reused while they live)
+        """Each constant, computed again when a tensor it comes from is another one (a
+        parameter replaced, or an activation: a new tensor per call) or changed in place."""
+        for c in self.constants:
+            state = [(tensors[i], tensors[i].data_ptr(), tensors[i]._version) for i in c.sources if i is not None]
+            known = self._folded_from.get(c.node)
+            if known is None or len(known) != len(state) or not all(
+                    a[0] is b[0] and a[1:] == b[1:] for a, b in zip(known, state)):
+                self._constant_arrays[c.node] = c.make(*(None if i is None else tensors[i] for i in c.sources))
+                self._folded_from[c.node] = state  # (the tensors held: an id is not reused while they live)
 
     # ---- the trace --------------------------------------------------------------------
 

@@ -228,6 +228,20 @@ def test_folded_parameters_follow_in_place_changes():
     check(program(x), model, x, k=27)
 
 
+def test_a_transposed_input_is_copied_again_for_new_values():
+    """y.t() read by a matmul is stored transposed like a weight; for an input that is a new
+    tensor each call (or the same one changed in place) it is copied again, never stale."""
+    fast = compiled(lambda x, y: torch.relu(x @ y.t()))
+    g = torch.Generator().manual_seed(9)
+    x = torch.randint(-3, 4, (5, 6), generator=g).float()
+    with torch.no_grad():
+        for _ in range(2):
+            y = torch.randint(-3, 4, (7, 6), generator=g).float()
+            assert torch.equal(fast(x, y), torch.relu(x @ y.t()))
+        y.mul_(-1)  # the same tensor, another version
+        assert torch.equal(fast(x, y), torch.relu(x @ y.t()))
+
+
 def test_inputs_are_passed_without_copies():
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).eval()
     x = torch.randn(2, 3, 10, 10)
