@@ -25,7 +25,6 @@ from compiler.kernel import ArgSpec, Kernel
 from compiler.pipelines import PIPELINES
 
 
-
 def torch_backend(gm, example_inputs, **options):
     """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`;
     see compiler.torchfx (imports torch, which nothing else in Loom does)."""

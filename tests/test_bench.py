@@ -57,6 +57,9 @@ def test_parse_shapes_list_and_defaults():
     # the tool writes the defaults out (it parses before numpy is imported): the same lists
     assert loom_bench.parse_shapes(loom_bench.SHAPES) == bench.SHAPES
     assert loom_bench.parse_shapes(loom_bench.ABLATION_SHAPES) == bench.ABLATION_SHAPES
+    from compiler import bench_model  # (imports no torch)
+
+    assert loom_bench.MODELS == bench_model.MODELS
     assert bench.shape_label((128, 768, 3072)) == "128x768x3072"
 
 

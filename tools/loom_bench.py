@@ -91,6 +91,7 @@ SIZES = "8,32,128,256,512,1024"
 SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
 ABLATION_SHAPES = "1024,127x255x511"
 CHAIN = "1000"  # compiler.bench.CHAIN_LENGTHS
+MODELS = ("resnet18", "mlp")  # compiler.bench_model.MODELS
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -201,9 +202,9 @@ def parse_args(argv):
 
 def _parse_model_args(p, args) -> None:
     names = [n.strip() for n in args.model.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ("resnet18", "mlp")]
+    unknown = [n for n in names if n not in MODELS]
     if not names or unknown:
-        p.error(f"--model: unknown model {', '.join(unknown) or repr(args.model)} (expected resnet18, mlp)")
+        p.error(f"--model: unknown model {', '.join(unknown) or repr(args.model)} (expected {', '.join(MODELS)})")
     args.model = names
     for flag in ("batches", "threads_list"):
         try:
