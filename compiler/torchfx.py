@@ -347,7 +347,7 @@ class LoomPartition(torch.nn.Module):
         if t is CONV:
             x, w, b, stride, padding, dilation = n.args[:6]
             xv = env[x]
-            xt = xv.traced if xv.nhwc else F.transpose(xv.traced, (0, 2, 3, 1))
+            xt = xv.traced if xv.nhwc else F.transpose(xv.applied(), (0, 2, 3, 1))
             if n in folded:
                 hwcf, *bias = folded[n]
                 bias = bias[0] if bias else None

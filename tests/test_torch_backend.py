@@ -166,6 +166,30 @@ def test_a_view_torch_takes_of_an_nhwc_result():
     assert [p.where for p in program.placements][:1] == ["loom"]
 
 
+class ChannelShuffle(nn.Module):
+    """ShuffleNet's shuffle between two convs: a 5-D view, a transpose, a 4-D view."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 8, 1), nn.Conv2d(8, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        n, c, h, w = y.shape
+        y = y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+        return self.b(y)
+
+
+def test_a_conv_after_a_reshape():
+    """The conv's input is a reshape left pending in the trace: applied before it."""
+    torch.manual_seed(10)
+    model = ChannelShuffle().eval()
+    x = torch.randn(2, 3, 6, 6)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=3 + 72)
+    assert all(p.error is None for p in program.partitions), program.report()
+
+
 def test_refusals_are_left_to_torch_with_the_reason():
     torch.manual_seed(4)
     grouped = nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
