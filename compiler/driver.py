@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -266,8 +267,8 @@ def compile(
         raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, got {cache!r}")
-    key = (source if isinstance(source, str) else _print(source), filename, entry, pipeline, num_threads, remarks,
-           stages, os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
+    key = _cache_key(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
+                     filename=filename)
     cached, disk_key = _cached(key) if cache and timings is None else (None, None)
     if cached is not None:
         return cached
@@ -323,6 +324,67 @@ def compile(
 
             disk_cache.store(disk_key, kernel)
     return kernel
+
+
+def _cache_key(source: str | ModuleOp, *, entry: str | None = None, pipeline: str = "default",
+               num_threads: int | None = None, remarks: bool = False, stages: bool = False,
+               filename: str = "<source>", cache: bool = True) -> tuple:
+    """compile()'s cache key for its arguments (the same defaults; `cache` is not part of it)."""
+    return (source if isinstance(source, str) else _print(source), filename, entry, pipeline, num_threads, remarks,
+            stages, os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
+
+
+#: a compile_in_parallel worker: compile() each job read from stdin (JSON), errors left
+#: to the parent (its own compile() says them)
+_WORKER = """
+import json, sys
+from compiler.driver import compile
+for job in json.load(sys.stdin):
+    try:
+        compile(**job)
+    except Exception:
+        pass
+"""
+
+
+def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> int:
+    """Fill the disk cache with the kernels `compile(**job)` builds for each job (keywords
+    of compile(): `JitFunction.compile_request`), in up to `processes` worker processes
+    (default: the cores), so that the compile() calls that follow load them. A job already
+    cached (it is then kept in memory), with the caches off, or alone, is left to the
+    caller. Returns the number of jobs compiled by the workers."""
+    import json
+    import subprocess
+    import sys
+
+    from compiler.target import default_threads
+
+    todo = []
+    for job in jobs:
+        if not job.get("cache", True):
+            continue
+        kernel, disk_key = _cached(_cache_key(**job))
+        if kernel is None and disk_key is not None:
+            todo.append(job)
+    processes = min(len(todo), processes or default_threads())
+    if processes < 2:
+        return 0
+    shares: list[list[dict]] = [[] for _ in range(processes)]
+    loads = [0] * processes
+    for job in sorted(todo, key=lambda j: -len(j["source"])):  # the longest first, to the least loaded
+        i = loads.index(min(loads))
+        shares[i].append(job)
+        loads[i] += len(job["source"])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    workers = [subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=environment, text=True) for _ in shares]
+    for worker, share in zip(workers, shares):
+        worker.stdin.write(json.dumps(share))
+        worker.stdin.close()
+    for worker in workers:
+        worker.wait()
+    return len(todo)
 
 
 def _cached(key: tuple) -> tuple[Kernel | None, str | None]:

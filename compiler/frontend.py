@@ -727,14 +727,23 @@ class JitFunction:
         name = self._parameters[i] if i < len(self._parameters) else ""
         return name if name.isidentifier() and not name.startswith("scalar") else f"arg{i}"
 
+    def compile_request(self, *args) -> dict:
+        """What `compiler.compile` is called with for these arguments' signature (its
+        keywords, the traced source included): `compiler.driver.compile_in_parallel` takes
+        a list of them."""
+        return self._request(self.lower(*args))
+
+    def _request(self, text: str) -> dict:
+        # the ops carry the user's locations; the text's own lines are named as the trace's
+        filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
+        return dict(source=text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
+                    filename=filename, cache=self.cache)
+
     def _compile(self, args: tuple) -> Specialization:
         from compiler.driver import compile as compile_source
 
         text, extras, single = self._trace(args)
-        # the ops carry the user's locations; the text's own lines are named as the trace's
-        filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
-        kernel = compile_source(text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
-                                filename=filename, cache=self.cache)
+        kernel = compile_source(**self._request(text))
         arrays = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
         return Specialization(kernel, text, extras, single, arrays)
 

@@ -50,6 +50,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from compiler import frontend as F
 from compiler.diagnostics import LoomError
+from compiler.driver import compile_in_parallel
 
 aten = torch.ops.aten
 
@@ -261,7 +262,7 @@ class LoomPartition(torch.nn.Module):
         self._options = dict(pipeline=pipeline, num_threads=num_threads, cache=cache)
         self.jit: F.JitFunction | None = None  # made by build(), when the constants are known
         self.error: str | None = None
-        self.compile_seconds = 0.0
+        self._example: list[np.ndarray] = []  # the kernel's arrays for the example inputs (prepare())
         # per constant: its arrays, and the tensors they were computed from with their storage and version
         self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {c.node: () for c in self.constants}
         self._folded_from: dict[torch.fx.Node, list] = {}
@@ -473,18 +474,31 @@ class LoomPartition(torch.nn.Module):
             out.append(t.numpy())
         return out + [a for made in self._constant_arrays.values() for a in made]
 
-    def build(self, tensors: Sequence[torch.Tensor]) -> None:
-        """Compile the kernel for the example tensors; a failure keeps the torch fallback (and says why)."""
-        start = time.perf_counter()
+    def prepare(self, tensors: Sequence[torch.Tensor]) -> dict | None:
+        """The kernel's @compiler.jit function for the example tensors, and its compile()
+        request (None when tracing failed: the torch fallback is kept, and the error said)."""
         try:
-            arrays = self.arrays(tensors)
+            self._example = self.arrays(tensors)
             self._body_fn.__signature__ = inspect.Signature(
                 [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in self._argument_names()])
             self.jit = F.jit(self._body_fn, **self._options)
-            self.jit.specialize(*arrays)
+            return self.jit.compile_request(*self._example)
         except (LoomError, TypeError, ValueError) as e:
-            self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        self.compile_seconds = time.perf_counter() - start
+            self._failed(e)
+            return None
+
+    def build(self) -> None:
+        """Compile the kernel for the prepared example (from the disk cache where
+        compile_in_parallel put it); a failure keeps the torch fallback (and says why)."""
+        if self.error is not None:
+            return
+        try:
+            self.jit.specialize(*self._example)
+        except (LoomError, TypeError, ValueError) as e:
+            self._failed(e)
+
+    def _failed(self, e: Exception) -> None:
+        self.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
     def _argument_names(self) -> list[str]:
         """The kernel's argument names (what explain shows): the graph's, then each constant's."""
@@ -537,6 +551,7 @@ class TorchProgram:
     placements: list[Placement] = field(default_factory=list)
     partitions: list[LoomPartition] = field(default_factory=list)
     whole_reason: str | None = None  # why the whole graph stays in torch
+    compile_seconds: float = 0.0  # capture, partitioning and Loom's kernels (in parallel processes)
 
     def __call__(self, *args):
         programs = getattr(_recording, "programs", None)
@@ -558,14 +573,13 @@ class TorchProgram:
             lines.append(f"the whole graph stays in torch: {self.whole_reason}")
         kernels = [p for p in self.partitions if p.error is None]
         lines.append(f"{len(ops)} ATen ops: {len(loom_ops)} in Loom ({len(kernels)} kernels), "
-                     f"{len(ops) - len(loom_ops)} in torch")
+                     f"{len(ops) - len(loom_ops)} in torch; compiled in {self.compile_seconds:.2f} s")
         for p in self.partitions:
             members = Counter(q.op for q in ops if q.partition == p.name)
             body = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in members.most_common())
-            state = (f"compiled in {p.compile_seconds:.2f} s" if p.error is None
-                     else f"left to torch: Loom could not compile it: {p.error}")
             layout = ", NHWC inside" if p.has_conv else ""
-            lines.append(f"  loom kernel {p.name}: {body}{layout}; {state}")
+            state = "" if p.error is None else f"; left to torch: Loom could not compile it: {p.error}"
+            lines.append(f"  loom kernel {p.name}: {body}{layout}{state}")
         reasons = Counter((q.op, q.reason) for q in ops if q.where == "torch")
         if reasons:
             lines.append("in torch:")
@@ -640,6 +654,7 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
     reason = _whole_graph_reason(inputs)
     if reason is not None:
         return TorchProgram(fn, whole_reason=reason)
+    start = time.perf_counter()
     gm = _capture(fn, inputs)
     if num_threads is None:
         num_threads = torch.get_num_threads()
@@ -682,13 +697,16 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
     fused.recompile()
     # the partitions' example tensors: run the graph in torch once, recording each one's arguments
     examples = _partition_inputs(fused, inputs)
+    requests = [part.prepare(examples[part.name]) for part in partitions]
+    compile_in_parallel([r for r in requests if r is not None])  # (into the disk cache: build() loads them)
     for part in partitions:
-        part.build(examples[part.name])
+        part.build()
         if part.error is not None:
             for pl in placements.values():
                 if pl.partition == part.name:
                     pl.where, pl.reason = "torch", f"Loom could not compile its group: {part.error}"
-    return TorchProgram(fused, [placements[n] for n in order if n in placements], partitions)
+    return TorchProgram(fused, [placements[n] for n in order if n in placements], partitions,
+                        compile_seconds=time.perf_counter() - start)
 
 
 def _partition_inputs(gm: torch.fx.GraphModule, inputs) -> dict[str, tuple]:
@@ -741,7 +759,8 @@ class _Bound(TorchProgram):
     """A TorchProgram that supplies the model's parameters itself."""
 
     def __init__(self, program: TorchProgram, model: torch.nn.Module, names: list[str]):
-        super().__init__(program.module, program.placements, program.partitions, program.whole_reason)
+        super().__init__(program.module, program.placements, program.partitions, program.whole_reason,
+                         program.compile_seconds)
         self.model = model
         self.names = names
 

@@ -73,10 +73,7 @@ def entries(folder: Path) -> list[Path]:
 
 def kernel_entry_of(folder: Path, source: str, **options) -> Path:
     """The entry compile(source, **options) files its kernel under."""
-    key = (source, options.get("filename", "<source>"), options.get("entry"), options.get("pipeline", "default"),
-           options.get("num_threads"), options.get("remarks", False), options.get("stages", False),
-           os.environ.get("LOOM_TARGET", ""))
-    return folder / (disk_cache.kernel_key(*key) + ".loom")
+    return folder / (disk_cache.kernel_key(*driver._cache_key(source, **options)) + ".loom")
 
 
 def from_memory_then_disk(source: str, **options):
@@ -492,6 +489,24 @@ def test_the_package_roots_are_the_imported_ones():
 
 
 # --------------------------------------------------------------------------- bypasses
+
+
+def test_compile_in_parallel_fills_the_disk_for_the_compiles_that_follow(disk):
+    fn = compiler.jit(lambda a: compiler.relu(a))
+    jobs = [dict(source=relu(n), pipeline="default", num_threads=1) for n in (17, 18, 19)]
+    jobs.append(fn.compile_request(np.ones(20, np.float32)))
+    assert driver.compile_in_parallel(jobs, processes=2) == 4
+    for job in jobs:
+        assert kernel_entry_of(disk, **job).exists()
+    assert driver.compile_in_parallel(jobs, processes=2) == 0  # all on disk now (and loaded: kept in memory)
+    driver.kernel_cache.clear()
+    disk_cache.reset()
+    kernels = [compiler.compile(**job) for job in jobs[:3]]
+    assert np.array_equal(fn(-np.arange(20, dtype=np.float32)), np.zeros(20, np.float32))
+    assert disk_cache.stats["hit"] == 4 and all(type(k._module).__name__ != "JITModule" for k in kernels)
+    # one job, or no disk cache: left to the caller
+    assert driver.compile_in_parallel([dict(source=relu(21))], processes=2) == 0
+    assert driver.compile_in_parallel([dict(source=relu(22), cache=False), dict(source=relu(23), cache=False)]) == 0
 
 
 def test_cache_false_neither_reads_nor_writes(disk):
