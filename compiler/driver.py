@@ -377,11 +377,16 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
         loads[i] += len(job["source"])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    workers = [subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=environment, text=True) for _ in shares]
-    for worker, share in zip(workers, shares):
-        worker.stdin.write(json.dumps(share))
-        worker.stdin.close()
+    workers = []
+    try:
+        for share in shares:
+            worker = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment, text=True)
+            workers.append(worker)
+            worker.stdin.write(json.dumps(share))
+            worker.stdin.close()
+    except OSError:  # no worker could start, or one died at once: what is not on disk, the caller compiles
+        pass
     for worker in workers:
         worker.wait()
     return len(todo)
