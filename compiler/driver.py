@@ -352,7 +352,7 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
     of compile(): `JitFunction.compile_request`), in up to `processes` worker processes
     (default: the cores), so that the compile() calls that follow load them. A job already
     cached (it is then kept in memory), with the caches off, or alone, is left to the
-    caller. Returns the number of jobs compiled by the workers."""
+    caller. Returns the number of jobs given to the workers."""
     import json
     import subprocess
     import sys
