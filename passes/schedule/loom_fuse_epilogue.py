@@ -1226,8 +1226,8 @@ class LoomFuseEpiloguePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         select_nests(op, None, self.name)  # the loom ops lowered first (an error says so)
-        for function in [o for o in op.walk() if isinstance(o, func.FuncOp) and o.body.blocks]:
-            block = function.body.block
+        functions = [o for o in op.walk() if isinstance(o, func.FuncOp)]
+        for block in [b for function in functions for b in function.body.blocks]:  # (cf branches: several)
             stopped: set[Operation] = set()  # where a fused chain stopped, said in its remark
             for nest in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) in EPILOGUES]:
                 if nest.parent is None or nest in stopped:
