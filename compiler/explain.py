@@ -817,14 +817,18 @@ def plan_details(planned: PlannedMatmul, target) -> tuple[str, list[str]]:
                                "columns (KC x NR each)",
                           "B": "B read in place (the windows of the staged input), A packed at i_t in panels of MR "
                                "rows (KC x MR each)"}.get(
-                p.in_place, "packed: B at k_t in panels of NR columns (KC x NR each), A at i_t in panels of MR rows "
-                            "(KC x MR each)"))
+                p.in_place, "packed: B at j_t a panel of NR columns at a time (KC x NR)"
+                            + (", copied by the first row tile as it computes (loom-fuse-pack)"
+                               if "fuse-pack" not in left_out else "") + ", A at k_t in panels of MR rows (KC x MR each)"
+                if p.panels else
+                "packed: B at k_t in panels of NR columns (KC x NR each), A at i_t in panels of MR rows (KC x MR each)"))
     return f"{planned.name}: register tile {p.mr}x{p.nr}", [*lines, *tail]
 
 
 def _cache_tiles(p: MatmulPlan, target) -> list[str]:
     """Each cache tile and the cache it is sized for: KC the A sliver in L1, MC the A block
-    in L2, NC the B block in L3 (cost_model.py), or all of its extent."""
+    in L2, NC the B block in L3 (or NR, a panel in L2, in the panel order: cost_model.py), or all of
+    its extent."""
     e = p.element_bytes
 
     def whole(size: int, extent: int, name: str) -> str:
@@ -836,6 +840,8 @@ def _cache_tiles(p: MatmulPlan, target) -> list[str]:
         f"{_share(sliver, target.l1)} of L1d ({_kib(target.l1)})",
         f"MC={p.mc}{whole(p.mc, p.m, 'M')}: the A block MC x KC ({p.mc}x{p.kc}) is {_kib(block_a)}, "
         f"{_share(block_a, target.l2)} of L2 ({_kib(target.l2)})",
+        f"NC=NR={p.nc}, the panel order (one row block, one thread): B a panel KC x NR ({p.kc}x{p.nc}) at a "
+        f"time, {_kib(block_b)}, {_share(block_b, target.l2)} of L2 ({_kib(target.l2)})" if p.panels else
         f"NC={p.nc}{whole(p.nc, p.n, 'N')}: the B block KC x NC ({p.kc}x{p.nc}) is {_kib(block_b)}, "
         f"{_share(block_b, target.l3)} of L3 ({_kib(target.l3)})",
     ]

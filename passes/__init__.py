@@ -24,6 +24,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-pack": "schedule.loom_pack:LoomPackPass",
     "loom-peel": "schedule.loom_peel:LoomPeelPass",
     "loom-prefetch": "schedule.loom_prefetch:LoomPrefetchPass",
+    "loom-fuse-pack": "schedule.loom_fuse_pack:LoomFusePackPass",
     "loom-tile": "schedule.loom_tile:LoomTilePass",
     "loom-unroll": "schedule.loom_unroll:LoomUnrollPass",
     "loom-hoist": "schedule.loom_hoist:LoomHoistPass",

@@ -290,7 +290,7 @@ def test_micro_kernel_in_registers_for_each_kind_of_host(kind):
 #: the pass whose remarks show that a step ran
 STEP_PASS = {"direct": "loom-direct-conv", "im2col": "loom-im2col", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
              "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist", "prefetch": "loom-prefetch",
-             "parallel": "loom-parallelize", "fuse": "loom-fuse-epilogue"}
+             "fuse-pack": "loom-fuse-pack", "parallel": "loom-parallelize", "fuse": "loom-fuse-epilogue"}
 
 
 @pytest.mark.parametrize("skip", [*STEPS, "tile,pack", ",".join(STEPS)])
@@ -325,7 +325,7 @@ def test_skip_unknown_step_is_an_error():
     assert all(step in message for step in STEPS), message
     p = run("loom-opt", ROOT / "examples" / "matmul.mlir", "-p", "loom-default{skip=bogus}")
     assert p.returncode == 1 and p.stdout == ""
-    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, parallel)" in p.stderr
+    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)" in p.stderr
     p = run("loom-run", ROOT / "examples" / "matmul.mlir", "--pipeline", "loom-default{skip=hoist,bogus}", "--repeat", "1")
     assert p.returncode == 1 and "unknown step bogus" in p.stdout + p.stderr
 
@@ -594,14 +594,20 @@ def test_override_rejects_zero_vector_bits():
 
 
 def test_loom_opt_default_prints_scheduled_affine_loops():
-    p = run("loom-opt", ROOT / "examples" / "matmul_bias_relu.mlir", "-p", "loom-default{num-threads=1}")
-    assert p.returncode == 0, p.stderr
-    out = p.stdout
-    assert "llvm." not in out and "loom.matmul" not in out and "loom.add" not in out
-    assert "affine.for %j_t = " in out and "iter_args(" in out and "vector.fma" in out
-    assert re.search(r"memref\.alloc\(\) \{alignment = 64 : i64\} : memref<\d+x256x16xf32>", out), out
-    order = [out.index(f"affine.for %{name} = ") for name in ("j_t", "k_t", "i_t", "i_t2", "j_t2", "k")]
-    assert order == sorted(order)
+    """BLIS's order with the register tiles row by row (skip=fuse-pack, or on several
+    threads); on one thread, where the 128 rows are one block: the panel order, each B
+    panel copied by the first row tile."""
+    for skip, names in ((" skip=fuse-pack", ("j_t", "k_t", "i_t", "i_t2", "j_t2", "k")), ("", ("i_t", "k_t", "j_t", "i_t2", "k"))):
+        p = run("loom-opt", ROOT / "examples" / "matmul_bias_relu.mlir", "-p", f"loom-default{{num-threads=1{skip}}}",
+                env={"LOOM_TARGET": "cpu=znver3,l1=32K,l2=512K,l3=32M,vector_bits=256,vector_registers=16,fma=1"})
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+        assert "llvm." not in out and "loom.matmul" not in out and "loom.add" not in out
+        assert "affine.for %j_t = " in out and "iter_args(" in out and "vector.fma" in out
+        assert re.search(r"memref\.alloc\(\) \{alignment = 64 : i64\} : memref<\d+x256x16xf32>", out), out
+        order = [out.index(f"affine.for %{name} = ") for name in names]
+        assert order == sorted(order), (skip, out)
+        assert ("loom.prefetch %w[" in out) == (not skip)
 
 
 def test_loom_run_default():

@@ -19,6 +19,11 @@ alone, in this order (the steps `skip=` names):
     prefetch    loom-prefetch: the next register tile's block of C is prefetched while
                 this one runs (its rows are a matrix row apart: no hardware stream
                 brings them: +5% at 2048^3, nothing at 1024^3, where C stays in L3)
+    fuse-pack   the panel order, where the rows fit one block on one thread
+                (cost_model.py): the tiles are (i_t, k_t, j_t, i_r, j_r, k, i, j) with
+                NC = NR, B packed at j_t and A at k_t, then loom-fuse-pack has the first
+                row tile copy each B panel as it computes and the others prefetch the
+                next panel's source (skipped: the order above)
     fuse        loom-fuse-epilogue, after the matmuls are scheduled: the elementwise
                 nests after a matmul or conv2d (add, mul, relu) computed on its register
                 block where it stores C for the last time, C no longer written; the
@@ -98,7 +103,7 @@ from passes.analysis.loop_utils import (
 )
 
 #: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
-MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "parallel")
+MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "fuse-pack", "parallel")
 #: the steps `skip=` accepts: a conv2d's strategy, the epilogue's fusion, then the matmul's
 STEPS = ("direct", "im2col", "fuse", *MATMUL_STEPS)
 
@@ -227,7 +232,9 @@ class LoomDefaultPass(ModulePass):
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place)
+            return plan_matmul(*found[1], target, element, in_place, panels=panels)
+
+        panels = self._threads(skip, target) == 1 and not {"tile", "pack", "fuse-pack"} & skip
 
         whole = plan_of(nest)
         if not in_place and not whole.rows_tiled and not {"vectorize", "tile"} & skip:
@@ -471,18 +478,22 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
             steps.append(f"loom-interchange{{order={_csv(list(range(b)) + [b + 2, b, b + 1])} op={op}}}")
         factors = [1] * b + [MV_K_JAM, 1, *vectors]
     elif "tile" not in skip:
-        order = list(range(b)) + [b + x for x in (1, 2, 0, 3, 4, 7, 5, 6)]
+        # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j), or in the panel order
+        # b + (i_t, k_t, j_t, i_r, j_r, k, i, j): the level of B's copy, then A's
+        packed = "pack" not in skip and plan.pack
+        panels = plan.panels and packed  # (the plan has it only where `pack` is not skipped)
+        order = list(range(b)) + [b + x for x in ((0, 2, 1, 3, 4, 7, 5, 6) if panels else (1, 2, 0, 3, 4, 7, 5, 6))]
+        levels = (b + 2, b + 1) if panels else (b + 1, b + 2)
         steps += [
             f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
             f"loom-tile{{sizes={plan.mr},{plan.nr} op={op} depth={b + 3}}}",
             f"loom-interchange{{order={_csv(order)} op={op}}}",
         ]
-        if "pack" not in skip and plan.pack:
+        if packed:
             if plan.in_place != "B":
-                steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
+                steps.append(f"loom-pack{{operand=1 level={levels[0]} panel={plan.nr} op={op}}}")
             if plan.in_place != "A":
-                steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
-        # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j)
+                steps.append(f"loom-pack{{operand=0 level={levels[1]} panel={plan.mr} op={op}}}")
         factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
@@ -494,6 +505,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         steps.append(f"loom-hoist{{op={op}}}")
     if "prefetch" not in skip and plan.rows_tiled:
         steps.append(f"loom-prefetch{{op={op}}}")
+    if plan.panels:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
+        steps.append(f"loom-fuse-pack{{op={op}}}")
     return ",".join(steps)
 
 

@@ -1,7 +1,11 @@
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=direct}' --split-input-file | filecheck %s --check-prefix=IM2COL
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=direct,im2col}' --split-input-file | filecheck %s --check-prefix=SKIP
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file | filecheck %s
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=direct,fuse-pack}' --split-input-file | filecheck %s --check-prefix=IM2COL
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=direct,im2col,fuse-pack}' --split-input-file | filecheck %s --check-prefix=SKIP
+
+// skip=fuse-pack: these cases show the order of row tiles (j_t, k_t, i_t, ...); the panel
+// order that one thread takes for a matmul of one row block is tests/lit/loom-fuse-pack's
+// and tests/test_default.py's.
 
 // A padded 3x3 conv2d of 24 output channels: im2col would copy a patch element per 24
 // fmas (+67% at 16 fmas' time each), the direct convolution computes 2 columns too many

@@ -1,6 +1,10 @@
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
-// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p loom-default --split-input-file | filecheck %s --check-prefix=NOLLVM
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file | filecheck %s
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file | filecheck %s --check-prefix=NOLLVM
+
+// skip=fuse-pack: these cases show the order of row tiles (j_t, k_t, i_t, ...); the panel
+// order that one thread takes for a matmul of one row block is tests/lit/loom-fuse-pack's
+// and tests/test_default.py's.
 
 // loom-default on loom-dialect input: the module is bufferized and lowered to affine
 // loops first, then each matmul nest gets the cost model's BLIS schedule. The target is

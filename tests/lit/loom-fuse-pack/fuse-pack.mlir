@@ -1,0 +1,97 @@
+// RUN: loom-opt %s -p loom-fuse-pack --split-input-file | filecheck %s
+// RUN: loom-opt %s -p 'loom-fuse-pack{prefetch=0}' --split-input-file | filecheck %s --check-prefix=NOPF
+// RUN: loom-opt %s -p loom-fuse-pack --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+
+// A B panel copied before the loop over the row tiles (loom-pack's copy, after
+// loom-vectorize and loom-hoist): the first row tile reads %b and stores the panel,
+// one load and one store per address (the two reads of %b_pack[0, %k, 0] share them);
+// the other row tiles read the panel and prefetch the next %j_t's source, 16 columns on.
+// CHECK-LABEL: func.func @panel
+// CHECK:       affine.for %j_t = 0 to 64 step 16 {
+// CHECK-NOT:     %b_pack[0, %k_cp
+// CHECK-NEXT:    affine.for %i = 0 to 2 step 2 {
+// CHECK:           affine.for %k = 0 to 16 iter_args
+// CHECK-NEXT:        %[[V:.*]] = affine.vector_load %b[%k, %j_t] : memref<16x64xf32>, vector<8xf32>
+// CHECK-NEXT:        affine.vector_store %[[V]], %b_pack[0, %k, 0] : memref<1x16x16xf32>, vector<8xf32>
+// CHECK-NOT:         %b_pack
+// CHECK:             vector.fma %{{.*}}, %[[V]], %{{.*}}
+// CHECK-NEXT:        vector.fma %{{.*}}, %[[V]], %{{.*}}
+// CHECK:         affine.for %i_1 = 2 to 8 step 2 {
+// CHECK:           affine.for %k_1 = 0 to 16 iter_args
+// CHECK-NEXT:        %[[C:.*]] = affine.apply affine_map<(d0, d1) -> ((d1 + 16))> (%k_1, %j_t)
+// CHECK-NEXT:        loom.prefetch %b[%k_1, %[[C]]], read, locality<3>, data : memref<16x64xf32>
+// CHECK-NEXT:        affine.vector_load %b_pack[0, %k_1, 0]
+// CHECK-NEXT:        affine.vector_load %b_pack[0, %k_1, 0]
+// CHECK:       } {loom.tag = "matmul"}
+
+// prefetch=0: the fusion alone.
+// NOPF-LABEL: func.func @panel
+// NOPF-NOT:   loom.prefetch
+// NOPF:       affine.vector_store %{{.*}}, %b_pack[0, %k, 0]
+// NOPF-NOT:   loom.prefetch
+// NOPF:       } {loom.tag = "matmul"}
+
+// REMARK: fuse-pack.mlir:[[# @LINE + 10]]:5: remark: [loom-fuse-pack] copy of %b into %b_pack fused into the first iteration of %i: it reads %b and stores 1 value into %b_pack per iteration of its innermost loop as it computes; the other iterations read %b_pack and prefetch what the next iteration of %j_t copies (1 prefetch)
+func.func @panel(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<8x64xf32>) {
+  %b_pack = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
+  affine.for %j_t = 0 to 64 step 16 {
+    affine.for %k_cp = 0 to 16 {
+      affine.for %j_cp = 0 to 16 step 8 {
+        %v = affine.vector_load %b[%k_cp, %j_t + %j_cp] : memref<16x64xf32>, vector<8xf32>
+        affine.vector_store %v, %b_pack[0, %k_cp, %j_cp] : memref<1x16x16xf32>, vector<8xf32>
+      }
+    }
+    affine.for %i = 0 to 8 step 2 {
+      %c0 = affine.vector_load %c[%i, %j_t] : memref<8x64xf32>, vector<8xf32>
+      %r = affine.for %k = 0 to 16 iter_args(%x = %c0) -> (vector<8xf32>) {
+        %bv = affine.vector_load %b_pack[0, %k, 0] : memref<1x16x16xf32>, vector<8xf32>
+        %bw = affine.vector_load %b_pack[0, %k, 0] : memref<1x16x16xf32>, vector<8xf32>
+        %a0 = affine.load %a[%i, %k] : memref<8x16xf32>
+        %s = vector.broadcast %a0 : f32 to vector<8xf32>
+        %y = vector.fma %s, %bv, %x : vector<8xf32>
+        %z = vector.fma %s, %bw, %y : vector<8xf32>
+        affine.yield %z : vector<8xf32>
+      }
+      affine.vector_store %r, %c[%i, %j_t] : memref<8x64xf32>, vector<8xf32>
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %b_pack : memref<1x16x16xf32>
+  func.return
+}
+
+// -----
+
+// A single row tile: it is the whole loop, no other iterations to prefetch in.
+// CHECK-LABEL: func.func @one_row_tile
+// CHECK:       affine.for %i = 0 to 2 step 2 {
+// CHECK:         affine.vector_store %{{.*}}, %b_pack[0, %k, 0]
+// CHECK-NOT:   loom.prefetch
+// CHECK-NOT:   affine.for %i_1
+// CHECK:       } {loom.tag = "matmul"}
+// REMARK: fuse-pack.mlir:[[# @LINE + 10]]:5: remark: [loom-fuse-pack] copy of %b into %b_pack fused into the first iteration of %i: it reads %b and stores 1 value into %b_pack per iteration of its innermost loop as it computes{{$}}
+func.func @one_row_tile(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<8x64xf32>) {
+  %b_pack = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
+  affine.for %j_t = 0 to 64 step 16 {
+    affine.for %k_cp = 0 to 16 {
+      affine.for %j_cp = 0 to 16 step 8 {
+        %v = affine.vector_load %b[%k_cp, %j_t + %j_cp] : memref<16x64xf32>, vector<8xf32>
+        affine.vector_store %v, %b_pack[0, %k_cp, %j_cp] : memref<1x16x16xf32>, vector<8xf32>
+      }
+    }
+    affine.for %i = 0 to 2 step 2 {
+      %c0 = affine.vector_load %c[%i, %j_t] : memref<8x64xf32>, vector<8xf32>
+      %r = affine.for %k = 0 to 16 iter_args(%x = %c0) -> (vector<8xf32>) {
+        %bv = affine.vector_load %b_pack[0, %k, 0] : memref<1x16x16xf32>, vector<8xf32>
+        %bw = affine.vector_load %b_pack[0, %k, 0] : memref<1x16x16xf32>, vector<8xf32>
+        %a0 = affine.load %a[%i, %k] : memref<8x16xf32>
+        %s = vector.broadcast %a0 : f32 to vector<8xf32>
+        %y = vector.fma %s, %bv, %x : vector<8xf32>
+        %z = vector.fma %s, %bw, %y : vector<8xf32>
+        affine.yield %z : vector<8xf32>
+      }
+      affine.vector_store %r, %c[%i, %j_t] : memref<8x64xf32>, vector<8xf32>
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %b_pack : memref<1x16x16xf32>
+  func.return
+}

@@ -1,0 +1,95 @@
+"""The panel order and loom-fuse-pack end to end: a matmul whose rows fit one block, on
+one thread, copies each B panel in its first row tile while it computes. Results within
+the bound of numpy's on random normal inputs and exact on small integers, for both kinds
+of host (tests/targets.py), on shapes of 1, primes, and more than one k block; the same
+bits as the order without it (`skip=fuse-pack`) on small integers; the epilogue fused
+beside it; the remarks and the plan.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from kernels import assert_within_bound, check_both, matmul, small_ints
+from targets import TARGETS, planning_for
+
+import compiler
+from passes.analysis.cost_model import plan_matmul
+
+ONE_THREAD = "loom-default{num-threads=1}"
+dim = st.one_of(st.sampled_from([1, 2, 3, 7, 8, 9, 13, 16, 47, 48, 49, 97]), st.integers(1, 120))
+
+
+def mm(m, n, k):
+    return matmul((m, k), (k, n), (m, n), np.float32)
+
+
+@settings(deadline=None)
+@given(m=dim, n=dim, k=st.one_of(dim, st.sampled_from([769, 1031])), seed=st.integers(0, 2**16),
+       kind=st.sampled_from(sorted(TARGETS)))
+@example(m=8, n=96, k=16, seed=0, kind="avx512")  # one row tile: the fused copy is all of it
+@example(m=16, n=97, k=1031, seed=0, kind="avx512")  # two k blocks, a 1-column panel left over
+@example(m=13, n=50, k=769, seed=0, kind="avx2")  # peeled rows, two k blocks
+def test_panel_order_is_correct(m, n, k, seed, kind):
+    with planning_for(TARGETS[kind]):
+        check_both(mm(m, n, k), [(m, k), (k, n)], k, ONE_THREAD, seed=seed)
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_same_bits_as_without_the_fusion(kind):
+    m, n, k = 24, 150, 40
+    rng = np.random.default_rng(1)
+    a, b = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32)
+    with planning_for(TARGETS[kind]):
+        fused = compiler.compile(mm(m, n, k), pipeline=ONE_THREAD)(a, b)
+        apart = compiler.compile(mm(m, n, k), pipeline="loom-default{num-threads=1 skip=fuse-pack}")(a, b)
+    np.testing.assert_array_equal(fused, apart)
+    np.testing.assert_array_equal(fused, a @ b)
+
+
+def test_epilogue_fused_beside_it():
+    """relu(x @ w + b): both the first row tile and the others apply the epilogue."""
+    m, n, k = 32, 144, 1100
+    src = f"""func.func @dense(%x: tensor<{m}x{k}xf32>, %w: tensor<{k}x{n}xf32>, %b: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %c = loom.matmul %x, %w : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %s = loom.add %c, %b : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>
+  %r = loom.relu %s : tensor<{m}x{n}xf32>
+  func.return %r : tensor<{m}x{n}xf32>
+}}"""
+    with planning_for(TARGETS["avx512"]):
+        kern = compiler.compile(src, pipeline=ONE_THREAD, remarks=True)
+    text = "\n".join(kern.remarks)
+    assert "[loom-fuse-pack] copy of %x into %x_pack left as it is" in text
+    assert "copy of %w into %w_pack fused into the first iteration of %i_t2" in text
+    assert "prefetch what the next iteration of %j_t copies" in text
+    assert "[loom-fuse-epilogue] fused add" in text
+    rng = np.random.default_rng(2)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (n,)))
+    ref = np.maximum(x.astype(np.float64) @ w + b, 0)
+    assert_within_bound(kern(x, w, b), ref, k, np.float32)
+    xi, wi, bi = (small_ints(rng, s, np.float32) for s in ((m, k), (k, n), (n,)))
+    np.testing.assert_array_equal(kern(xi, wi, bi), np.maximum(xi @ wi + bi, 0))
+
+
+def test_not_on_several_threads_nor_for_several_row_blocks():
+    """Two threads share the rows: the order of row tiles; so do M > MC rows on one."""
+    with planning_for(TARGETS["avx512"]) as target:
+        two = compiler.compile(mm(64, 96, 64), pipeline="loom-default{num-threads=2}", remarks=True)
+        assert not any("loom-fuse-pack" in r for r in two.remarks)
+        plan = plan_matmul(4096, 96, 64, target, panels=True)
+        assert not plan.panels and plan.mc < 4096
+
+
+@pytest.mark.parametrize("kind, m", [("avx2", 64), ("avx512", 128)])
+def test_plan_of_the_panel_order(kind, m):
+    """NC = NR; KC halved while A's block, B's panel and C (reread per k block) exceed
+    3/4 of L2; never for an operand read in place."""
+    with planning_for(TARGETS[kind]) as target:
+        plan = plan_matmul(m, 768, 3072, target, panels=True)
+        assert plan.panels and plan.nc == plan.nr and plan.mc >= m
+        assert plan.kc < plan_matmul(m, 768, 3072, target).kc
+        assert (m * plan.kc + plan.kc * plan.nr + m * 768) * 4 <= 3 * target.l2 // 4
+        single = plan_matmul(m, 3072, 768, target, panels=True)
+        assert single.panels and single.kc == plan_matmul(m, 3072, 768, target).kc
+        assert not plan_matmul(m, 768, 3072, target, in_place="A", panels=True).panels
+        assert not plan_matmul(m, 768, 3072, target).panels
