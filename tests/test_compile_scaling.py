@@ -47,9 +47,10 @@ def _stages(source: str, pipeline: str) -> jit.Timings:
     return timings
 
 
-def _best_of_two(source: str, pipeline: str) -> jit.Timings:
-    """The stages of the faster of two compiles (a shared machine's noise only adds)."""
-    return min((_stages(source, pipeline) for _ in range(2)), key=_cpu)
+def _best_of_three(source: str, pipeline: str) -> jit.Timings:
+    """The stages of the fastest of three compiles (a shared machine's noise only adds:
+    with two, a CI run once read 6.7x for the 4x nests, where a quiet run reads 4.3-4.5x)."""
+    return min((_stages(source, pipeline) for _ in range(3)), key=_cpu)
 
 
 def distinct_source(n: int) -> str:
@@ -69,8 +70,8 @@ def test_chain_compile_time_grows_linearly():
     """naive, 120 vs 480 chained adds: the whole compile and LLVM's part (O3 and code
     generation: 400 ops took 4.3 s of O3 in one function, 800 took 22 s) grow about 4x."""
     _stages(bench.chain_source(2), "naive")  # lazy imports, LLVM's set-up
-    small = _best_of_two(bench.chain_source(120), "naive")
-    large = _best_of_two(bench.chain_source(480), "naive")
+    small = _best_of_three(bench.chain_source(120), "naive")
+    large = _best_of_three(bench.chain_source(480), "naive")
     assert _cpu(large) / _cpu(small) < GROWTH_BOUND, (small, large)
     llvm = {"LLVM O3", "machine code"}
     assert _cpu(large, llvm) / _cpu(small, llvm) < GROWTH_BOUND, (small, large)
@@ -81,8 +82,8 @@ def test_distinct_nests_schedule_linearly():
     each nest with its function alone, not the whole module (it was quadratic: 0.5 s for
     100 nests, 7.4 s for 400)."""
     _stages(distinct_source(2), "default")
-    small = _best_of_two(distinct_source(30), "default")
-    large = _best_of_two(distinct_source(120), "default")
+    small = _best_of_three(distinct_source(30), "default")
+    large = _best_of_three(distinct_source(120), "default")
     assert _cpu(large) / _cpu(small) < GROWTH_BOUND, (small, large)
     assert _cpu(large, {"loom-default"}) / _cpu(small, {"loom-default"}) < GROWTH_BOUND, (small, large)
 
