@@ -106,7 +106,7 @@ class MatmulPlan:
     #: the operand read in place, not packed ("A", "B"; "" for none): a direct
     #: convolution's windows, loom-direct-conv's implicit matrix
     in_place: str = ""
-    #: the panel order (PANEL_ORDER): one row block, B a KC x NR panel at a time
+    #: the panel order (the module's doc): one row block, B a KC x NR panel at a time
     panels: bool = False
 
     @property

@@ -229,12 +229,12 @@ class LoomDefaultPass(ModulePass):
 
         in_place = loom_direct_conv.windows_operand(nest)
 
+        panels = self._threads(skip, target) == 1 and not {"tile", "pack", "fuse-pack"} & skip
+
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels)
-
-        panels = self._threads(skip, target) == 1 and not {"tile", "pack", "fuse-pack"} & skip
 
         whole = plan_of(nest)
         if not in_place and not whole.rows_tiled and not {"vectorize", "tile"} & skip:
@@ -481,9 +481,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j), or in the panel order
         # b + (i_t, k_t, j_t, i_r, j_r, k, i, j): the level of B's copy, then A's
         packed = "pack" not in skip and plan.pack
-        panels = plan.panels and packed  # (the plan has it only where `pack` is not skipped)
-        order = list(range(b)) + [b + x for x in ((0, 2, 1, 3, 4, 7, 5, 6) if panels else (1, 2, 0, 3, 4, 7, 5, 6))]
-        levels = (b + 2, b + 1) if panels else (b + 1, b + 2)
+        order = list(range(b)) + [b + x for x in ((0, 2, 1, 3, 4, 7, 5, 6) if plan.panels else (1, 2, 0, 3, 4, 7, 5, 6))]
+        levels = (b + 2, b + 1) if plan.panels else (b + 1, b + 2)
         steps += [
             f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
             f"loom-tile{{sizes={plan.mr},{plan.nr} op={op} depth={b + 3}}}",

@@ -90,6 +90,7 @@ from passes.schedule.loop_transforms import rebuild_loop
 
 _LOADS = (affine.LoadOp, affine.VectorLoadOp)
 _STORES = (affine.StoreOp, affine.VectorStoreOp)
+_STORE_OF = {affine.LoadOp: affine.StoreOp, affine.VectorLoadOp: affine.VectorStoreOp}
 _Address = tuple[Block, type, AffineMap, tuple[SSAValue, ...]]
 
 
@@ -177,8 +178,9 @@ class LoomFusePackPass(ModulePass):
             key = _address(read)
             if key not in done:
                 m, operands = _source_map(copy, read)
-                load = type(copy.load)(copy.source, operands, AffineMapAttr(m), read.result.type)
-                store = type(copy.store)(load.result, copy.buffer, list(read.indices), read.map)
+                # a read as wide as the copy's (checked), or one element of a vector copy
+                load = type(read)(copy.source, operands, AffineMapAttr(m), read.result.type)
+                store = _STORE_OF[type(read)](load.result, copy.buffer, list(read.indices), read.map)
                 for new in (load, store):
                     new.location = read.location
                     read.parent_block().insert_op_before(new, read)

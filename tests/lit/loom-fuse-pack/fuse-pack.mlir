@@ -95,3 +95,40 @@ func.func @one_row_tile(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<
   memref.dealloc %b_pack : memref<1x16x16xf32>
   func.return
 }
+
+// -----
+
+// A scalar reader of a vector copy: each element read is one the copy stored, read from
+// %b where the copy read it (an element of its vector); a scalar load and store.
+// CHECK-LABEL: func.func @scalar_read
+// CHECK:       affine.for %i = 0 to 1 {
+// CHECK:         %[[S:.*]] = affine.load %b[%k, %j + %j_t] : memref<16x64xf32>
+// CHECK-NEXT:    affine.store %[[S]], %b_pack[0, %k, %j] : memref<1x16x16xf32>
+// CHECK:       affine.for %i_1 = 1 to 8 {
+// CHECK:         affine.load %b_pack[0, %k_1, %j_1] : memref<1x16x16xf32>
+func.func @scalar_read(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<8x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  %b_pack = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
+  affine.for %j_t = 0 to 64 step 16 {
+    affine.for %k_cp = 0 to 16 {
+      affine.for %j_cp = 0 to 16 step 8 {
+        %v = affine.vector_load %b[%k_cp, %j_t + %j_cp] : memref<16x64xf32>, vector<8xf32>
+        affine.vector_store %v, %b_pack[0, %k_cp, %j_cp] : memref<1x16x16xf32>, vector<8xf32>
+      }
+    }
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 16 {
+        %r = affine.for %k = 0 to 16 iter_args(%x = %z) -> (f32) {
+          %bv = affine.load %b_pack[0, %k, %j] : memref<1x16x16xf32>
+          %a1 = affine.load %a[%i, %k] : memref<8x16xf32>
+          %p = arith.mulf %a1, %bv : f32
+          %y = arith.addf %x, %p : f32
+          affine.yield %y : f32
+        }
+        affine.store %r, %c[%i, %j_t + %j] : memref<8x64xf32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %b_pack : memref<1x16x16xf32>
+  func.return
+}
