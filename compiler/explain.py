@@ -772,8 +772,12 @@ def recover_plan(message: str, target) -> PlannedMatmul | None:
         return None
     shape = tuple(int(g) for g in m.groups()[:3])
     element = int(kind.group(1)) // 8
-    for in_place in ("", "A", "B"):
-        plan = plan_matmul(*shape, target, element, in_place)
+    # the plain plans, then the panel order's for each thread count (one column block per thread)
+    candidates = [(in_place, False, 1) for in_place in ("", "A", "B")] + [("", True, t) for t in range(1, 257)]
+    for in_place, panels, threads in candidates:
+        plan = plan_matmul(*shape, target, element, in_place, panels=panels, threads=threads)
+        if panels and not plan.panels:
+            break
         described = plan.describe()
         at = message.find(": " + described)
         if at < 0:
@@ -817,7 +821,7 @@ def plan_details(planned: PlannedMatmul, target) -> tuple[str, list[str]]:
                                "columns (KC x NR each)",
                           "B": "B read in place (the windows of the staged input), A packed at i_t in panels of MR "
                                "rows (KC x MR each)"}.get(
-                p.in_place, "packed: B at j_t a panel of NR columns at a time (KC x NR)"
+                p.in_place, "packed: B at j_r a panel of NR columns at a time (KC x NR)"
                             + (", copied by the first row tile as it computes (loom-fuse-pack)"
                                if "fuse-pack" not in left_out else "") + ", A at k_t in panels of MR rows (KC x MR each)"
                 if p.panels else
@@ -834,14 +838,15 @@ def _cache_tiles(p: MatmulPlan, target) -> list[str]:
     def whole(size: int, extent: int, name: str) -> str:
         return f", all of {name}" if size >= extent else ""
 
-    sliver, block_a, block_b = p.kc * p.mr * e, p.mc * p.kc * e, p.kc * p.nc * e
+    sliver, block_a, block_b, panel = p.kc * p.mr * e, p.mc * p.kc * e, p.kc * p.nc * e, p.kc * p.nr * e
     return [
         f"KC={p.kc}{whole(p.kc, p.k, 'K')}: the A sliver KC x MR ({p.kc}x{p.mr} f{8 * e}) is {_kib(sliver)}, "
         f"{_share(sliver, target.l1)} of L1d ({_kib(target.l1)})",
         f"MC={p.mc}{whole(p.mc, p.m, 'M')}: the A block MC x KC ({p.mc}x{p.kc}) is {_kib(block_a)}, "
         f"{_share(block_a, target.l2)} of L2 ({_kib(target.l2)})",
-        f"NC=NR={p.nc}, the panel order (one row block, one thread): B a panel KC x NR ({p.kc}x{p.nc}) at a "
-        f"time, {_kib(block_b)}, {_share(block_b, target.l2)} of L2 ({_kib(target.l2)})" if p.panels else
+        f"NC={p.nc}{whole(p.nc, p.n, 'N')}, the panel order (one row block): a block of NC columns per thread, "
+        f"B a panel KC x NR ({p.kc}x{p.nr}) at a time, {_kib(panel)}, {_share(panel, target.l2)} of L2 "
+        f"({_kib(target.l2)})" if p.panels else
         f"NC={p.nc}{whole(p.nc, p.n, 'N')}: the B block KC x NC ({p.kc}x{p.nc}) is {_kib(block_b)}, "
         f"{_share(block_b, target.l3)} of L3 ({_kib(target.l3)})",
     ]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from kernels import assert_within_bound, check_both, matmul, small_ints
+from kernels import assert_within_bound, check_both, conv2d_kernel, matmul, small_ints
 from targets import TARGETS, planning_for
 
 import compiler
@@ -61,7 +61,7 @@ def test_epilogue_fused_beside_it():
     text = "\n".join(kern.remarks)
     assert "[loom-fuse-pack] copy of %x into %x_pack left as it is" in text
     assert "copy of %w into %w_pack fused into the first iteration of %i_t2" in text
-    assert "prefetch what the next iteration of %j_t copies" in text
+    assert "prefetch what the next iteration of %j_t2 copies" in text
     assert "[loom-fuse-epilogue] fused add" in text
     rng = np.random.default_rng(2)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (n,)))
@@ -71,25 +71,55 @@ def test_epilogue_fused_beside_it():
     np.testing.assert_array_equal(kern(xi, wi, bi), np.maximum(xi @ wi + bi, 0))
 
 
-def test_not_on_several_threads_nor_for_several_row_blocks():
-    """Two threads share the rows: the order of row tiles; so do M > MC rows on one."""
+def test_two_threads_a_column_block_each_and_not_for_several_row_blocks():
+    """Two threads: a block of whole panels each (the column blocks' loop in parallel, the
+    B panel buffer a slot per block); M > MC rows: the order of row tiles."""
+    m, n, k = 24, 200, 150  # peeled to 192 columns: 4 panels of 48, 2 per thread
+    rng = np.random.default_rng(4)
+    a, b = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32)
     with planning_for(TARGETS["avx512"]) as target:
-        two = compiler.compile(mm(64, 96, 64), pipeline="loom-default{num-threads=2}", remarks=True)
-        assert not any("loom-fuse-pack" in r for r in two.remarks)
+        two = compiler.compile(mm(m, n, k), pipeline="loom-default{num-threads=2}", remarks=True)
+        text = "\n".join(two.remarks)
+        assert "a slot per iteration of %j_t (private)" in text and "fused into the first iteration" in text
+        assert "[loom-parallelize] nest 'matmul': loop %j_t run in parallel (2 iterations, 2 threads)" in text
+        np.testing.assert_array_equal(two(a, b), a @ b)
+        plan = plan_matmul(m, 192, k, target, panels=True, threads=2)
+        assert plan.panels and plan.nc == 96
+        assert not plan_matmul(m, 144, k, target, panels=True, threads=2).panels  # 3 panels: not even
         plan = plan_matmul(4096, 96, 64, target, panels=True)
         assert not plan.panels and plan.mc < 4096
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    assert_within_bound(two(a, b), a.astype(np.float64) @ b, k, np.float32)
 
 
 @pytest.mark.parametrize("kind, m", [("avx2", 64), ("avx512", 128)])
 def test_plan_of_the_panel_order(kind, m):
-    """NC = NR; KC halved while A's block, B's panel and C (reread per k block) exceed
-    3/4 of L2; never for an operand read in place."""
+    """NC = N on one thread; KC halved while A's block, B's panel and C (reread per k
+    block) exceed 3/4 of L2; never for an operand read in place."""
     with planning_for(TARGETS[kind]) as target:
         plan = plan_matmul(m, 768, 3072, target, panels=True)
-        assert plan.panels and plan.nc == plan.nr and plan.mc >= m
+        assert plan.panels and plan.nc == 768 and plan.mc >= m
         assert plan.kc < plan_matmul(m, 768, 3072, target).kc
         assert (m * plan.kc + plan.kc * plan.nr + m * 768) * 4 <= 3 * target.l2 // 4
         single = plan_matmul(m, 3072, 768, target, panels=True)
         assert single.panels and single.kc == plan_matmul(m, 3072, 768, target).kc
         assert not plan_matmul(m, 768, 3072, target, in_place="A", panels=True).panels
         assert not plan_matmul(m, 768, 3072, target).panels
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_batched_f64_and_im2col_conv_in_the_panel_order(kind):
+    """A batched matmul (the batch loop outside the panel order), f64 (its own tile), and
+    a conv2d through im2col (its matmul of F rows by the patch matrix), on one thread."""
+    rng = np.random.default_rng(3)
+    bmm = matmul((3, 20, 70), (3, 70, 100), (3, 20, 100), np.float64)
+    a, b = rng.standard_normal((3, 20, 70)), rng.standard_normal((3, 70, 100))
+    with planning_for(TARGETS[kind]):
+        kern = compiler.compile(bmm, pipeline=ONE_THREAD, remarks=True)
+        assert any("[loom-fuse-pack]" in r and "fused" in r for r in kern.remarks)
+        assert_within_bound(kern(a, b), a @ b, 70, np.float64)
+        src, shapes, k = conv2d_kernel((2, 8, 12, 12, 24, 3, 3, (1, 1), (1, 1), (1, 1)), np.float32)
+        conv = compiler.compile(src, pipeline="loom-default{num-threads=1 skip=direct}", remarks=True)
+        assert any("[loom-fuse-pack]" in r and "fused" in r for r in conv.remarks)
+        x, w = (small_ints(rng, s, np.float32) for s in shapes)
+        np.testing.assert_array_equal(conv(x, w), compiler.reference(src, x, w).astype(np.float32))

@@ -45,9 +45,10 @@ block into L3 once for only M/MR row tiles, and the copy is a pass of its own ov
 memory (9.4 MB of B read and 9.4 MB written at M = 128: 1.2 ms of 6.6). Instead:
 
     for k_t in K step KC          pack A[:, k_t:+KC] as M/MR panels KC x MR (L2)
-      for j_t in N step NR        B's panel KC x NR (L2): copied by the first row tile
-        for i_r in M step MR        as it computes (loom-fuse-pack); the other row tiles
-          for k in KC                 read it and prefetch the next panel's source
+      for j_c in N step NC        a column block per thread (NC = N on one thread)
+        for j_r in NC step NR       B's panel KC x NR (L2, one per thread): copied by the
+          for i_r in M step MR        first row tile as it computes (loom-fuse-pack); the
+            for k in KC                 others read it and prefetch the next panel's source
 
 so that B streams from memory into the fmas, a panel ahead of its use. Where K is split
 into k blocks, every block reads and writes all of C again: KC is halved until A's block,
@@ -55,9 +56,11 @@ B's panel and C fit in 3/4 of L2 (128x768x3072: KC 768 -> 384, 1.154 -> 1.178x n
 `np.maximum(x @ w + b, 0)`, and 1.7% in a second run). Measured on
 znver4, one thread, against the order above (interleaved, ms): 128x3072x768 6.59 ->
 5.82 (numpy 6.99), 128x768x3072 6.64 -> 6.13; at 1024x3072x768 (8 row blocks of 128)
-it was no faster (46.6 against 46.6), so larger M keeps the order above. On more
-threads the rows are what the threads share, and a panel per row tile loop would be a
-fork and join per panel: the order above.
+it was no faster (46.6 against 46.6), so larger M keeps the order above. On several
+threads each takes a block of whole panels (j_c runs in parallel, B's panel buffer has
+a slot per iteration of it: loom-pack's `private`), not the rows: a loop of row tiles
+per panel would be a fork and join per panel. Two threads, 128x3072x768 with its
+epilogue, interleaved: 2.85 ms against 3.13 for the order above (one thread 5.48).
 
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
@@ -106,7 +109,8 @@ class MatmulPlan:
     #: the operand read in place, not packed ("A", "B"; "" for none): a direct
     #: convolution's windows, loom-direct-conv's implicit matrix
     in_place: str = ""
-    #: the panel order (the module's doc): one row block, B a KC x NR panel at a time
+    #: the panel order (the module's doc): one row block, B a KC x NR panel at a time, a
+    #: block of NC columns per thread
     panels: bool = False
 
     @property
@@ -119,7 +123,7 @@ class MatmulPlan:
         """Elements moved per memory level boundary for the whole matmul (estimates)."""
         m, n, k = self.m, self.n, self.k
         flops = m * n * k
-        n_blocks = -(-n // self.nc)
+        n_blocks = -(-n // (self.nr if self.panels else self.nc))  # A is read again per block (per panel)
         k_blocks = -(-k // self.kc)
         if not self.rows_tiled:  # B streamed once; C's rows read and written per 4 k
             return {"DRAM->L3": k * n + m * k + m * n, "L2->L1": k * n + m * k + 2 * m * n * k / 4,
@@ -144,12 +148,13 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
             if self.panels:
-                words.append("panel order: one row block, B a KC x NR panel at a time, copied by the first "
-                             "row tile as it computes, the next panel prefetched by the others")
+                words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, "
+                             "copied by the first row tile as it computes, the next panel prefetched by the others")
         if self.pack:
             e = self.element_bytes
             a = f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)"
-            b = f"B {self.kc}x{self.nc} ({self.kc * self.nc * e // 1024} KiB, {'L2' if self.panels else 'L3'})"
+            b = (f"B {self.kc}x{self.nr} panels ({self.kc * self.nr * e // 1024} KiB, L2)" if self.panels else
+                 f"B {self.kc}x{self.nc} ({self.kc * self.nc * e // 1024} KiB, L3)")
             sliver = f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * e // 1024} KiB, L1)"
             place = "read in place (the windows of the staged input)"
             words.append({"A": f"A {place}, packed {b}", "B": f"{a}, B {place}, {sliver}"}.get(
@@ -240,19 +245,26 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
-                in_place: str = "", panels: bool = False) -> MatmulPlan:
+                in_place: str = "", panels: bool = False, threads: int = 1) -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
-    `panels`: the panel order may be chosen (one thread, the packing and its fusion not
-    left out), and is where the rows fit one block."""
+    `panels`: the panel order may be chosen (the packing and its fusion not left out),
+    and is where the rows fit one block and the panels split evenly over `threads`."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
-    if panels and plan.pack and plan.rows_tiled and not in_place and m <= plan.mc:
-        # a k block's working set in L2: A's block, B's panel and, when K is split, all
-        # of C, which every k block reads and writes again
+    nr = plan.nr
+    # on several threads, as many whole panels for each: blocks of unequal width would
+    # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
+    # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
+    even = threads == 1 or (n % nr == 0 and (n // nr) % threads == 0)
+    if panels and plan.pack and plan.rows_tiled and not in_place and m <= plan.mc and even:
+        # NC: the columns of a thread; then a k block's working set in L2: A's block,
+        # B's panel and, when K is split, the thread's part of C, which every k block
+        # reads and writes again
+        nc = -(-n // nr) * nr // threads
         kc, e = plan.kc, element_bytes
-        while plan.k > kc and kc > 64 and (m * kc + kc * plan.nr + m * n) * e > 3 * target.l2 // 4:
+        while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
-        return replace(plan, panels=True, nc=plan.nr, kc=kc)
+        return replace(plan, panels=True, nc=nc, kc=kc)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
     elif in_place:

@@ -273,9 +273,14 @@ class _Resolver:
         owner = v.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             return _Linear.constant(self.n, owner.value.value.data)
+        outside = not self.root.is_ancestor(_defining_op(v))
         if isinstance(owner, affine.ApplyOp):
-            return self.expr(owner.map.data.results[0], owner.map.data.num_dims, owner.mapOperands)
-        if not self.root.is_ancestor(_defining_op(v)):
+            found = self.expr(owner.map.data.results[0], owner.map.data.num_dims, owner.mapOperands)
+            if found is not None or not outside:
+                return found
+            # a value the band does not change, though not linear in what it is computed
+            # from (loom-pack's private slot, `%iv floordiv NB`): a symbol of its own
+        if outside:
             return _Linear((0,) * self.n, frozenset({(v, 1)}), 0)
         return None  # varies inside the band in a way the analysis does not follow
 

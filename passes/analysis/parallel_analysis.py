@@ -30,6 +30,7 @@ from functools import cached_property
 from xdsl.dialects import affine, memref, vector
 from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.loom import PrefetchOp, memref_root, unknown_origin
@@ -37,6 +38,7 @@ from passes.analysis.affine_forms import FootprintError, LinearForm, iv_bounds, 
 from passes.analysis.dependences import access_text
 from passes.analysis.loop_utils import (
     accessed_type,
+    constant_bounds,
     defined_outside,
     enclosing_loops,
     is_pure,
@@ -69,6 +71,9 @@ class _Touch:
     #: one slice per subscript, None for a subscript the analysis cannot read; None for
     #: an op whose subscripts are not known at all
     slices: tuple[_Slice | None, ...] | None
+    #: per subscript, whether its slice is the loop's iteration number read as its iv
+    #: (`_iteration_number`): comparable only with another such subscript
+    numbered: tuple[bool, ...] = ()
 
     @cached_property
     def root(self) -> SSAValue | None:
@@ -110,6 +115,8 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
         return None
     if isinstance(op, _AFFINE):
         forms: list[LinearForm | None] = map_forms(op.map.data, op.indices)  # type: ignore[arg-type]
+        numbered = tuple(f is not None and _iteration_number(f, loop) is not None for f in forms)
+        forms = [_iteration_number(f, loop) if n else f for f, n in zip(forms, numbered)]
         mem = op.memref
     elif isinstance(op, _MASKED):
         forms, mem = [value_form(v) for v in op.indices], op.base
@@ -139,7 +146,27 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
     if width > 1 and slices and slices[-1] is not None:
         last = slices[-1]
         slices = (*slices[:-1], _Slice(last.form, last.lo, last.hi + width - 1))
-    return _Touch(op, mem, isinstance(op, _WRITES), slices)
+    return _Touch(op, mem, isinstance(op, _WRITES), slices,
+                  numbered if isinstance(op, _AFFINE) else (False,) * len(slices))
+
+
+def _iteration_number(form: LinearForm, loop: affine.ForOp) -> LinearForm | None:
+    """A subscript that is the loop's iteration number, `%slot` computed first in its body
+    as `(%iv - lb) floordiv step` (a buffer with a slot per iteration: loom-pack's
+    `private`), read as the form `%iv`: they differ between two iterations alike, so the
+    analysis may take one for the other (only beside another such subscript: `numbered`)."""
+    if len(form.coeffs) != 1 or form.const:
+        return None
+    [(value, c)] = form.coeffs.items()
+    apply = value.owner
+    iv = loop.body.block.args[0]
+    if not (isinstance(apply, affine.ApplyOp) and apply.parent_op() is loop and list(apply.mapOperands) == [iv]):
+        return None
+    bounds = constant_bounds(loop)
+    m = apply.map.data
+    if bounds is None or len(m.results) != 1 or m.results[0] != (AffineExpr.dimension(0) - bounds[0]) // step_of(loop):
+        return None
+    return LinearForm({iv: c})
 
 
 def _width(op: Operation) -> int:
@@ -189,7 +216,8 @@ def _conflict(a: _Touch, b: _Touch, iv: SSAValue, step: int) -> str | None:
     if a.memref is not b.memref:
         return f"{pair} reach one buffer through different views"
     if a.slices is not None and b.slices is not None and any(
-        _separates(x, y, iv, step) for x, y in zip(a.slices, b.slices)
+        _separates(x, y, iv, step)
+        for x, y, nx, ny in zip(a.slices, b.slices, a.numbered, b.numbered) if nx == ny
     ):
         return None
     what = "write the same element" if a is b else "may touch the same element"

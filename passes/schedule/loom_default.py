@@ -19,11 +19,12 @@ alone, in this order (the steps `skip=` names):
     prefetch    loom-prefetch: the next register tile's block of C is prefetched while
                 this one runs (its rows are a matrix row apart: no hardware stream
                 brings them: +5% at 2048^3, nothing at 1024^3, where C stays in L3)
-    fuse-pack   the panel order, where the rows fit one block on one thread
-                (cost_model.py): the tiles are (i_t, k_t, j_t, i_r, j_r, k, i, j) with
-                NC = NR, B packed at j_t and A at k_t, then loom-fuse-pack has the first
-                row tile copy each B panel as it computes and the others prefetch the
-                next panel's source (skipped: the order above)
+    fuse-pack   the panel order, where the rows fit one block (cost_model.py): the
+                tiles are (i_t, k_t, j_t, j_r, i_r, k, i, j), j_t a block of NC columns
+                per thread, B packed at j_r (a slot per j_t on several threads) and A at
+                k_t, then loom-fuse-pack has the first row tile copy each B panel as it
+                computes and the others prefetch the next panel's source; the parallel
+                step runs j_t on the threads (skipped: the order above)
     fuse        loom-fuse-epilogue, after the matmuls are scheduled: the elementwise
                 nests after a matmul or conv2d (add, mul, relu) computed on its register
                 block where it stores C for the last time, C no longer written; the
@@ -229,12 +230,12 @@ class LoomDefaultPass(ModulePass):
 
         in_place = loom_direct_conv.windows_operand(nest)
 
-        panels = self._threads(skip, target) == 1 and not {"tile", "pack", "fuse-pack"} & skip
+        panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
 
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place, panels=panels)
+            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads)
 
         whole = plan_of(nest)
         if not in_place and not whole.rows_tiled and not {"vectorize", "tile"} & skip:
@@ -479,20 +480,24 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         factors = [1] * b + [MV_K_JAM, 1, *vectors]
     elif "tile" not in skip:
         # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j), or in the panel order
-        # b + (i_t, k_t, j_t, i_r, j_r, k, i, j): the level of B's copy, then A's
+        # b + (i_t, k_t, j_t, j_r, i_r, k, i, j), j_t the threads' column blocks
         packed = "pack" not in skip and plan.pack
-        order = list(range(b)) + [b + x for x in ((0, 2, 1, 3, 4, 7, 5, 6) if plan.panels else (1, 2, 0, 3, 4, 7, 5, 6))]
-        levels = (b + 2, b + 1) if plan.panels else (b + 1, b + 2)
+        order = list(range(b)) + [b + x for x in ((0, 2, 1, 4, 3, 7, 5, 6) if plan.panels else (1, 2, 0, 3, 4, 7, 5, 6))]
         steps += [
             f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
             f"loom-tile{{sizes={plan.mr},{plan.nr} op={op} depth={b + 3}}}",
             f"loom-interchange{{order={_csv(order)} op={op}}}",
         ]
-        if packed:
+        if packed and plan.panels:
+            # B's panel at j_r, a slot per column block where there are several (threads)
+            private = f" private={b + 2}" if plan.nc < plan.n else ""
+            steps.append(f"loom-pack{{operand=1 level={b + 3} panel={plan.nr}{private} op={op}}}")
+            steps.append(f"loom-pack{{operand=0 level={b + 1} panel={plan.mr} op={op}}}")
+        elif packed:
             if plan.in_place != "B":
-                steps.append(f"loom-pack{{operand=1 level={levels[0]} panel={plan.nr} op={op}}}")
+                steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
             if plan.in_place != "A":
-                steps.append(f"loom-pack{{operand=0 level={levels[1]} panel={plan.mr} op={op}}}")
+                steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
         factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost

@@ -75,6 +75,7 @@ from compiler.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.analysis.loop_utils import (
     constant_trip_count,
+    describe_access,
     is_pure,
     iv_name,
     loops_of_nest,
@@ -83,6 +84,8 @@ from passes.analysis.loop_utils import (
     select_nests,
     simplify,
     step_of,
+    unify_operands,
+    used_positions,
     value_name,
 )
 from passes.schedule.loom_prefetch import LoomPrefetchPass
@@ -103,7 +106,8 @@ class _Copy:
     buffer: SSAValue
     load: affine.LoadOp | affine.VectorLoadOp
     store: affine.StoreOp | affine.VectorStoreOp
-    #: buffer subscript d -> (the copy iv it walks, or None for a constant one, its offset)
+    #: buffer subscript d -> (the copy iv it walks, its offset), or (None, 0) for one fixed
+    #: in the copy (a constant, loom-pack's private slot), which the reads must share
     solved: list[tuple[SSAValue | None, int]]
 
 
@@ -120,7 +124,10 @@ class LoomFusePackPass(ModulePass):
             if self.prefetch not in (0, 1) else None,
         ])
         for nest in select_nests(op, self.op, self.name):
-            copies = [c for loop in loops_of_nest(nest) if (c := _copy_nest(loop)) is not None]
+            copies: list[_Copy] = []
+            for loop in loops_of_nest(nest):  # outermost first: a copy nest's own loops are not copies
+                if not any(c.nest.is_ancestor(loop) for c in copies) and (c := _copy_nest(loop)) is not None:
+                    copies.append(c)
             for copy in copies:
                 why = self._fuse(copy)
                 if why:
@@ -145,6 +152,8 @@ class LoomFusePackPass(ModulePass):
         for read in reads:
             if bad := _varies(read, reader, varying):
                 return f"the iterations of %{iv_name(reader)} read different elements of it ({bad})"
+            if not _fixed_subscripts_match(copy, read):
+                return f"its reader reads it at {describe_access(read)}, outside the part the copy writes"
             if isinstance(read, affine.VectorLoadOp) and not isinstance(copy.load, affine.VectorLoadOp):
                 return "its reader reads vectors of it, the copy copies element by element"
             if isinstance(read, affine.VectorLoadOp) and read.result.type != copy.load.result.type:
@@ -255,8 +264,8 @@ def _copy_nest(loop: affine.ForOp) -> _Copy | None:
     solved: list[tuple[SSAValue | None, int]] = []
     sm = store.map.data
     for e in sm.results:
-        if isinstance(e, AffineConstantExpr):
-            solved.append((None, e.value))
+        if not any(store.indices[p] in inner for p in used_positions((e,), sm.num_dims)):
+            solved.append((None, 0))  # fixed in the copy: a constant, a private slot
             continue
         walked = _iv_plus_constant(e, sm.num_dims, tuple(store.indices))
         if walked is None or walked[0] not in inner:
@@ -266,6 +275,14 @@ def _copy_nest(loop: affine.ForOp) -> _Copy | None:
     if len(set(walked_ivs)) != len(walked_ivs) or any(v in inner and v not in walked_ivs for v in load.indices):
         return None
     return _Copy(loop, source, buffer, load, store, solved)
+
+
+def _fixed_subscripts_match(copy: _Copy, read: affine.LoadOp | affine.VectorLoadOp) -> bool:
+    """Whether `read` has the copy's subscript wherever the copy's is fixed (the same
+    expression of the same values)."""
+    fixed = [d for d, (iv, _) in enumerate(copy.solved) if iv is None]
+    values, (mine, theirs) = unify_operands((read.map.data, read.indices), (copy.store.map.data, copy.store.indices))
+    return all(simplify(mine[d] - theirs[d], len(values)) == AffineExpr.constant(0) for d in fixed)
 
 
 def _iv_plus_constant(e: AffineExpr, num_dims: int, operands: tuple[SSAValue, ...]) -> tuple[SSAValue, int] | None:

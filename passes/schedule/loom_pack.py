@@ -1,4 +1,4 @@
-"""loom-pack{operand=N level=L panel=P op=TAG}: copy the tile of an operand that the
+"""loom-pack{operand=N level=L panel=P private=L2 op=TAG}: copy the tile of an operand that the
 inner loops of a nest read into a contiguous buffer, and read it from there (the packing
 of BLIS and of Bondhugula's MLIR matmul; MLIR's `affine-data-copy-generate`).
 
@@ -20,6 +20,12 @@ Options:
   panel contiguously. Where P does not divide the tile's extent E the buffer is padded up
   to whole panels; the padding is neither written nor zeroed (the compute loops keep their
   bounds and never read it). A P larger than E is lowered to E (one panel, no padding).
+- `private=L` (optional): a slot of the buffer per iteration of the loop at level L
+  (< `level`, constant bounds): the buffer gets a leading dimension of its trip count,
+  indexed by `%slot = (%iv - lb) floordiv step`, computed first in that loop's body, so
+  that its iterations copy into and read from their own slots and may run on threads of
+  their own (loom-parallelize reads %slot as the iteration's number): the panel order's
+  column blocks, one per thread.
 - `op=TAG`: only the nests tagged TAG (`matmul`, `conv2d`); without it every nest,
   skipping with a remark those that lack the operand or the level (but not all of them).
 
@@ -117,6 +123,7 @@ from passes.analysis.affine_forms import (
 from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
 from passes.analysis.loop_utils import (
     SelectionError,
+    constant_bounds,
     enclosing_loops,
     iv_name,
     memref_root,
@@ -145,6 +152,9 @@ class _Plan:
     packed: list[int]  # the subscripts that are dimensions of the buffer
     split: int | None  # the subscript split into panels
     shape: list[int]
+    #: `private=`: the loop with a slot of the buffer per iteration (a leading dimension),
+    #: its lower bound, step and number of iterations
+    private: tuple[affine.ForOp, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,7 @@ class LoomPackPass(ModulePass):
     operand: int | None = None
     level: int | None = None
     panel: int | None = None
+    private: int | None = None
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -184,6 +195,9 @@ class LoomPackPass(ModulePass):
                 problems.append(f"option '{option}' is required (an integer >= 0)")
             elif value < 0:
                 problems.append(f"option '{option}' must be >= 0, got {value}")
+        if self.private is not None and (self.private < 0 or (self.level is not None and self.private >= self.level)):
+            problems.append(f"option 'private' must be the level of a loop around the copy's, 0 to level - 1, "
+                            f"got {self.private}")
         if self.panel is not None and self.panel < 1:
             problems.append(f"option 'panel' must be a positive integer, got {self.panel}")
         return problems
@@ -255,7 +269,16 @@ class LoomPackPass(ModulePass):
             # a panel wider than the tile would only pad the buffer: one panel, the tile's width
             panel = min(self.panel, footprint[split].extent)
             shape = [-(-footprint[split].extent // panel), *shape, panel]
-        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape)
+        private = None
+        if self.private is not None:
+            owner = chain[self.private]
+            bounds = constant_bounds(owner)
+            if bounds is None:
+                raise LoomError(f"{refuse}: option 'private' names loop %{iv_name(owner)}, whose bounds are not "
+                                "constant (a slot per iteration needs their number)", owner)
+            lb, ub = bounds
+            private = (owner, lb, step_of(owner), max(1, -(-(ub - lb) // step_of(owner))))
+        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private)
 
     def _panel_dim(
         self, refuse: str, store: affine.StoreOp, footprint: list[FootprintDim], packed: list[int], read: affine.LoadOp
@@ -275,7 +298,8 @@ class LoomPackPass(ModulePass):
     def _pack(self, plan: _Plan) -> None:
         mtype = plan.memref.type
         assert isinstance(mtype, MemRefType)
-        alloc = memref.AllocOp.get(mtype.get_element_type(), 64, plan.shape)
+        slots = [] if plan.private is None else [plan.private[3]]
+        alloc = memref.AllocOp.get(mtype.get_element_type(), 64, [*slots, *plan.shape])
         alloc.memref.name_hint = f"{plan.memref.name_hint or 'operand'}_pack"
         buffer = alloc.memref
         dealloc = memref.DeallocOp.get(buffer)
@@ -283,13 +307,14 @@ class LoomPackPass(ModulePass):
         assert parent is not None
         parent.insert_op_before(alloc, plan.nest)
         parent.insert_op_after(dealloc, plan.nest)
-        copy = self._copy_nest(plan, buffer)
+        slot = _slot(plan)
+        copy = self._copy_nest(plan, buffer, slot)
         for new in (alloc, dealloc, *copy.walk()):
             new.location = plan.nest.location
         body = plan.level_loop.body.block
         assert body.first_op is not None
         body.insert_op_before(copy, body.first_op)
-        index = self._packed_index(plan)
+        index = _private(plan, *self._packed_index(plan), slot)
         for read in plan.reads:
             retarget_load(read, buffer, *index)
         tile = "x".join(str(plan.footprint[d].extent) for d in plan.packed)
@@ -297,16 +322,18 @@ class LoomPackPass(ModulePass):
             layout = f"into {buffer.type}"
         else:
             padded = plan.footprint[plan.split].extent % plan.shape[-1]
-            panels = "".join(f"[{n}]" for n in plan.shape)
+            panels = "".join(f"[{n}]" for n in [*slots, *plan.shape])
             layout = f"as panels {panels}" + (" (the last panel padded)" if padded else "")
-        size = mtype.get_element_type().bitwidth // 8 * math.prod(plan.shape)
+        if plan.private is not None:
+            layout += f", a slot per iteration of %{iv_name(plan.private[0])} (private)"
+        size = mtype.get_element_type().bitwidth // 8 * math.prod([*slots, *plan.shape])
         remark(
             self.name, plan.nest,
             f"packed {plan.what}: tile {tile} at loop %{iv_name(plan.level_loop)} (level {self.level}) "
             f"{layout}, {_bytes(size)}",
         )
 
-    def _copy_nest(self, plan: _Plan, buffer: SSAValue) -> affine.ForOp:
+    def _copy_nest(self, plan: _Plan, buffer: SSAValue, slot: SSAValue | None) -> affine.ForOp:
         """buffer[...] = operand[...] over the tile: one loop per dimension of the buffer,
         from 0 (the tile's start) to the tile's end in this iteration; in the buffer's
         order (it is written contiguously), except where the panels split the operand's
@@ -356,7 +383,8 @@ class LoomPackPass(ModulePass):
                 at[plan.split] = forms[0] * plan.shape[-1] + forms[-1]
             source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
             load = affine.LoadOp(plan.memref, *_map(source))
-            store = affine.StoreOp(load.result, buffer, *_map(forms))
+            exprs, operands = _private(plan, *affine_exprs(forms), slot)
+            store = affine.StoreOp(load.result, buffer, operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [load, store]
 
         return build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs))),
@@ -395,8 +423,8 @@ def _unit_stride_dimension(mem: SSAValue) -> int | None:
 
 def _panel_tile(fd: FootprintDim, width: int) -> SSAValue | None:
     """The iv %t of the tile loop around fd's loop when each tile lies in one panel:
-    fd's loop runs from %t to at most %t + width, and %t steps from the footprint's base
-    by a multiple of width."""
+    fd's loop runs from %t to at most %t + width, and %t is the footprint's base or steps
+    from it by a multiple of width."""
     loop = fd.loop
     assert loop is not None
     lower = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
@@ -409,7 +437,11 @@ def _panel_tile(fd: FootprintDim, width: int) -> SSAValue | None:
     tile = block.parent_op()
     if not isinstance(tile, affine.ForOp):
         return None
-    if map_forms(tile.lowerBoundMap.data, tile.lowerBoundOperands) != [fd.base] or step_of(tile) % width:
+    # the footprint starts at %t itself (the copy runs in the tile loop: one panel), or
+    # %t steps from where it starts by whole panels
+    if fd.base != LinearForm.of(start) and (
+        map_forms(tile.lowerBoundMap.data, tile.lowerBoundOperands) != [fd.base] or step_of(tile) % width
+    ):
         return None
     for end in map_forms(loop.upperBoundMap.data, loop.upperBoundOperands):
         if end is not None and not (end - lower[0]).coeffs and (end - lower[0]).const <= width:
@@ -474,6 +506,31 @@ def _name(loop: affine.ForOp, suffix: str) -> str | None:
 def _iv(loop: affine.ForOp | None) -> SSAValue:
     assert loop is not None
     return loop.body.block.args[0]
+
+
+def _private(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue],
+             slot: SSAValue | None = None) -> tuple[list[AffineExpr], list[SSAValue]]:
+    """A subscript of the buffer (expressions, one dim per operand), with `private=` the
+    iteration's slot `slot` in front."""
+    if slot is None:
+        return exprs, operands
+    return [AffineExpr.dimension(len(operands)), *exprs], [*operands, slot]
+
+
+def _slot(plan: _Plan) -> SSAValue | None:
+    """With `private=`, `%slot = (%iv - lb) floordiv step` of the private loop, first in
+    its body: the iteration's number, a plain value to the subscripts (their forms stay
+    linear, for the passes after: loom-vectorize, loom-hoist, loom-parallelize)."""
+    if plan.private is None:
+        return None
+    loop, lb, step, _ = plan.private
+    body = loop.body.block
+    apply = affine.ApplyOp([body.args[0]], AffineMapAttr(AffineMap(1, 0, ((AffineExpr.dimension(0) - lb) // step,))))
+    apply.result.name_hint = "slot"
+    apply.location = loop.location
+    assert body.first_op is not None
+    body.insert_op_before(apply, body.first_op)
+    return apply.result
 
 
 def _map(forms: Sequence[LinearForm]) -> tuple[list[SSAValue], AffineMapAttr]:

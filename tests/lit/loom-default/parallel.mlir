@@ -1,29 +1,43 @@
 // RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=2" loom-opt %s -p loom-default --split-input-file | filecheck %s
 // RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=2" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=2" loom-opt %s -p 'loom-default{skip=fuse-pack}' --split-input-file | filecheck %s --check-prefix=ROWS
 
-// With 2 threads, after the schedule: the copy loop of A's panels and the loop over the
-// register tiles of the block (%i_t2) run in parallel; the zero fill of C and the copy of
-// B's panels are too little work (fewer ops than MIN_PARALLEL_WORK); the tile loops
-// %j_t, %k_t, %i_t are not parallel (each iteration packs into the one shared buffer).
+// With 2 threads, after the schedule: 192 rows fit one block (MC = 384), so the panel
+// order (cost_model.py): the copy loop of A's panels runs in parallel, then the two
+// column blocks (%j_t, 128 columns each), each with its slot of the B panel buffer
+// (%slot), whose first row tile copies each panel (loom-fuse-pack).
 // CHECK-LABEL: func.func @matmul(
 // CHECK:         affine.for %{{.*}} = 0 to 192 {
 // CHECK:         } {loom.tag = "matmul.init"}
-// CHECK:         affine.for %j_t = 0 to 256 step 256 {
+// CHECK:         affine.for %i_t = 0 to 192 step 192 {
 // CHECK-NEXT:      affine.for %k_t = 0 to 256 step 256 {
-// CHECK-NEXT:        affine.for %k_cp = 0 to 256 {
-// CHECK-NEXT:          affine.for %j_panel = 0 to 16 {
-// CHECK:             affine.for %i_t = 0 to 192 step 192 {
-// CHECK-NEXT:          "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (32)>{{.*}}}> ({
-// CHECK-NEXT:          ^bb0(%i_panel: index):
-// CHECK:               }) {loom.num_threads = 2 : i64} : () -> ()
-// CHECK-NEXT:          "affine.parallel"(%i_t, %i_t) <{{{.*}}steps = [6 : i64]}> ({
-// CHECK-NEXT:          ^bb0(%i_t2: index):
-// CHECK-NEXT:            affine.for %j_t2 =
-// CHECK:                 affine.for %k = {{.*}} iter_args(
-// CHECK:               }) {loom.num_threads = 2 : i64} : (index, index) -> ()
-// REMARK: parallel.mlir:[[# @LINE + 4]]:3: remark: [loom-parallelize] nest 'matmul.init' left serial: %?: about 6,336 operations, fewer than min-work=20,000 (fork and join would cost more)
-// REMARK: parallel.mlir:[[# @LINE + 3]]:3: remark: [loom-parallelize] nest 'matmul': loop %i_panel run in parallel (32 iterations, 2 threads)
-// REMARK: parallel.mlir:[[# @LINE + 2]]:3: remark: [loom-parallelize] nest 'matmul': loop %i_t2 run in parallel (32 iterations, 2 threads)
+// CHECK-NEXT:        "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (32)>{{.*}}}> ({
+// CHECK-NEXT:        ^bb0(%i_panel: index):
+// CHECK:             }) {loom.num_threads = 2 : i64} : () -> ()
+// CHECK-NEXT:        "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (256)>{{.*}}steps = [128 : i64]}> ({
+// CHECK-NEXT:        ^bb0(%j_t: index):
+// CHECK-NEXT:          %slot = affine.apply affine_map<(d0) -> ((d0 floordiv 128))> (%j_t)
+// CHECK-NEXT:          affine.for %j_t2 =
+// CHECK-NEXT:            affine.for %i_t2 = affine_map<(d0) -> (d0)>(%i_t) to affine_map<(d0) -> ((d0 + 6))>(%i_t) step 6 {
+// CHECK:                   affine.vector_store %{{.*}}, %b_pack[%slot, 0, %k + %k_t * -1, %j_t2 + %j_t2 * -1] : memref<2x1x256x16xf32>, vector<8xf32>
+// CHECK:                 affine.for %i_t2_1 = affine_map<(d0) -> ((d0 + 6))>(%i_t) to affine_map<(d0) -> ((d0 + 192))>(%i_t) step 6 {
+// CHECK:             }) {loom.num_threads = 2 : i64} : () -> ()
+// REMARK: parallel.mlir:[[# @LINE + 17]]:3: remark: [loom-parallelize] nest 'matmul.init' left serial: %?: about 6,336 operations, fewer than min-work=20,000 (fork and join would cost more)
+// REMARK: parallel.mlir:[[# @LINE + 16]]:3: remark: [loom-parallelize] nest 'matmul': loop %i_panel run in parallel (32 iterations, 2 threads)
+// REMARK: parallel.mlir:[[# @LINE + 15]]:3: remark: [loom-parallelize] nest 'matmul': loop %j_t run in parallel (2 iterations, 2 threads)
+
+// skip=fuse-pack, the order of row tiles: the loop over the register tiles of the block
+// (%i_t2) runs in parallel; the tile loops %j_t, %k_t, %i_t do not (each iteration packs
+// into the one shared buffer); the copy of B's panels is too little work.
+// ROWS-LABEL: func.func @matmul(
+// ROWS:         affine.for %j_t = 0 to 256 step 256 {
+// ROWS-NEXT:      affine.for %k_t = 0 to 256 step 256 {
+// ROWS-NEXT:        affine.for %k_cp = 0 to 256 {
+// ROWS:             affine.for %i_t = 0 to 192 step 192 {
+// ROWS-NEXT:          "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (32)>{{.*}}}> ({
+// ROWS:               "affine.parallel"(%i_t, %i_t) <{{{.*}}steps = [6 : i64]}> ({
+// ROWS-NEXT:          ^bb0(%i_t2: index):
+// ROWS-NEXT:            affine.for %j_t2 =
 func.func @matmul(%a: memref<192x256xf32>, %b: memref<256x256xf32>, %c: memref<192x256xf32>) {
   loom.matmul ins(%a, %b : memref<192x256xf32>, memref<256x256xf32>) outs(%c : memref<192x256xf32>)
   func.return
