@@ -51,7 +51,7 @@ work exactly when every iteration of the reader reads the same elements (its iv 
 no read of the buffer, no loop bound and no condition around one) and the reader runs at
 least once; the elements it reads are those the copy wrote (loom-pack: the compute loops
 never read the panels' padding), and nothing between the copy and the reader writes
-memory or touches the buffer, and nothing after the reader reads it.
+memory or touches the buffer, and nothing but the copy and the reader uses the buffer.
 
 Left alone, with a remark saying why: a copy whose reader does not meet those conditions,
 a reader with iter_args or a lower bound of several terms, reads of the buffer that are
@@ -75,6 +75,7 @@ from compiler.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.analysis.loop_utils import (
     constant_trip_count,
+    defined_outside,
     describe_access,
     is_pure,
     iv_name,
@@ -259,7 +260,7 @@ def _copy_nest(loop: affine.ForOp) -> _Copy | None:
         return None
     load, store = stores[0].value.owner, stores[0]
     inner = set(loops)
-    if any(v not in inner and _defined_inside(v, loop) for v in load.indices):
+    if any(v not in inner and not defined_outside(v, loop) for v in load.indices):
         return None  # the load reads a value computed in the copy (not a plain access)
     solved: list[tuple[SSAValue | None, int]] = []
     sm = store.map.data
@@ -298,16 +299,6 @@ def _operand_expr(position: int, num_dims: int) -> AffineExpr:
     return AffineExpr.dimension(position) if position < num_dims else AffineExpr.symbol(position - num_dims)
 
 
-def _defined_inside(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    parent = owner.parent_op() if isinstance(owner, Block) else owner
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def _reader(copy: _Copy) -> tuple[affine.ForOp | None, str]:
     """The loop after the copy that reads its buffer, or None and why not."""
     op = copy.nest.next_op
@@ -316,11 +307,12 @@ def _reader(copy: _Copy) -> tuple[affine.ForOp | None, str]:
         if touches:
             if not isinstance(op, affine.ForOp):
                 return None, f"{op.name} uses it after the copy, before any loop reads it"
-            after = op.next_op
-            while after is not None:
-                if any(copy.buffer in o.operands for o in after.walk()):
-                    return None, f"{after.name} uses it after its reader %{iv_name(op)}"
-                after = after.next_op
+            # the copy and the reader are its only users (and its dealloc): elements the
+            # copy wrote that the reader does not read would not be written any more
+            for use in copy.buffer.uses:
+                user = use.operation
+                if not (copy.nest.is_ancestor(user) or op.is_ancestor(user) or isinstance(user, memref.DeallocOp)):
+                    return None, f"{user.name} uses it outside the copy and its reader %{iv_name(op)}"
             return op, ""
         if any(isinstance(o, _STORES) or (o.regions == [] and not _reads_only(o)) for o in op.walk()):
             return None, f"{op.name} between the copy and its reader may write memory"

@@ -78,7 +78,7 @@ func.func @store_between(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref
 // The buffer read again after the reader.
 // CHECK-LABEL: func.func @read_after
 // CHECK:         affine.vector_store %v, %b_pack[0, %k_cp, %j_cp]
-// REMARK: refuse.mlir:[[# @LINE + 4]]:5: remark: [loom-fuse-pack] copy of %b into %b_pack left as it is: affine.load uses it after its reader %i
+// REMARK: refuse.mlir:[[# @LINE + 4]]:5: remark: [loom-fuse-pack] copy of %b into %b_pack left as it is: affine.load uses it outside the copy and its reader %i
 func.func @read_after(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<8x64xf32>) {
   %b_pack = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
   affine.for %j_t = 0 to 64 step 16 {
