@@ -14,7 +14,7 @@ from kernels import assert_within_bound, check_both, conv2d_kernel, matmul, smal
 from targets import TARGETS, planning_for
 
 import compiler
-from passes.analysis.cost_model import plan_matmul
+from passes.analysis.cost_model import plan_matmul, register_tile
 
 ONE_THREAD = "loom-default{num-threads=1}"
 dim = st.one_of(st.sampled_from([1, 2, 3, 7, 8, 9, 13, 16, 47, 48, 49, 97]), st.integers(1, 120))
@@ -123,3 +123,16 @@ def test_batched_f64_and_im2col_conv_in_the_panel_order(kind):
         assert any("[loom-fuse-pack]" in r and "fused" in r for r in conv.remarks)
         x, w = (small_ints(rng, s, np.float32) for s in shapes)
         np.testing.assert_array_equal(conv(x, w), compiler.reference(src, x, w).astype(np.float32))
+
+
+@settings(deadline=None)
+@given(m=st.integers(1, 60), panels=st.integers(1, 4), k=st.one_of(dim, st.sampled_from([769, 1031])),
+       threads=st.sampled_from([2, 3]), seed=st.integers(0, 2**16), kind=st.sampled_from(sorted(TARGETS)))
+@example(m=16, panels=2, k=1031, threads=2, seed=0, kind="avx512")  # two k blocks, a column block per thread
+@example(m=7, panels=3, k=40, threads=3, seed=0, kind="avx2")  # fewer rows than MR: no panel order
+def test_column_blocks_on_threads_are_correct(m, panels, k, threads, seed, kind):
+    """N = a whole number of panels per thread: each thread its column block and its slot
+    of the panel buffer; exact on small integers, within the bound on normal inputs."""
+    with planning_for(TARGETS[kind]) as target:
+        n = panels * threads * register_tile(target)[1]
+        check_both(mm(m, n, k), [(m, k), (k, n)], k, f"loom-default{{num-threads={threads}}}", seed=seed)
