@@ -772,12 +772,13 @@ def recover_plan(message: str, target) -> PlannedMatmul | None:
         return None
     shape = tuple(int(g) for g in m.groups()[:3])
     element = int(kind.group(1)) // 8
-    # the plain plans, then the panel order's for each thread count (one column block per thread)
-    candidates = [(in_place, False, 1) for in_place in ("", "A", "B")] + [("", True, t) for t in range(1, 257)]
+    # the plain plans, then the panel order's on the threads its NC says (a column block each)
+    candidates = [(in_place, False, 1) for in_place in ("", "A", "B")]
+    whole, nc = plan_matmul(*shape, target, element, panels=True), re.search(r"NC=(\d+)", message)
+    if whole.panels and nc is not None and int(nc.group(1)) and whole.nc % int(nc.group(1)) == 0:
+        candidates.append(("", True, whole.nc // int(nc.group(1))))
     for in_place, panels, threads in candidates:
         plan = plan_matmul(*shape, target, element, in_place, panels=panels, threads=threads)
-        if panels and not plan.panels:
-            break
         described = plan.describe()
         at = message.find(": " + described)
         if at < 0:

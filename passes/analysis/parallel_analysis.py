@@ -115,8 +115,9 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
         return None
     if isinstance(op, _AFFINE):
         forms: list[LinearForm | None] = map_forms(op.map.data, op.indices)  # type: ignore[arg-type]
-        numbered = tuple(f is not None and _iteration_number(f, loop) is not None for f in forms)
-        forms = [_iteration_number(f, loop) if n else f for f, n in zip(forms, numbered)]
+        iterations = [None if f is None else _iteration_number(f, loop) for f in forms]
+        numbered = tuple(n is not None for n in iterations)
+        forms = [f if n is None else n for f, n in zip(forms, iterations)]
         mem = op.memref
     elif isinstance(op, _MASKED):
         forms, mem = [value_form(v) for v in op.indices], op.base

@@ -68,11 +68,12 @@ from xdsl.context import Context
 from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from compiler.remarks import remark
 from dialects.loom import PrefetchOp
+from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (
     constant_trip_count,
     defined_outside,
@@ -184,7 +185,7 @@ class LoomFusePackPass(ModulePass):
         """In `first`, each read of the buffer becomes a read of the source and a store of
         the value into the buffer, one per address and block. Returns how many."""
         done: dict[_Address, SSAValue] = {}
-        for read in [o for o in first.walk() if isinstance(o, _LOADS) and o.memref is copy.buffer]:
+        for read in _loads_of(first, copy.buffer):
             key = _address(read)
             if key not in done:
                 m, operands = _source_map(copy, read)
@@ -207,7 +208,7 @@ class LoomFusePackPass(ModulePass):
         seen: set[_Address] = set()
         computed: dict = {}
         count = 0
-        for read in [o for o in rest.walk() if isinstance(o, _LOADS) and o.memref is copy.buffer]:
+        for read in _loads_of(rest, copy.buffer):
             key = _address(read)
             if key in seen:
                 continue
@@ -230,6 +231,12 @@ def _next_copy_loop(nest: affine.ForOp) -> affine.ForOp | None:
     while isinstance(loop, affine.ForOp) and constant_trip_count(loop) == 1:
         loop = loop.parent_op()
     return loop if isinstance(loop, affine.ForOp) else None
+
+
+def _loads_of(loop: affine.ForOp, buffer: SSAValue) -> list[affine.LoadOp | affine.VectorLoadOp]:
+    """The affine loads of `buffer` inside `loop`, in program order (a list: the callers
+    rewrite them as they go)."""
+    return [o for o in loop.walk() if isinstance(o, _LOADS) and o.memref is buffer]
 
 
 def _address(op: affine.LoadOp | affine.VectorLoadOp) -> _Address:
@@ -264,14 +271,14 @@ def _copy_nest(loop: affine.ForOp) -> _Copy | None:
         return None  # the load reads a value computed in the copy (not a plain access)
     solved: list[tuple[SSAValue | None, int]] = []
     sm = store.map.data
-    for e in sm.results:
+    for e, form in zip(sm.results, map_forms(sm, store.indices)):
         if not any(store.indices[p] in inner for p in used_positions((e,), sm.num_dims)):
             solved.append((None, 0))  # fixed in the copy: a constant, a private slot
             continue
-        walked = _iv_plus_constant(e, sm.num_dims, tuple(store.indices))
-        if walked is None or walked[0] not in inner:
+        # a copy iv plus a constant
+        if form is None or list(form.coeffs.values()) != [1] or (iv := next(iter(form.coeffs))) not in inner:
             return None
-        solved.append(walked)
+        solved.append((iv, form.const))
     walked_ivs = [iv for iv, _ in solved if iv is not None]
     if len(set(walked_ivs)) != len(walked_ivs) or any(v in inner and v not in walked_ivs for v in load.indices):
         return None
@@ -284,19 +291,6 @@ def _fixed_subscripts_match(copy: _Copy, read: affine.LoadOp | affine.VectorLoad
     fixed = [d for d, (iv, _) in enumerate(copy.solved) if iv is None]
     values, (mine, theirs) = unify_operands((read.map.data, read.indices), (copy.store.map.data, copy.store.indices))
     return all(simplify(mine[d] - theirs[d], len(values)) == AffineExpr.constant(0) for d in fixed)
-
-
-def _iv_plus_constant(e: AffineExpr, num_dims: int, operands: tuple[SSAValue, ...]) -> tuple[SSAValue, int] | None:
-    """`e` as `operand + c` (coefficient 1), or None."""
-    for position, value in enumerate(operands):
-        probe = simplify(e - _operand_expr(position, num_dims), num_dims, len(operands) - num_dims)
-        if isinstance(probe, AffineConstantExpr):
-            return value, probe.value
-    return None
-
-
-def _operand_expr(position: int, num_dims: int) -> AffineExpr:
-    return AffineExpr.dimension(position) if position < num_dims else AffineExpr.symbol(position - num_dims)
 
 
 def _reader(copy: _Copy) -> tuple[affine.ForOp | None, str]:
