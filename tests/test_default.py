@@ -237,13 +237,18 @@ def micro_kernel_loop(asm: str) -> list[str]:
     return max(blocks, key=lambda b: sum(x.startswith("vfmadd231ps") for x in b))
 
 
-def micro_kernel_asm(target: Target, asm_of) -> tuple[str, int, int]:
+def micro_kernel_asm(target: Target, asm_of, order: str) -> tuple[str, int, int]:
     """(assembly, MR, vectors per row) of a matmul of whole MR x NR register tiles (no
     peeled copy: the loop with the most fmas is the micro-kernel's k loop), planned for
-    `target` (the current LOOM_TARGET); `asm_of(kernel)` compiles it for a CPU."""
+    `target` (the current LOOM_TARGET) in the `order` "rows" (skip=fuse-pack) or "panels"
+    (where the tile may differ: MEASURED_PANEL_TILES); `asm_of(kernel)` compiles it for a CPU."""
     mr, nr = register_tile(target)
-    src = mm_source(16 * mr, 2 * nr, 256, name=f"default_mm_asm_{mr}x{nr}")
-    return asm_of(compiler.compile(src, pipeline="default")), mr, nr // target.lanes()
+    m, n, k = 16 * mr, 2 * nr, 256
+    plan = plan_matmul(m, n, k, target, panels=order == "panels")
+    assert plan.panels == (order == "panels") and m % plan.mr == 0 and n % plan.nr == 0
+    src = mm_source(m, n, k, name=f"default_mm_asm_{plan.mr}x{plan.nr}")
+    pipeline = "default" if order == "panels" else "loom-default{skip=fuse-pack}"
+    return asm_of(compiler.compile(src, pipeline=pipeline)), plan.mr, plan.nr // target.lanes()
 
 
 def check_micro_kernel(asm: str, mr: int, nv: int, register: str) -> None:
@@ -264,25 +269,29 @@ def check_micro_kernel(asm: str, mr: int, nv: int, register: str) -> None:
     assert not any("rsp" in x for x in loop), loop  # no spills
 
 
-def test_micro_kernel_in_registers():
+@pytest.mark.parametrize("order", ["rows", "panels"])
+def test_micro_kernel_in_registers(order):
     """The assembly of the register micro-kernel on this host, planned for it
     (LOOM_TARGET unset): 6x16 in 12 ymm accumulators on AVX2 (16 registers), 14x32 in
-    28 zmm accumulators on AVX-512 (32 registers; 8x48 in 24 on znver4)."""
+    28 zmm accumulators on AVX-512 (32 registers; 8x48 in 24 on znver4, 4x48 in 12 in
+    its panel order)."""
     host = machine()
     if not (host.fma and host.vector_bits in REGISTERS):
         pytest.skip(f"the host ({host.describe()}) has no FMA on ymm or zmm registers")
     with planning_for("") as target:
-        asm, mr, nv = micro_kernel_asm(target, lambda kernel: kernel.asm())
+        asm, mr, nv = micro_kernel_asm(target, lambda kernel: kernel.asm(), order)
     check_micro_kernel(asm, mr, nv, REGISTERS[host.vector_bits])
 
 
 @pytest.mark.skipif(not is_x86_64(), reason="compiles for x86-64 CPUs")
+@pytest.mark.parametrize("order", ["rows", "panels"])
 @pytest.mark.parametrize("kind", sorted(TARGETS))
-def test_micro_kernel_in_registers_for_each_kind_of_host(kind):
+def test_micro_kernel_in_registers_for_each_kind_of_host(kind, order):
     """The same, planned for each kind of host and compiled for its CPU without running
-    it (Zen 3: 6x16 in ymm, Zen 4: 8x48 in zmm), whichever this host is."""
+    it (Zen 3: 6x16 in ymm, Zen 4: 8x48 in zmm, 4x48 in the panel order), whichever this
+    host is."""
     with planning_for(TARGETS[kind]) as target:
-        asm, mr, nv = micro_kernel_asm(target, lambda kernel: asm_for_cpu(kernel.llvm_ir, CPUS[kind]))
+        asm, mr, nv = micro_kernel_asm(target, lambda kernel: asm_for_cpu(kernel.llvm_ir, CPUS[kind]), order)
     check_micro_kernel(asm, mr, nv, REGISTERS[target.vector_bits])
 
 

@@ -14,7 +14,7 @@ from kernels import assert_within_bound, check_both, conv2d_kernel, matmul, smal
 from targets import TARGETS, planning_for
 
 import compiler
-from passes.analysis.cost_model import plan_matmul, register_tile
+from passes.analysis.cost_model import MEASURED_PANEL_TILES, plan_matmul, register_tile
 
 ONE_THREAD = "loom-default{num-threads=1}"
 dim = st.one_of(st.sampled_from([1, 2, 3, 7, 8, 9, 13, 16, 47, 48, 49, 97]), st.integers(1, 120))
@@ -47,6 +47,36 @@ def test_same_bits_as_without_the_fusion(kind):
     np.testing.assert_array_equal(fused, a @ b)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_read_in_place_only_where_its_rows_are_contiguous(transposed):
+    """On znver4 the panel order's tile (MEASURED_PANEL_TILES, 4x48) reads A's rows where
+    they are; a transposed A (a view whose rows are strided) is packed into panels of MR
+    rows as before. Both right, on random inputs and exactly on small integers."""
+    m, n, k = 32, 96, 200
+    a_type = f"tensor<{k}x{m}xf32>" if transposed else f"tensor<{m}x{k}xf32>"
+    view = (f"  %at = loom.transpose %a {{perm = array<i64: 1, 0>}} : {a_type} -> tensor<{m}x{k}xf32>\n"
+            if transposed else "")
+    src = f"""func.func @mm(%a: {a_type}, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+{view}  %c = loom.matmul {"%at" if transposed else "%a"}, %b : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %c : tensor<{m}x{n}xf32>
+}}"""
+    with planning_for(TARGETS["avx512"]):
+        kern = compiler.compile(src, pipeline=ONE_THREAD, remarks=True)
+    plan = next(r for r in kern.remarks if "[loom-default] matmul 32x96x200" in r)
+    assert "panel order" in plan, plan
+    if transposed:
+        assert "register tile 8x48" in plan and "packed A 32x200" in plan and "loom-pack{operand=0" in plan, plan
+    else:
+        assert "register tile 4x48" in plan and "A's rows read in place" in plan and "operand=0" not in plan, plan
+    rng = np.random.default_rng(5)
+    a_shape = (k, m) if transposed else (m, k)
+    a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    a_mat = a.T if transposed else a
+    assert_within_bound(kern(a, b), a_mat.astype(np.float64) @ b, k, np.float32)
+    a, b = small_ints(rng, a_shape, np.float32), small_ints(rng, (k, n), np.float32)
+    np.testing.assert_array_equal(kern(a, b), (a.T if transposed else a) @ b)
+
+
 def test_epilogue_fused_beside_it():
     """relu(x @ w + b): both the first row tile and the others apply the epilogue."""
     m, n, k = 32, 144, 1100
@@ -59,7 +89,7 @@ def test_epilogue_fused_beside_it():
     with planning_for(TARGETS["avx512"]):
         kern = compiler.compile(src, pipeline=ONE_THREAD, remarks=True)
     text = "\n".join(kern.remarks)
-    assert "[loom-fuse-pack] copy of %x into %x_pack left as it is" in text
+    assert "A's rows read in place, not packed (32x768 a k block" in text and "%x_pack" not in text
     assert "copy of %w into %w_pack fused into the first iteration of %i_t2" in text
     assert "prefetch what the next iteration of %j_t2 copies" in text
     assert "[loom-fuse-epilogue] fused add" in text
@@ -105,6 +135,12 @@ def test_plan_of_the_panel_order(kind, m):
         assert single.panels and single.kc == plan_matmul(m, 3072, 768, target).kc
         assert not plan_matmul(m, 768, 3072, target, in_place="A", panels=True).panels
         assert not plan_matmul(m, 768, 3072, target).panels
+        # A read in place only with a tile measured for it (znver4, f32) and rows contiguous along k
+        tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(4)
+        assert (plan.mr, plan.nr, plan.pack_a) == ((*tile, False) if tile else (*register_tile(target), True))
+        packed = plan_matmul(m, 768, 3072, target, panels=True, a_rows=False)
+        assert packed.pack_a and (packed.mr, packed.nr) == register_tile(target)
+        assert plan_matmul(m, 768, 3072, target).pack_a and plan_matmul(m, 768, 3072, target, 8, panels=True).pack_a
 
 
 @pytest.mark.parametrize("kind", sorted(TARGETS))

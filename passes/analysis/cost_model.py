@@ -112,6 +112,9 @@ class MatmulPlan:
     #: the panel order (the module's doc): one row block, B a KC x NR panel at a time, a
     #: block of NC columns per thread
     panels: bool = False
+    #: whether A is copied into panels of MR rows; the panel order with a tile measured
+    #: for it (`MEASURED_PANEL_TILES`) reads A's rows where they are
+    pack_a: bool = True
 
     @property
     def rows_tiled(self) -> bool:
@@ -152,7 +155,8 @@ class MatmulPlan:
                              "copied by the first row tile as it computes, the next panel prefetched by the others")
         if self.pack:
             e = self.element_bytes
-            a = f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)"
+            a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else
+                 f"A's rows read in place, not packed ({self.m}x{self.kc} a k block, {self.m * self.kc * e // 1024} KiB, L2)")
             b = (f"B {self.kc}x{self.nr} panels ({self.kc * self.nr * e // 1024} KiB, L2)" if self.panels else
                  f"B {self.kc}x{self.nc} ({self.kc * self.nc * e // 1024} KiB, L3)")
             sliver = f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * e // 1024} KiB, L1)"
@@ -186,6 +190,17 @@ MEASURED_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (8, 48)}}
 #: beside the k loop's when K is short: 147 and 27 there; 3x64, 5x64, 8x32, 12x32 and
 #: 6x64 were as fast or slower)
 MEASURED_WINDOW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 64)}}
+#: the same for the panel order (one row block, B's panels streamed), with A's rows read
+#: in place, not packed (only where they are contiguous along k). znver4, f32, one thread,
+#: `relu(x @ w + b)` interleaved with numpy's, GFLOP/s, 8x48 with A packed / 4x48 packed /
+#: 4x48 in place: 128x768x3072 101.4 / 103.4 / 104.0, 197x768x768 101.4 / 107.4 / 110.5,
+#: 128x3072x768 99.3 / 104.4 / 105.6, 127x255x511 100.0 / 102.5 / 109.1, 100x500x300
+#: 102.5 / 106.0 / 108.8, 64x3136x576 96.5 / 104.8 / 106.2, 128x1024x1024 97.8 / 102.6 /
+#: 106.2, 256^3 107.3 / 108.8 / 112.4. Two threads: within 2-5% either way (201 / 212
+#: at 128x768x3072, 174 / 170 at 197x768x768). 2x48 and 3x48 were slower (75, 81 at
+#: 128x768x3072), 5x48, 6x48, 4x32, 4x64 and 4x96 no faster; with 8 rows, A read in
+#: place was slower than packed (100.5 against 101.4).
+MEASURED_PANEL_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 48)}}
 
 
 def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False) -> tuple[int, int]:
@@ -245,11 +260,13 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
-                in_place: str = "", panels: bool = False, threads: int = 1) -> MatmulPlan:
+                in_place: str = "", panels: bool = False, threads: int = 1, a_rows: bool = True) -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
     `panels`: the panel order may be chosen (the packing and its fusion not left out),
-    and is where the rows fit one block and the panels split evenly over `threads`."""
+    and is where the rows fit one block and the panels split evenly over `threads`;
+    `a_rows`: A's rows are contiguous (unit stride along k), so the panel order may read
+    them in place (`MEASURED_PANEL_TILES`)."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
     nr = plan.nr
     # on several threads, as many whole panels for each: blocks of unequal width would
@@ -264,6 +281,9 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         kc, e = plan.kc, element_bytes
         while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
+        tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes)
+        if a_rows and tile is not None and tile[1] == nr and m >= tile[0]:
+            plan = replace(plan, mr=tile[0], pack_a=False)
         return replace(plan, panels=True, nc=nc, kc=kc)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))

@@ -231,11 +231,12 @@ class LoomDefaultPass(ModulePass):
         in_place = loom_direct_conv.windows_operand(nest)
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
+        a_rows = _a_rows_contiguous(nest)
 
         def plan_of(sub: affine.ForOp) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads)
+            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows)
 
         whole = plan_of(nest)
         if not in_place and not whole.rows_tiled and not {"vectorize", "tile"} & skip:
@@ -342,6 +343,15 @@ def _swap_last_dimensions(nest: affine.ForOp, b: SSAValue) -> None:
 
 def _loads_of(nest: affine.ForOp, mem: SSAValue) -> list[affine.LoadOp]:
     return [o for o in nest.walk() if isinstance(o, affine.LoadOp) and o.memref is mem]
+
+
+def _a_rows_contiguous(nest: affine.ForOp) -> bool:
+    """Whether the rows of a textbook matmul nest's A (its first load) are contiguous:
+    unit stride along k, so that a schedule may read them in place, a sliver of MR rows
+    at a time (`MatmulPlan.pack_a`)."""
+    a = next(o for o in nest.walk() if isinstance(o, affine.LoadOp)).memref
+    layout = static_strides(a.type) if isinstance(a.type, MemRefType) else None
+    return layout is not None and (a.type.get_shape()[-1] == 1 or layout[0][-1] == 1)
 
 
 def _reads_b_in_place(plan: MatmulPlan, skip: set[str]) -> bool:
@@ -492,7 +502,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
             # B's panel at j_r, a slot per column block where there are several (threads)
             private = f" private={b + 2}" if plan.nc < plan.n else ""
             steps.append(f"loom-pack{{operand=1 level={b + 3} panel={plan.nr}{private} op={op}}}")
-            steps.append(f"loom-pack{{operand=0 level={b + 1} panel={plan.mr} op={op}}}")
+            if plan.pack_a:
+                steps.append(f"loom-pack{{operand=0 level={b + 1} panel={plan.mr} op={op}}}")
         elif packed:
             if plan.in_place != "B":
                 steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
