@@ -218,11 +218,15 @@ def test_allocation_checks_stay_out_of_the_loops():
   func.return %c : tensor<{m}x{n}xf32>
 }}"""
     k = compiler.compile(src, pipeline="default")
-    assert k.returns_status and len(k.allocation_sites) == 2, k.allocation_sites  # A and B packed
+    # B packed, and A unless the panel order reads its rows in place (MEASURED_PANEL_TILES)
+    sites = sorted(s.name for s in k.allocation_sites.values())
+    assert k.returns_status and sites in (["%a_pack", "%b_pack"], ["%b_pack"]), sites
     body = re.split(r"define .*i32 @mm\(", k.optimized_ir, maxsplit=1)[1]
     checks = [m.start() for m in re.finditer(r"icmp eq ptr %\w+, null", body)]
-    assert len(checks) == 2, body[:2000]
-    assert max(checks) < body.index("!llvm.loop")
+    assert len(checks) == len(sites), body[:2000]
+    # the first loop: in the function, or in the threads' function GOMP_parallel starts
+    first_loop = min(i for i in (body.find("!llvm.loop"), body.find("@GOMP_parallel(")) if i >= 0)
+    assert max(checks) < first_loop
 
 
 # --------------------------------------------------------------------------------------
