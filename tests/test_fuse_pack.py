@@ -77,17 +77,21 @@ def test_a_read_in_place_only_where_its_rows_are_contiguous(transposed):
     np.testing.assert_array_equal(kern(a, b), (a.T if transposed else a) @ b)
 
 
-def test_epilogue_fused_beside_it():
-    """relu(x @ w + b): both the first row tile and the others apply the epilogue."""
-    m, n, k = 32, 144, 1100
-    src = f"""func.func @dense(%x: tensor<{m}x{k}xf32>, %w: tensor<{k}x{n}xf32>, %b: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
+def dense(m, n, k):
+    """relu(x @ w + b)."""
+    return f"""func.func @dense(%x: tensor<{m}x{k}xf32>, %w: tensor<{k}x{n}xf32>, %b: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
   %c = loom.matmul %x, %w : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
   %s = loom.add %c, %b : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>
   %r = loom.relu %s : tensor<{m}x{n}xf32>
   func.return %r : tensor<{m}x{n}xf32>
 }}"""
+
+
+def test_epilogue_fused_beside_it():
+    """relu(x @ w + b): both the first row tile and the others apply the epilogue."""
+    m, n, k = 32, 144, 1100
     with planning_for(TARGETS["avx512"]):
-        kern = compiler.compile(src, pipeline=ONE_THREAD, remarks=True)
+        kern = compiler.compile(dense(m, n, k), pipeline=ONE_THREAD, remarks=True)
     text = "\n".join(kern.remarks)
     assert "A's rows read in place, not packed (32x768 a k block" in text and "%x_pack" not in text
     assert "copy of %w into %w_pack fused into the first iteration of %i_t2" in text
@@ -99,6 +103,22 @@ def test_epilogue_fused_beside_it():
     assert_within_bound(kern(x, w, b), ref, k, np.float32)
     xi, wi, bi = (small_ints(rng, s, np.float32) for s in ((m, k), (k, n), (n,)))
     np.testing.assert_array_equal(kern(xi, wi, bi), np.maximum(xi @ wi + bi, 0))
+
+
+def test_peeled_columns_keep_the_panel_tile():
+    """The copy peeled off for the last columns (256 = 5 x 48 + 16) gets the panel order's
+    tile too (4 rows on znver4, as the main nest's rows were peeled for), so that no row
+    remainder is left in it and the epilogue is fused into both."""
+    m, n, k = 196, 256, 256  # (the 1x1 C256 14x14 NHWC layer's matmul)
+    with planning_for(TARGETS["avx512"]):
+        kern = compiler.compile(dense(m, n, k), pipeline=ONE_THREAD, remarks=True)
+    plans = [r for r in kern.remarks if "[loom-default] matmul" in r]
+    assert len(plans) == 2 and "matmul 196x240x256" in plans[0] and "peeled copy 1" in plans[1], plans
+    assert "register tile 4x48" in plans[0] and "register tile 4x16" in plans[1], plans
+    assert any("[loom-fuse-epilogue] fused add (line 3), relu (line 4)" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(6)
+    x, w, b = (small_ints(rng, s, np.float32) for s in ((m, k), (k, n), (n,)))
+    np.testing.assert_array_equal(kern(x, w, b), np.maximum(x @ w + b, 0))
 
 
 def test_two_threads_a_column_block_each_and_not_for_several_row_blocks():

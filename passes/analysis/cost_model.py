@@ -268,7 +268,11 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     `a_rows`: A's rows are contiguous (unit stride along k), so the panel order may read
     them in place (`MEASURED_PANEL_TILES`)."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
-    nr = plan.nr
+    # the panel order's own tile, A's rows read in place, where one was measured
+    tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes)
+    own = (replace(plan, mr=tile[0], nr=max(1, min(tile[1], n)), pack_a=False)
+           if a_rows and tile is not None and m >= tile[0] else plan)
+    nr = own.nr
     # on several threads, as many whole panels for each: blocks of unequal width would
     # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
     # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
@@ -281,10 +285,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         kc, e = plan.kc, element_bytes
         while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
-        tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes)
-        if a_rows and tile is not None and tile[1] == nr and m >= tile[0]:
-            plan = replace(plan, mr=tile[0], pack_a=False)
-        return replace(plan, panels=True, nc=nc, kc=kc)
+        return replace(own, panels=True, nc=nc, kc=kc)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
     elif in_place:
