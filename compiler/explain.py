@@ -772,11 +772,11 @@ def recover_plan(message: str, target) -> PlannedMatmul | None:
         return None
     shape = tuple(int(g) for g in m.groups()[:3])
     element = int(kind.group(1)) // 8
-    # the plain plans, then the panel order's on the threads its NC says (a column block each)
-    candidates = [(in_place, False, 1, True) for in_place in ("", "A", "B")]
+    # the plain plans, then the panel order's on the threads its NC says (a column block
+    # each); each with A's rows read in place where it may, and packed (not contiguous)
+    candidates = [(in_place, False, 1, True) for in_place in ("", "A", "B")] + [("", False, 1, False)]
     whole, nc = plan_matmul(*shape, target, element, panels=True), re.search(r"NC=(\d+)", message)
     if whole.panels and nc is not None and int(nc.group(1)) and whole.nc % int(nc.group(1)) == 0:
-        # A's rows read in place or (not contiguous) packed
         candidates += [("", True, whole.nc // int(nc.group(1)), a_rows) for a_rows in (True, False)]
     for in_place, panels, threads, a_rows in candidates:
         plan = plan_matmul(*shape, target, element, in_place, panels=panels, threads=threads, a_rows=a_rows)
@@ -819,17 +819,15 @@ def plan_details(planned: PlannedMatmul, target) -> tuple[str, list[str]]:
         elif not p.pack:
             lines.append(f"not packed: {p.why_no_pack}")
         else:
+            a = (f", A at {'k_t' if p.panels else 'i_t'} in panels of MR rows (KC x MR each)" if p.pack_a else
+                 "; A's rows read in place, MR at a time (contiguous along k: no copy)")
+            b = ("B at j_r a panel of NR columns at a time (KC x NR)"
+                 + (", copied by the first row tile as it computes (loom-fuse-pack)" if "fuse-pack" not in left_out else "")
+                 if p.panels else "B at k_t in panels of NR columns (KC x NR each)")
             lines.append({"A": "A read in place (the windows of the staged input), B packed at k_t in panels of NR "
                                "columns (KC x NR each)",
                           "B": "B read in place (the windows of the staged input), A packed at i_t in panels of MR "
-                               "rows (KC x MR each)"}.get(
-                p.in_place, "packed: B at j_r a panel of NR columns at a time (KC x NR)"
-                            + (", copied by the first row tile as it computes (loom-fuse-pack)"
-                               if "fuse-pack" not in left_out else "")
-                            + (", A at k_t in panels of MR rows (KC x MR each)" if p.pack_a else
-                               "; A's rows read in place, MR at a time (contiguous along k: no copy)")
-                if p.panels else
-                "packed: B at k_t in panels of NR columns (KC x NR each), A at i_t in panels of MR rows (KC x MR each)"))
+                               "rows (KC x MR each)"}.get(p.in_place, f"packed: {b}{a}"))
     return f"{planned.name}: register tile {p.mr}x{p.nr}", [*lines, *tail]
 
 

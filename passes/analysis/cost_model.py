@@ -62,6 +62,11 @@ a slot per iteration of it: loom-pack's `private`), not the rows: a loop of row 
 per panel would be a fork and join per panel. Two threads, 128x3072x768 with its
 epilogue, interleaved: 2.85 ms against 3.13 for the order above (one thread 5.48).
 
+On the CPUs of `A_IN_PLACE` (znver4) A is not packed in either order where its rows are
+contiguous along k: each k step broadcasts MR elements, one from each of MR rows, and
+those MR sequential streams cost less than a pass over A per block of columns (and the
+panel order there takes its own tile, `MEASURED_PANEL_TILES`).
+
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
 1 x 4096 x 4096) is memory-bound: no packing either (B is read once anyway).
@@ -112,8 +117,8 @@ class MatmulPlan:
     #: the panel order (the module's doc): one row block, B a KC x NR panel at a time, a
     #: block of NC columns per thread
     panels: bool = False
-    #: whether A is copied into panels of MR rows; the panel order with a tile measured
-    #: for it (`MEASURED_PANEL_TILES`) reads A's rows where they are
+    #: whether A is copied into panels of MR rows (where `pack`); on the CPUs of
+    #: `A_IN_PLACE` its rows are read where they are
     pack_a: bool = True
 
     @property
@@ -154,9 +159,9 @@ class MatmulPlan:
                 words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, "
                              "copied by the first row tile as it computes, the next panel prefetched by the others")
         if self.pack:
-            e = self.element_bytes
+            e, rows = self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else
-                 f"A's rows read in place, not packed ({self.m}x{self.kc} a k block, {self.m * self.kc * e // 1024} KiB, L2)")
+                 f"A's rows read in place, not packed ({rows}x{self.kc} a block, {rows * self.kc * e // 1024} KiB, L2)")
             b = (f"B {self.kc}x{self.nr} panels ({self.kc * self.nr * e // 1024} KiB, L2)" if self.panels else
                  f"B {self.kc}x{self.nc} ({self.kc * self.nc * e // 1024} KiB, L3)")
             sliver = f"A sliver {self.kc}x{self.mr} ({self.kc * self.mr * e // 1024} KiB, L1)"
@@ -190,8 +195,16 @@ MEASURED_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (8, 48)}}
 #: beside the k loop's when K is short: 147 and 27 there; 3x64, 5x64, 8x32, 12x32 and
 #: 6x64 were as fast or slower)
 MEASURED_WINDOW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 64)}}
-#: the same for the panel order (one row block, B's panels streamed), with A's rows read
-#: in place, not packed (only where they are contiguous along k). znver4, f32, one thread,
+#: the CPUs (LLVM's name) and element sizes on which a matmul reads A's rows where they
+#: are (contiguous along k), MR at a time, instead of packing them into panels of MR rows:
+#: the broadcasts of A need no contiguous sliver, and the copy is a pass over A per block
+#: of columns. znver4, f32, one thread, `relu(x @ w + b)` interleaved with numpy's,
+#: GFLOP/s, A packed against in place, in the order of row tiles (8x48): 1024x3072x768
+#: (the MLP at batch 8) 103.8 / 109.5, 1024x768x3072 104.2 / 110.7, 1024^3 101.2 / 109.3,
+#: 2048^3 107.7 / 110.4, 512^3 82.8 / 107.5, 1000^3 80.6 / 92.9; the panel order below
+A_IN_PLACE: dict[str, frozenset[int]] = {"znver4": frozenset({4})}
+#: the register tile of the panel order (one row block, B's panels streamed) where A's
+#: rows are read in place (`A_IN_PLACE`). znver4, f32, one thread,
 #: `relu(x @ w + b)` interleaved with numpy's, GFLOP/s, 8x48 with A packed / 4x48 packed /
 #: 4x48 in place: 128x768x3072 101.4 / 103.4 / 104.0, 197x768x768 101.4 / 107.4 / 110.5,
 #: 128x3072x768 99.3 / 104.4 / 105.6, 127x255x511 100.0 / 102.5 / 109.1, 100x500x300
@@ -244,7 +257,7 @@ def _fit(extent: int, budget: int, multiple: int) -> int:
 
 
 def _even_blocks(extent: int, size: int, multiple: int) -> int:
-    """`size`, or a smaller multiple of `multiple` that splits `extent` into equal blocks
+    """`size`, or a smaller multiple of `multiple` that splits `extent` (columns, rows) into equal blocks
     (no more than twice as many): 3072 columns in blocks of at most 1344 become 4 of 768
     (not 1344, 1344, 384), so every block packs whole panels, provably (the copy of a
     panel that may be partial has a masked path, which keeps loom-parallelize off it)
@@ -265,13 +278,14 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
     `panels`: the panel order may be chosen (the packing and its fusion not left out),
     and is where the rows fit one block and the panels split evenly over `threads`;
-    `a_rows`: A's rows are contiguous (unit stride along k), so the panel order may read
-    them in place (`MEASURED_PANEL_TILES`)."""
+    `a_rows`: A's rows are contiguous (unit stride along k), so that a plan may read them
+    in place (`A_IN_PLACE`; the panel order then with `MEASURED_PANEL_TILES`' tile)."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A")
-    # the panel order's own tile, A's rows read in place, where one was measured
-    tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes)
+    a_in_place = a_rows and not in_place and element_bytes in A_IN_PLACE.get(target.cpu, ())
+    # the panel order's own tile, where one was measured
+    tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes) if a_in_place else None
     own = (replace(plan, mr=tile[0], nr=max(1, min(tile[1], n)), pack_a=False)
-           if a_rows and tile is not None and m >= tile[0] else plan)
+           if tile is not None and m >= tile[0] else plan)
     nr = own.nr
     # on several threads, as many whole panels for each: blocks of unequal width would
     # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
@@ -290,6 +304,12 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
     elif in_place:
         plan = replace(plan, in_place=in_place)
+    elif a_in_place and plan.rows_tiled and (threads == 1 or (m % plan.mc == 0 and (m // plan.mc) % threads == 0)):
+        # (on several threads only where the row blocks split evenly over them: with A
+        # in place they run in parallel, where the packing of A kept them serial and the
+        # threads shared each block's row tiles: 5 blocks of 200 rows on 2 threads ran
+        # 1000^3 at 0.84-0.89x numpy, packed 0.94-0.99x)
+        plan = replace(plan, pack_a=False)
     return plan
 
 
@@ -301,7 +321,9 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     nr = max(1, min(nr, n))
     w = target.lanes(e)
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
-    mc = _fit(m, 3 * target.l2 // 4 // (kc * e), mr)
+    # (equal row blocks: on two threads 512^3 ran in blocks of 384 and 128 rows, one
+    # thread idle a half of the time: 0.73x numpy; in 2 blocks of 256, 1.08-1.19x)
+    mc = _even_blocks(m, _fit(m, 3 * target.l2 // 4 // (kc * e), mr), mr)
     nc = _even_blocks(n, _fit(n, target.l3 // 8 // (kc * e), nr), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, max(1, m), max(1, n), max(1, k), w, False, "A and B fit in L1 together", e)

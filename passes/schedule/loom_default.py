@@ -507,7 +507,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         elif packed:
             if plan.in_place != "B":
                 steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
-            if plan.in_place != "A":
+            if plan.in_place != "A" and plan.pack_a:
                 steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
         factors = [1] * (b + 6) + [plan.mr, *vectors]
     else:
