@@ -87,6 +87,21 @@ def dense(m, n, k):
 }}"""
 
 
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+@pytest.mark.parametrize("m, n, k", [(32, 100, 900), (13, 50, 769), (600, 97, 800)])
+def test_transposed_b(kind, m, n, k):
+    """x @ w.T (B a transposed view): its panels copied along k (loom-pack reads each of
+    a panel's columns, a row of w, in one sweep), in the panel order and, with more rows
+    than one block holds, the order of row tiles."""
+    src = f"""func.func @mm(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
+  %wt = loom.transpose %w {{perm = array<i64: 1, 0>}} : tensor<{n}x{k}xf32> -> tensor<{k}x{n}xf32>
+  %c = loom.matmul %x, %wt : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %c : tensor<{m}x{n}xf32>
+}}"""
+    with planning_for(TARGETS[kind]):
+        check_both(src, [(m, k), (n, k)], k, ONE_THREAD)
+
+
 def test_epilogue_fused_beside_it():
     """relu(x @ w + b): both the first row tile and the others apply the epilogue."""
     m, n, k = 32, 144, 1100
