@@ -198,21 +198,26 @@ MEASURED_WINDOW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4
 #: the CPUs (LLVM's name) and element sizes on which a matmul reads A's rows where they
 #: are (contiguous along k), MR at a time, instead of packing them into panels of MR rows:
 #: the broadcasts of A need no contiguous sliver, and the copy is a pass over A per block
-#: of columns. znver4, f32, one thread, `relu(x @ w + b)` interleaved with numpy's,
-#: GFLOP/s, A packed against in place, in the order of row tiles (8x48): 1024x3072x768
-#: (the MLP at batch 8) 103.8 / 109.5, 1024x768x3072 104.2 / 110.7, 1024^3 101.2 / 109.3,
-#: 2048^3 107.7 / 110.4, 512^3 82.8 / 107.5, 1000^3 80.6 / 92.9; the panel order below
+#: of columns. znver4, f32, `loom-bench --shapes` loom/numpy, A packed -> in place (two
+#: runs each, alternating processes), the order of row tiles (8x48), one thread: 512^3
+#: 0.98, 1.01 -> 1.07, 1.08; 1000^3 0.87, 0.92 -> 0.96, 0.96; 1024^3 1.07, 1.07 -> 1.08,
+#: 1.08; 2048^3 1.06, 1.06 -> 1.05, 1.06; 1024x3072x768 (the MLP at batch 8) 1.02, 1.05 ->
+#: 1.07, 1.06; 1024x768x3072 1.05, 1.05 -> 1.07, 1.07. Two threads (row blocks split
+#: evenly): 512^3 1.00, 0.97 -> 1.11, 1.09; 1024^3 1.01, 1.10 -> 1.07, 1.18; 2048^3 1.04,
+#: 1.04 -> 1.06, 1.08; 1024x3072x768 1.01, 1.04 -> 1.11, 1.07. The panel order: below
 A_IN_PLACE: dict[str, frozenset[int]] = {"znver4": frozenset({4})}
 #: the register tile of the panel order (one row block, B's panels streamed) where A's
-#: rows are read in place (`A_IN_PLACE`). znver4, f32, one thread,
-#: `relu(x @ w + b)` interleaved with numpy's, GFLOP/s, 8x48 with A packed / 4x48 packed /
-#: 4x48 in place: 128x768x3072 101.4 / 103.4 / 104.0, 197x768x768 101.4 / 107.4 / 110.5,
-#: 128x3072x768 99.3 / 104.4 / 105.6, 127x255x511 100.0 / 102.5 / 109.1, 100x500x300
-#: 102.5 / 106.0 / 108.8, 64x3136x576 96.5 / 104.8 / 106.2, 128x1024x1024 97.8 / 102.6 /
-#: 106.2, 256^3 107.3 / 108.8 / 112.4. Two threads: within 2-5% either way (201 / 212
-#: at 128x768x3072, 174 / 170 at 197x768x768). 2x48 and 3x48 were slower (75, 81 at
-#: 128x768x3072), 5x48, 6x48, 4x32, 4x64 and 4x96 no faster; with 8 rows, A read in
-#: place was slower than packed (100.5 against 101.4).
+#: rows are read in place (`A_IN_PLACE`). znver4, f32, one thread, 8x48 with A packed ->
+#: 4x48 with A in place, two runs each, alternating processes: `loom-bench --shapes`
+#: loom/numpy 128^3 1.00, 1.01 -> 1.07, 1.08; 256^3 1.04, 1.01 -> 1.07, 1.07; 127x255x511
+#: 1.11, 1.10 -> 1.16, 1.16; 100x500x300 1.01, 1.01 -> 1.06, 1.06; 197x768x768 1.05, 1.06
+#: -> 1.08, 1.08; 64x3136x576 1.16, 1.18 -> 1.19, 1.19; 128x768x3072 1.15, 1.15 -> 1.16,
+#: 1.16; `loom-bench --fusion`'s relu(x @ w + b), GFLOP/s: 197x768x768 107.1, 102.0 ->
+#: 105.3, 108.9; 127x255x511 99.6, 100.8 -> 107.8, 108.0; 128x1024x1024 103.5, 101.9 ->
+#: 103.1, 108.3; 128x768x3072 and 128x3072x768 within 1-2% either way. Two threads:
+#: within the VM's noise. In one process, 5x48, 6x48, 4x64 and 4x96 ran about as fast
+#: as 4x48, 2x48 and 3x48 slower (75, 81 GFLOP/s at 128x768x3072), and 8x48 with A read
+#: in place slower than either.
 MEASURED_PANEL_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 48)}}
 
 
