@@ -345,7 +345,10 @@ class LoomPackPass(ModulePass):
         row, each row of the tile in one sweep across the panels (the panel-first order
         read NR columns of every row of a panel, then the next panel: short bursts a
         row apart, which the hardware prefetchers do not follow across pages; measured,
-        znver4, one thread: 128x768x3072 +4%, 128x1024x1024 +4%, 1024^3 +1%)."""
+        znver4, one thread: 128x768x3072 +4%, 128x1024x1024 +4%, 1024^3 +1%); and where
+        the operand is adjacent along the other dimension and a panel is wider than
+        ASSOCIATIVITY (a transposed B), the offset loop goes outside the other, so that
+        each of the panel's columns is read in one sweep along k."""
         fp = plan.footprint
         order = [d for d in plan.packed if d != plan.split]
         names = [_name(fp[d].loop, "cp") for d in order]
