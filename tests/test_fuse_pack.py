@@ -182,6 +182,22 @@ def test_plan_of_the_panel_order(kind, m):
         assert plan_matmul(m, 768, 3072, target, 8, panels=True).pack_a  # f64: none measured
 
 
+def test_row_blocks_equal_and_a_in_place_on_threads_only_where_they_split_evenly():
+    """The order of row tiles on znver4: MC gives equal row blocks (512 rows in 2 of 256,
+    not 384 + 128), and on several threads A is read in place only where the blocks split
+    evenly over them (the row-block loop then runs in parallel): 1000 rows in 5 blocks of
+    200 keep A packed on 2 threads, not on one."""
+    with planning_for(TARGETS["avx512"]) as target:
+        plan = plan_matmul(512, 512, 512, target, threads=2)
+        assert (plan.mc, plan.pack_a) == (256, False)
+        assert plan_matmul(1000, 1000, 1000, target, threads=2).pack_a
+        assert not plan_matmul(1000, 1000, 1000, target, threads=1).pack_a
+        assert plan_matmul(1000, 1000, 1000, target).mc == 200
+    with planning_for(TARGETS["avx2"]) as target:  # no A_IN_PLACE there: A packed
+        assert plan_matmul(1024, 1024, 1024, target, threads=2).pack_a
+        assert plan_matmul(1024, 1024, 1024, target).pack_a
+
+
 @pytest.mark.parametrize("kind", sorted(TARGETS))
 def test_batched_f64_and_im2col_conv_in_the_panel_order(kind):
     """A batched matmul (the batch loop outside the panel order), f64 (its own tile), and
