@@ -407,6 +407,25 @@ def test_dot_product_schedule_is_exact(m, k, n, dtype, batch, epilogue, threads)
     np.testing.assert_array_equal(kern(*args), compiler.reference(src, *args).astype(np_dtype))
 
 
+@pytest.mark.parametrize("shape, dtype", [((300, 200), np.float32), ((2, 130, 270), np.float64), ((129, 7), np.float32)])
+def test_contiguous_of_a_long_transposed_view(shape, dtype):
+    """loom.contiguous of a transposed view longer than COPY_BLOCK along either of its
+    last two dimensions (8x8 tiles in blocks of 128x128, partial blocks and tiles at the
+    ends): numpy's copy, exactly."""
+    *batch, rows, cols = shape
+    perm = [*range(len(batch)), len(shape) - 1, len(shape) - 2]
+    out = (*batch, cols, rows)
+    src = f"""func.func @f(%a: {ty(shape, dtype)}) -> {ty(out, dtype)} {{
+  %t = loom.transpose %a {{perm = array<i64: {', '.join(map(str, perm))}>}} : {ty(shape, dtype)} -> {ty(out, dtype)}
+  %c = loom.contiguous %t : {ty(out, dtype)} -> {ty(out, dtype)}
+  func.return %c : {ty(out, dtype)}
+}}"""
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    assert any("in blocks of 128x128" in r for r in kern.remarks), kern.remarks
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    np.testing.assert_array_equal(kern(a), np.transpose(a, perm))
+
+
 def test_broadcast_argument_is_vectorized():
     """An argument broadcast along its rows (stride 0) is read once per vector: the
     elementwise nest is vectorized, and exact."""

@@ -100,3 +100,20 @@ func.func @contiguous_of_transposed(%a: tensor<40x24xf64>) -> tensor<24x40xf64> 
   %c = loom.contiguous %t : tensor<24x40xf64> -> tensor<24x40xf64>
   func.return %c : tensor<24x40xf64>
 }
+
+// -----
+
+// A longer one (300 columns): the 8x8 tiles in blocks of 128x128 (COPY_BLOCK), the
+// block's rows clamped to the 40 there are.
+// CHECK-LABEL: func.func @contiguous_of_transposed_blocks
+// CHECK:         affine.for %[[B0:.*]] = 0 to 40 step 40 {
+// CHECK-NEXT:      affine.for %[[B1:.*]] = 0 to 300 step 128 {
+// CHECK-NEXT:        affine.for %{{.*}} = {{.*}}(%[[B0]]) to {{.*}}(%[[B0]]) step 8 {
+// CHECK-NEXT:          affine.for %{{.*}} = {{.*}}(%[[B1]]) to min {{.*}} step 8 {
+// CHECK:         } {loom.tag = "copy"}
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] nest 'copy' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile, in blocks of 128x128
+func.func @contiguous_of_transposed_blocks(%a: tensor<300x40xf32>) -> tensor<40x300xf32> {
+  %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<300x40xf32> -> tensor<40x300xf32>
+  %c = loom.contiguous %t : tensor<40x300xf32> -> tensor<40x300xf32>
+  func.return %c : tensor<40x300xf32>
+}
