@@ -262,7 +262,7 @@ def _fit(extent: int, budget: int, multiple: int) -> int:
 
 
 def _even_blocks(extent: int, size: int, multiple: int) -> int:
-    """`size`, or a smaller multiple of `multiple` that splits `extent` (columns, rows) into equal blocks
+    """`size`, or a smaller multiple of `multiple` that splits `extent` into equal blocks
     (no more than twice as many): 3072 columns in blocks of at most 1344 become 4 of 768
     (not 1344, 1344, 384), so every block packs whole panels, provably (the copy of a
     panel that may be partial has a masked path, which keeps loom-parallelize off it)
@@ -309,12 +309,16 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
     elif in_place:
         plan = replace(plan, in_place=in_place)
-    elif a_in_place and plan.rows_tiled and (threads == 1 or (m % plan.mc == 0 and (m // plan.mc) % threads == 0)):
-        # (on several threads only where the row blocks split evenly over them: with A
-        # in place they run in parallel, where the packing of A kept them serial and the
-        # threads shared each block's row tiles: 5 blocks of 200 rows on 2 threads ran
-        # 1000^3 at 0.84-0.89x numpy, packed 0.94-0.99x)
-        plan = replace(plan, pack_a=False)
+    elif a_in_place and plan.rows_tiled:
+        # with A in place the loop over the row blocks runs in parallel (the packing of A
+        # kept it serial, and the threads shared each block's row tiles instead): equal
+        # blocks (512^3 on two threads in blocks of 384 and 128 rows, one thread idle half
+        # of the time: 0.73x numpy; in 2 blocks of 256, 1.08-1.19x), and A read in place on
+        # several threads only where the blocks split evenly over them, else packed (1000^3
+        # in 5 blocks of 200 on 2 threads ran 0.84-0.89x numpy with A in place, 0.94-0.99x
+        # packed)
+        mc = _even_blocks(m, plan.mc, plan.mr)
+        plan = replace(plan, mc=mc, pack_a=not (threads == 1 or (m % mc == 0 and (m // mc) % threads == 0)))
     return plan
 
 
@@ -326,9 +330,7 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     nr = max(1, min(nr, n))
     w = target.lanes(e)
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
-    # (equal row blocks: on two threads 512^3 ran in blocks of 384 and 128 rows, one
-    # thread idle a half of the time: 0.73x numpy; in 2 blocks of 256, 1.08-1.19x)
-    mc = _even_blocks(m, _fit(m, 3 * target.l2 // 4 // (kc * e), mr), mr)
+    mc = _fit(m, 3 * target.l2 // 4 // (kc * e), mr)
     nc = _even_blocks(n, _fit(n, target.l3 // 8 // (kc * e), nr), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, max(1, m), max(1, n), max(1, k), w, False, "A and B fit in L1 together", e)
