@@ -212,6 +212,12 @@ def step_of(loop: affine.ForOp) -> int:
     return loop.step.value.data
 
 
+def iteration_number_map(lb: int, step: int) -> AffineMap:
+    """`(d0 - lb) floordiv step`: the iteration number of a loop from `lb` by `step`, of
+    its iv (loom-pack's `private` slot; loom-parallelize reads it back as the iv)."""
+    return AffineMap(1, 0, ((AffineExpr.dimension(0) - lb) // step,))
+
+
 def used_positions(exprs: Sequence[AffineExpr], num_dims: int) -> set[int]:
     """The operand positions (dims, then symbols) the expressions read."""
     return {

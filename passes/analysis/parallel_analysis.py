@@ -30,7 +30,6 @@ from functools import cached_property
 from xdsl.dialects import affine, memref, vector
 from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.loom import PrefetchOp, memref_root, unknown_origin
@@ -42,6 +41,7 @@ from passes.analysis.loop_utils import (
     defined_outside,
     enclosing_loops,
     is_pure,
+    iteration_number_map,
     iv_name,
     step_of,
     value_name,
@@ -164,8 +164,7 @@ def _iteration_number(form: LinearForm, loop: affine.ForOp) -> LinearForm | None
     if not (isinstance(apply, affine.ApplyOp) and apply.parent_op() is loop and list(apply.mapOperands) == [iv]):
         return None
     bounds = constant_bounds(loop)
-    m = apply.map.data
-    if bounds is None or len(m.results) != 1 or m.results[0] != (AffineExpr.dimension(0) - bounds[0]) // step_of(loop):
+    if bounds is None or apply.map.data != iteration_number_map(bounds[0], step_of(loop)):
         return None
     return LinearForm({iv: c})
 

@@ -314,7 +314,7 @@ DOT_J_JAM = 4
 def _transposed_b(nest: affine.ForOp) -> SSAValue | None:
     """B of a textbook matmul nest when it is a strided view whose elements are adjacent
     along k and not along j (a transposed B); else None."""
-    b = [o for o in nest.walk() if isinstance(o, affine.LoadOp)][1].memref  # A, B, C
+    b = _operand(nest, 1)
     layout = static_strides(b.type) if isinstance(b.type, MemRefType) else None
     if layout is None or len(layout[0]) < 2:
         return None
@@ -345,13 +345,25 @@ def _loads_of(nest: affine.ForOp, mem: SSAValue) -> list[affine.LoadOp]:
     return [o for o in nest.walk() if isinstance(o, affine.LoadOp) and o.memref is mem]
 
 
+def _operand(nest: affine.ForOp, position: int) -> SSAValue:
+    """A textbook matmul nest's operand: 0 A, 1 B, 2 C (the order its body loads them)."""
+    return [o for o in nest.walk() if isinstance(o, affine.LoadOp)][position].memref
+
+
+def _row_stride(mem: SSAValue) -> int | None:
+    """The stride of a memref's elements along its last dimension (1 for one of extent
+    1: its rows are contiguous either way); None where the layout is not known."""
+    layout = static_strides(mem.type) if isinstance(mem.type, MemRefType) else None
+    if layout is None:
+        return None
+    return 1 if mem.type.get_shape()[-1] == 1 else layout[0][-1]
+
+
 def _a_rows_contiguous(nest: affine.ForOp) -> bool:
-    """Whether the rows of a textbook matmul nest's A (its first load) are contiguous:
-    unit stride along k, so that a schedule may read them in place, a sliver of MR rows
-    at a time (`MatmulPlan.pack_a`)."""
-    a = next(o for o in nest.walk() if isinstance(o, affine.LoadOp)).memref
-    layout = static_strides(a.type) if isinstance(a.type, MemRefType) else None
-    return layout is not None and (a.type.get_shape()[-1] == 1 or layout[0][-1] == 1)
+    """Whether the rows of a textbook matmul nest's A are contiguous: unit stride along k,
+    so that a schedule may read them in place, a sliver of MR rows at a time
+    (`MatmulPlan.pack_a`)."""
+    return _row_stride(_operand(nest, 0)) == 1
 
 
 def _reads_b_in_place(plan: MatmulPlan, skip: set[str]) -> bool:
@@ -369,12 +381,12 @@ def _contiguous_b(ctx: Context, pass_name: str, nests: list[affine.ForOp], in_pl
     then pack the copy too (its panels are copied from contiguous rows)."""
     if not in_place:
         return
-    b = [o for o in nests[0].walk() if isinstance(o, affine.LoadOp)][1].memref  # A, B, C
-    layout = static_strides(b.type) if isinstance(b.type, MemRefType) else None
-    if layout is None or b.type.get_shape()[-1] == 1 or layout[0][-1] == 1:
+    b = _operand(nests[0], 1)
+    stride = _row_stride(b)
+    if stride is None or stride == 1:
         return
     _contiguous_copy(ctx, pass_name, nests, b, "matmul.contiguous",
-                     f"B is a strided view ({b.type}): its rows are not contiguous (stride {layout[0][-1]} along j), "
+                     f"B is a strided view ({b.type}): its rows are not contiguous (stride {stride} along j), "
                      f"and the schedule of {in_place} of the matmul's {len(nests)} nests reads them as vectors in "
                      "place (no packing)")
 

@@ -125,6 +125,7 @@ from passes.analysis.loop_utils import (
     SelectionError,
     constant_bounds,
     enclosing_loops,
+    iteration_number_map,
     iv_name,
     memref_root,
     nest_tag,
@@ -317,7 +318,7 @@ class LoomPackPass(ModulePass):
         body = plan.level_loop.body.block
         assert body.first_op is not None
         body.insert_op_before(copy, body.first_op)
-        index = _private(plan, *self._packed_index(plan), slot)
+        index = _private(*self._packed_index(plan), slot)
         for read in plan.reads:
             retarget_load(read, buffer, *index)
         tile = "x".join(str(plan.footprint[d].extent) for d in plan.packed)
@@ -402,7 +403,7 @@ class LoomPackPass(ModulePass):
                 at[plan.split] = forms[0] * plan.shape[-1] + forms[-1]
             source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
             load = affine.LoadOp(plan.memref, *_map(source))
-            exprs, operands = _private(plan, *affine_exprs(forms), slot)
+            exprs, operands = _private(*affine_exprs(forms), slot)
             store = affine.StoreOp(load.result, buffer, operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [load, store]
 
@@ -527,7 +528,7 @@ def _iv(loop: affine.ForOp | None) -> SSAValue:
     return loop.body.block.args[0]
 
 
-def _private(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue],
+def _private(exprs: list[AffineExpr], operands: list[SSAValue],
              slot: SSAValue | None = None) -> tuple[list[AffineExpr], list[SSAValue]]:
     """A subscript of the buffer (expressions, one dim per operand), with `private=` the
     iteration's slot `slot` in front."""
@@ -544,7 +545,7 @@ def _slot(plan: _Plan) -> SSAValue | None:
         return None
     loop, lb, step, _ = plan.private
     body = loop.body.block
-    apply = affine.ApplyOp([body.args[0]], AffineMapAttr(AffineMap(1, 0, ((AffineExpr.dimension(0) - lb) // step,))))
+    apply = affine.ApplyOp([body.args[0]], AffineMapAttr(iteration_number_map(lb, step)))
     apply.result.name_hint = "slot"
     apply.location = loop.location
     assert body.first_op is not None
