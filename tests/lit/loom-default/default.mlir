@@ -25,20 +25,22 @@
 // (j_t, k_t, i_t, i_r, j_r, k) with the cache tiles clamped to the extents and the 6x16
 // block of C in 12 vector<8xf32> accumulators (iter_args) across k: 12 fmas per k. The
 // 4-row copy has fewer rows than MR: loop order (k, i, j), k unroll-jammed by 8 (N is a
-// multiple of the vector width: no masked remainder), j in vectors.
+// multiple of the vector width: no masked remainder), j in vectors. C has no zero fill
+// (loom-fuse-epilogue, the step `fuse`, drops it with no epilogue too): K fits one k
+// block, so the accumulators start at zero and C is written once; the 4-row copy's
+// first k step reads a zero in place of C.
 // CHECK-LABEL: func.func @mm64
 // CHECK-SAME:    (%a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>)
 // CHECK-NOT:     memref.alloc
-// CHECK:         affine.vector_store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<64x64xf32>, vector<8xf32>
-// CHECK:         } {loom.tag = "matmul.init"}
-// CHECK-NOT:     memref.alloc
-// CHECK-NEXT:    affine.for %j_t = 0 to 64 step 64 {
+// CHECK-NOT:     loom.tag = "matmul.init"
+// CHECK:         affine.for %j_t = 0 to 64 step 64 {
 // CHECK-NEXT:      affine.for %k_t = 0 to 64 step 64 {
 // CHECK-NEXT:        affine.for %i_t = 0 to 60 step 60 {
 // CHECK-NEXT:          affine.for %i_t2 = {{.*}}(%i_t) to {{.*}}(%i_t) step 6 {
 // CHECK-NEXT:            affine.for %j_t2 = {{.*}}(%j_t) to {{.*}}(%j_t) step 16 {
-// CHECK-COUNT-12:          affine.vector_load %c[%i_t2{{.*}}, %j_t2{{.*}}] : memref<64x64xf32>, vector<8xf32>
-// CHECK-NEXT:              = affine.for %k = {{.*}}(%k_t) to {{.*}}(%k_t) iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-NOT:               affine.vector_load %c[
+// CHECK:                   %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-NEXT:              = affine.for %k = {{.*}}(%k_t) to {{.*}}(%k_t) iter_args(%c_acc = %[[ZERO]], %c_acc_1 = %[[ZERO]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NOT:                 affine.for
 // CHECK-COUNT-12:            vector.fma %{{.*}}, %{{.*}}, %c_acc{{.*}} : vector<8xf32>
 // CHECK-NOT:                 affine.for
@@ -49,6 +51,11 @@
 // CHECK-NEXT:    affine.for %[[K:.*]] = 0 to 64 step 8 {
 // CHECK-NEXT:      affine.for %[[I:.*]] = 60 to 64 {
 // CHECK:             affine.for %{{.*}} = 0 to 64 step 16 {
+// CHECK:               %[[C:.*]] = affine.vector_load %c[%[[I]], %{{.*}}] : memref<64x64xf32>, vector<8xf32>
+// CHECK-NEXT:          %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-NEXT:          %[[START:.*]] = arith.constant 0 : index
+// CHECK-NEXT:          %[[FIRST:.*]] = arith.cmpi eq, %[[K]], %[[START]] : index
+// CHECK-NEXT:          %{{.*}} = arith.select %[[FIRST]], %[[Z]], %[[C]] : vector<8xf32>
 // CHECK-COUNT-16:      vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:         } {loom.tag = "matmul"}
 // CHECK-NOT:     memref.alloc
@@ -73,7 +80,6 @@ func.func @mm64(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 // padded to 16 columns); the 4-row copy gets the (k, i, j) order and is not packed.
 // CHECK-LABEL: func.func @mm_pack
 // CHECK-SAME:    (%a: memref<100x90xf32>, %b: memref<90x70xf32>, %c: memref<100x70xf32>)
-// CHECK:         } {loom.tag = "matmul.init"}
 // CHECK-NEXT:    %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x90x16xf32>
 // CHECK-NEXT:    %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x90x6xf32>
 // CHECK-NEXT:    affine.for %j_t = 0 to 64 step 64 {
@@ -148,7 +154,6 @@ func.func @mm_nopack(%a: tensor<100x50xf32>, %b: tensor<50x70xf32>) -> tensor<10
 // it; 12 and 32 are multiples of the 6x16 register tile, so nothing is peeled.
 // CHECK-LABEL: func.func @bmm
 // CHECK-SAME:    (%a: memref<2x12x8xf32>, %b: memref<2x8x32xf32>, %c: memref<2x12x32xf32>)
-// CHECK:         } {loom.tag = "matmul.init"}
 // CHECK-NEXT:    affine.for %[[B:.*]] = 0 to 2 {
 // CHECK-NEXT:      affine.for %j_t = 0 to 32 step 32 {
 // CHECK-NEXT:        affine.for %k_t = 0 to 8 step 8 {

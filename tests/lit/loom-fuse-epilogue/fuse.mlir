@@ -87,3 +87,43 @@ func.func @square(%x: tensor<4x1xf32>, %w: tensor<1x4xf32>) -> tensor<4x4xf32> {
   %r = loom.mul %c, %c : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   func.return %r : tensor<4x4xf32>
 }
+
+// -----
+
+// No epilogue: the zero fill goes all the same. The matmul's load of C reads a zero in
+// the first iteration of k, and C, the function's result, is written by the matmul only.
+// CHECK-LABEL: func.func @plain(
+// CHECK-SAME:      %c: memref<20x45xf32>)
+// CHECK-NOT:     loom.tag = "matmul.init"
+// CHECK:         affine.for %k = 0 to 37 {
+// CHECK:           %[[C:.*]] = affine.load %c[%i, %j] : memref<20x45xf32>
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[START:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.cmpi eq, %k, %[[START]] : index
+// CHECK-NEXT:      %[[C0:.*]] = arith.select %[[FIRST]], %[[Z]], %[[C]] : f32
+// CHECK:           %[[ACC:.*]] = arith.addf %[[C0]], %{{.*}} : f32
+// CHECK-NEXT:      affine.store %[[ACC]], %c[%i, %j] : memref<20x45xf32>
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NEXT:    func.return
+// REMARK: fuse.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] the zero fill of %c dropped, with no epilogue to fuse: the 'matmul' nest (line [[# @LINE + 2]]) reads a zero where it read the fill, and writes %c once
+func.func @plain(%x: tensor<20x37xf32>, %w: tensor<37x45xf32>) -> tensor<20x45xf32> {
+  %c = loom.matmul %x, %w : (tensor<20x37xf32>, tensor<37x45xf32>) -> tensor<20x45xf32>
+  func.return %c : tensor<20x45xf32>
+}
+
+// -----
+
+// An epilogue refused (C is also returned) leaves the matmul alone, but not its zero
+// fill: the matmul writes every element of C, and the add only reads it after.
+// CHECK-LABEL: func.func @returned(
+// CHECK-NOT:     loom.tag = "matmul.init"
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK-NEXT:    affine.for
+// CHECK:         } {loom.tag = "add"}
+// REMARK: fuse.mlir:[[# @LINE + 4]]:3: remark: [loom-fuse-epilogue] add (line [[# @LINE + 4]]) not fused into the 'matmul' nest (line [[# @LINE + 3]]): %c is a result of the function: it must still be written
+// REMARK: fuse.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] the zero fill of %c dropped, with no epilogue to fuse: the 'matmul' nest (line [[# @LINE + 2]]) reads a zero where it read the fill, and writes %c once
+func.func @returned(%x: tensor<4x5xf32>, %w: tensor<5x6xf32>, %b: tensor<6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>) {
+  %c = loom.matmul %x, %w : (tensor<4x5xf32>, tensor<5x6xf32>) -> tensor<4x6xf32>
+  %s = loom.add %c, %b : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+  func.return %c, %s : tensor<4x6xf32>, tensor<4x6xf32>
+}
