@@ -1246,39 +1246,43 @@ class LoomFuseEpiloguePass(ModulePass):
                     remark(self.name, fusion.producer, summary)
                     if fusion.stopped_at is not None:
                         stopped.add(fusion.stopped_at)
+            filled: set[SSAValue] = set()
             for init in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) in INITS]:
-                _drop_lone_fill(block, init)
+                _drop_lone_fill(block, init, filled)
 
 
-def _drop_lone_fill(block: Block, init: affine.ForOp) -> None:
+def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> None:
     """A producer whose result no epilogue took (none follows, or it was refused) still
     loses its zero fill where the analysis allows: its first reads of each element read
     a zero instead (no load at all where K fits one panel), and C is written once. The
-    producer's nests are those right after the fill that write the result (the main
-    nest and its peeled copies; not the direct convolution's copy of its wide result
-    into Y, which reads it); nothing after them may write it again."""
+    nests are those from the fill on that write the result, fills (a peeled fill has
+    several) or the producer's (the main nest and its peeled copies; not the direct
+    convolution's copy of its wide result into Y, which reads it); nothing after them
+    may write it again. `filled`: the results seen already (one try per result)."""
     store = next((o for o in init.walk() if isinstance(o, _STORES)), None)
     root = memref_root(access_memref(store)) if store is not None else None
-    if root is None:
+    if root is None or root in filled:
         return
+    filled.add(root)
     users = [u for u in _users(root, block) if not isinstance(u, (*VIEW_OPS, memref.DeallocOp))]
-    run = users[users.index(init) + 1:]
-    count = next((i for i, u in enumerate(run)
-                  if not (isinstance(u, affine.ForOp) and nest_tag(u) in PRODUCERS and _writes(u, root))), len(run))
-    nests, later = [init, *run[:count]], run[count:]
-    if len(nests) == 1 or any(_writes(u, root) for u in later):
+    run = users[users.index(init):]
+    count = next((i for i, u in enumerate(run) if not (isinstance(u, affine.ForOp) and _writes(u, root)
+                                                       and nest_tag(u) in (*INITS, *PRODUCERS))), len(run))
+    nests, later = run[:count], run[count:]
+    if not any(nest_tag(n) in PRODUCERS for n in nests) or any(_writes(u, root) for u in later):
         return
+    producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
     try:
         analysis = _Analysis(root, nests)  # type: ignore[arg-type]
     except _Refused as why:
-        remark(LoomFuseEpiloguePass.name, nests[1], f"the zero fill of {value_name(root)} kept: {why}")
+        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {why}")
         return
     if analysis.keep_fill:
-        remark(LoomFuseEpiloguePass.name, nests[1], f"the zero fill of {value_name(root)} kept: {analysis.keep_fill}")
+        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {analysis.keep_fill}")
         return
     _Rewriter(_Fusion(block, root, nests, [], analysis, {}))._drop_fill()  # type: ignore[arg-type]
-    remark(LoomFuseEpiloguePass.name, nests[1], f"the zero fill of {value_name(root)} dropped, with no epilogue to "
-           f"fuse: {_nest_text(nests[1])} reads a zero where it read the fill, and writes {value_name(root)} once")
+    remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} dropped, with no epilogue to "
+           f"fuse: {_nest_text(producer)} reads a zero where it read the fill, and writes {value_name(root)} once")
 
 
 def _summary(fusion: _Fusion) -> str:

@@ -1,5 +1,6 @@
 // RUN: loom-opt %s -p 'loom-bufferize,convert-loom-to-affine,loom-fuse-epilogue' --split-input-file | filecheck %s
 // RUN: loom-opt %s -p 'loom-bufferize,convert-loom-to-affine,loom-fuse-epilogue' --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: loom-opt %s -p 'loom-bufferize,convert-loom-to-affine,loom-peel{sizes=6,16},loom-fuse-epilogue' --split-input-file | filecheck %s --check-prefix=PEELED
 
 // The textbook nests (no schedule): the matmul's store in the k loop is the last write
 // of C[i, j] when k is in its last iteration (k >= 36): there the stored value is
@@ -92,6 +93,13 @@ func.func @square(%x: tensor<4x1xf32>, %w: tensor<1x4xf32>) -> tensor<4x4xf32> {
 
 // No epilogue: the zero fill goes all the same. The matmul's load of C reads a zero in
 // the first iteration of k, and C, the function's result, is written by the matmul only.
+// With every nest peeled (the fill too: a main nest and copies of it, all written
+// before the matmul's), all of the fill's nests go.
+// PEELED-LABEL: func.func @plain(
+// PEELED-NOT:     loom.tag = "matmul.init"
+// PEELED:         } {loom.tag = "matmul"}
+// PEELED-NOT:     loom.tag = "matmul.init"
+// PEELED:         func.return
 // CHECK-LABEL: func.func @plain(
 // CHECK-SAME:      %c: memref<20x45xf32>)
 // CHECK-NOT:     loom.tag = "matmul.init"
