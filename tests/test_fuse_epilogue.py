@@ -4,7 +4,7 @@ mul, relu, chains of them) computed in the nest of a matmul, a batched matmul or
 `skip=` options: numerics against the float64 reference within 4*K*eps*max|ref|, exactly
 on small integers, bit for bit what the unfused kernel computes; the remark says what
 was fused; refused epilogues compute the right result unfused; the fused nest still runs
-on threads."""
+on threads; a matmul or conv2d without an epilogue loses its zero fill all the same."""
 
 import numpy as np
 import pytest
@@ -158,6 +158,43 @@ def test_conv2d_bias_views_and_copy():
     assert "into the 'matmul' nest" in fused(im2col)[0]
     direct = compiler.compile(src, pipeline="loom-default{skip=im2col}", remarks=True)
     assert "into the 'direct.out' nest" in fused(direct)[0]
+
+
+def dropped_fill(kern):
+    return [r for r in kern.remarks if "[loom-fuse-epilogue] the zero fill of" in r and "dropped" in r]
+
+
+@settings(max_examples=10)
+@given(m=SIZES, n=SIZES, k=st.sampled_from([1, 7, 64, 300, 1031]), dtype=DTYPES, seed=st.integers(0, 2**16))
+def test_a_matmul_without_epilogue_drops_its_zero_fill(m, n, k, dtype, seed):
+    """No epilogue: the zero fill goes all the same (each element's first read reads a
+    zero; K over several k blocks: a select in the first), and the result is bit for bit
+    that of the kernel that fills C first (skip=fuse)."""
+    src, shapes = epilogue_source((m, k), (k, n), [], dtype)
+    kern, args, got = check(src, shapes, k, "default", dtype, seed, expect_fused=False)
+    assert dropped_fill(kern), [r for r in kern.remarks if "fuse-epilogue" in r]
+    filled = compiler.compile(src, pipeline="loom-default{skip=fuse}", remarks=True)
+    assert not dropped_fill(filled)
+    np.testing.assert_array_equal(got, filled(*args))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("skip", ["", "direct", "im2col"])
+@settings(max_examples=4)
+@given(layer=layers(), seed=st.integers(0, 2**16))
+def test_a_conv2d_without_epilogue_drops_its_zero_fill(layout, skip, layer, seed):
+    """Both strategies, no epilogue: Y (or the direct convolution's wide result) is not
+    zero-filled first, and the result is bit for bit the filled kernel's."""
+    src, shapes, k = conv_source(layer, layout, np.float32, "channel")
+    lines = src.split("\n")
+    out = lines[1].split(" -> ")[-1]
+    src = "\n".join([lines[0].replace(f", %b: {ty(shapes[2], np.float32)}", ""), lines[1],
+                     f"  func.return %y : {out}", "}", ""])
+    pipeline = f"loom-default{{skip={skip}}}" if skip else "default"
+    kern, args, got = check(src, shapes[:2], k, pipeline, np.float32, seed, expect_fused=False)
+    assert dropped_fill(kern), [r for r in kern.remarks if "fuse-epilogue" in r]
+    filled = compiler.compile(src, pipeline=f"loom-default{{skip={skip}{',' * bool(skip)}fuse}}")
+    np.testing.assert_array_equal(got, filled(*args))
 
 
 def test_fused_nest_runs_on_threads():
