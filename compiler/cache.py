@@ -246,6 +246,7 @@ class Fingerprint:
         import xdsl
 
         import compiler
+        from compiler.kernel import array_data_offset
         from compiler.loader import openmp_runtime
 
         self.sources = SourceState(package_roots())
@@ -257,6 +258,7 @@ class Fingerprint:
             f"cpu {cpu_identity()}",
             f"caches {cache_description()}",
             f"libgomp {openmp_runtime() is not None}",
+            f"numpy array data at {array_data_offset()}",  # baked into each kernel's objects wrapper
         ])
 
 
@@ -374,7 +376,7 @@ def kernel_from_entry(header: dict, sections: dict[str, bytes]) -> Kernel:
     been read back). One of `_UNUSABLE` for an entry that does not describe one."""
     import json
 
-    from compiler.kernel import AllocationSite, Kernel
+    from compiler.kernel import OBJECTS_SUFFIX, AllocationSite, Kernel
 
     if header.get("kind") != "kernel":
         raise ValueError("not a kernel's entry")
@@ -398,7 +400,9 @@ def kernel_from_entry(header: dict, sections: dict[str, bytes]) -> Kernel:
                           for k, (f, n, t, b, at) in header["allocation_sites"].items()},
     )
     module = _load_code(header, sections["object"], fields["optimized_ir"])
-    return Kernel(**fields, address=module.function_address(fields["entry"]), _module=module)
+    wrapper = fields["entry"] + OBJECTS_SUFFIX
+    return Kernel(**fields, address=module.function_address(fields["entry"]), _module=module,
+                  objects_address=module.function_address(wrapper) if wrapper in module.functions else 0)
 
 
 # --------------------------------------------------------------------------- the cache

@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import VerifyException
 from compiler import numpy_reference as ref
 from compiler.context import make_context
 from compiler.diagnostics import LoomError, op_location, parse_module, verify
-from compiler.kernel import AllocationSite, ArgSpec, Kernel
+from compiler.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
 from compiler.pipelines import Callback, build
 from compiler.remarks import collect
 from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
@@ -299,12 +299,16 @@ def compile(
     with timed(timings, "LLVM emission"):
         llvm_ir = to_llvm_ir(module)
         returns_status, sites = _failure_table(module, name)
-    jit_module = compile_ir(llvm_ir, timings)
+    offset = array_data_offset()
+    arity = len(inputs) + len(outputs)
+    wrapper = objects_wrapper(name, arity, returns_status, offset) if offset is not None else ""
+    jit_module = compile_ir(llvm_ir + wrapper, timings)
     kernel = Kernel(
         entry=name,
         inputs=inputs,
         outputs=outputs,
         address=jit_module.function_address(name),
+        objects_address=jit_module.function_address(name + OBJECTS_SUFFIX) if wrapper else 0,
         flops=flops,
         llvm_ir=llvm_ir,
         optimized_ir=jit_module.optimized_ir,

@@ -121,6 +121,7 @@ bound = 4 * 256 * float(np.finfo(np.float32).eps) * float(np.abs(want).max())  #
 sources = disk_cache.fingerprint().sources
 print(json.dumps({"error": error, "bound": bound,
                   "stats": dict(disk_cache.stats), "module": type(kernel._module).__name__,
+                  "objects": bool(kernel.objects_address),
                   "llvm": "llvmlite.binding" in sys.modules, "sources": sources.digest,
                   "edited": not sources.unchanged()}))
 """
@@ -136,7 +137,8 @@ def skip_if_edited(*runs: dict) -> None:
 
 def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
     """A hit in a new process loads no LLVM at all (what makes it cost milliseconds:
-    `loom-bench --compile` times it), and its kernel computes the right product."""
+    `loom-bench --compile` times it), and its kernel computes the right product, called
+    through the function that takes the arrays by address (kernel.objects_wrapper)."""
     source = tmp_path / "mm.mlir"
     source.write_text(MM256)
     folder = tmp_path / "cache"
@@ -147,7 +149,7 @@ def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
     skip_if_edited(cold, *warm)
     for w in warm:
         assert w["stats"] == {"hit": 2} and w["module"] == "LoadedModule" and not w["llvm"]
-        assert w["error"] <= w["bound"]
+        assert w["error"] <= w["bound"] and w["objects"]
 
 
 def test_a_broken_entry_of_the_pool_is_rebuilt(tmp_path):
