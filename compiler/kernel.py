@@ -211,10 +211,8 @@ class Kernel:
     def __post_init__(self):
         self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
         self._direct = all(s.contiguous for s in self.inputs)  # from_buffer takes every array
-        n = len(self.inputs) + len(self.outputs)
-        ret = "int" if self.returns_status else "void"
         # cffi rather than ctypes: a call costs well under a microsecond of Python
-        self._cfunc = _ffi.cast(f"{ret} (*)({', '.join(['void *'] * n) or 'void'})", self.address)
+        self._cfunc = _ffi.cast(_c_type(self, "void *"), self.address)
         self._fast = _fast_call(self) if self._direct and not self._written else None
 
     def __repr__(self) -> str:
@@ -322,6 +320,12 @@ class Kernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _c_type(kernel: Kernel, argument: str) -> str:
+    """The C type of a pointer to the kernel's function, each array an `argument`."""
+    arguments = ", ".join([argument] * (len(kernel.inputs) + len(kernel.outputs))) or "void"
+    return f"{'int' if kernel.returns_status else 'void'} (*)({arguments})"
+
+
 def _fast_call(kernel: Kernel):
     """The call of a kernel whose arguments are all C-contiguous and read only, as one
     generated Python function: each array checked against its exact type, dtype (the
@@ -335,11 +339,8 @@ def _fast_call(kernel: Kernel):
     not through cffi's `from_buffer` (200-320 ns each)."""
     names = [f"a{i}" for i in range(len(kernel.inputs))]
     env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc}
-    n = len(kernel.inputs) + len(kernel.outputs)
     if kernel.objects_address:  # each array by its address (id), not through cffi's from_buffer
-        ret = "int" if kernel.returns_status else "void"
-        env["f"] = _ffi.cast(f"{ret} (*)({', '.join(['intptr_t'] * n) or 'void'})", kernel.objects_address)
-        env["fb"] = id
+        env.update(f=_ffi.cast(_c_type(kernel, "intptr_t"), kernel.objects_address), fb=id)
     tests = []
     for i, spec in enumerate(kernel.inputs):
         env.update({f"D{i}": spec.dtype, f"S{i}": spec.shape, f"T{i}": spec.strides})
