@@ -400,9 +400,6 @@ def objects_wrapper(entry: str, arity: int, returns_status: bool, offset: int) -
     for i in range(arity):
         lines += [f"  %a{i} = add i64 %o{i}, {offset}", f"  %p{i} = inttoptr i64 %a{i} to ptr",
                   f"  %d{i} = load ptr, ptr %p{i}, align 8"]
-    arguments = ", ".join(f"ptr %d{i}" for i in range(arity))
-    if returns_status:
-        lines += [f'  %r = call i32 @"{entry}"({arguments}) noinline', "  ret i32 %r", "}"]
-    else:
-        lines += [f'  call void @"{entry}"({arguments}) noinline', "  ret void", "}"]
-    return "\n".join(lines) + "\n"
+    call = f'call {ret} @"{entry}"({", ".join(f"ptr %d{i}" for i in range(arity))}) noinline'
+    lines += [f"  %r = {call}", "  ret i32 %r"] if returns_status else [f"  {call}", "  ret void"]
+    return "\n".join([*lines, "}"]) + "\n"

@@ -1274,11 +1274,11 @@ def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> 
     producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
     try:
         analysis = _Analysis(root, nests)  # type: ignore[arg-type]
+        kept = analysis.keep_fill
     except _Refused as why:
-        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {why}")
-        return
-    if analysis.keep_fill:
-        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {analysis.keep_fill}")
+        kept = str(why)
+    if kept:
+        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {kept}")
         return
     _Rewriter(_Fusion(block, root, nests, [], analysis, {}))._drop_fill()  # type: ignore[arg-type]
     remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} dropped, with no epilogue to "
