@@ -54,11 +54,19 @@ STAGES: list[Stage] = [
 SIZES = [8, 32, 128, 256, 512, 1024]
 
 
-def matmul_source(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "f32") -> str:
-    """`@matmul`: C[M, N] = A[M, K] @ B[K, N]; `matmul_source(n)` is the square n x n x n."""
+def matmul_source(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "f32",
+                  transposed: bool = False) -> str:
+    """`@matmul`: C[M, N] = A[M, K] @ B[K, N]; `matmul_source(n)` is the square n x n x n.
+    `transposed`: the function takes W[N, K] and multiplies by its transpose (`x @ w.T`, a
+    linear layer's weight as torch stores it: B a view, never copied by the caller)."""
     n = m if n is None else n
     k = m if k is None else k
-    ta, tb, tc = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((m, k), (k, n), (m, n)))
+    ta, tb, tc, tw = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((m, k), (k, n), (m, n), (n, k)))
+    if transposed:
+        return (f"func.func @matmul(%a: {ta}, %w: {tw}) -> {tc} {{\n"
+                f"  %b = loom.transpose %w {{perm = array<i64: 1, 0>}} : {tw} -> {tb}\n"
+                f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
+                f"  func.return %c : {tc}\n}}\n")
     return (f"func.func @matmul(%a: {ta}, %b: {tb}) -> {tc} {{\n"
             f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
             f"  func.return %c : {tc}\n}}\n")
@@ -194,6 +202,8 @@ class Measurement:
     one_thread_seconds: float | None = None
     #: Loom's one-thread time over its `threads`-thread time, per round (`rounds` > 1)
     speedups: tuple[float, ...] = ()
+    #: B passed as the transpose of an N x K array (`x @ w.T`)
+    transposed: bool = False
 
     def problem_gflops(self, seconds: float) -> float:
         """GFLOP/s of this shape's matmul done in `seconds`."""
@@ -218,12 +228,16 @@ class Measurement:
 
 
 class _Problem:
-    """A shape's random inputs, float64 reference and error bound."""
+    """A shape's random inputs, float64 reference and error bound; `transposed`: B is the
+    transpose of an N x K array (`x @ w.T`), for Loom, numpy and torch alike."""
 
-    def __init__(self, shape: Shape, rng: np.random.Generator, threads: int = 1):
+    def __init__(self, shape: Shape, rng: np.random.Generator, threads: int = 1, transposed: bool = False):
         m, n, k = self.shape = shape
+        self.transposed = transposed
         self.a = rng.standard_normal((m, k)).astype(np.float32)
-        self.b = rng.standard_normal((k, n)).astype(np.float32)
+        #: what the kernel is passed for B: B itself, or W (N x K) whose transpose B is
+        self.b_arg = rng.standard_normal((n, k) if transposed else (k, n)).astype(np.float32)
+        self.b = self.b_arg.T if transposed else self.b_arg
         self.want = self.a.astype(np.float64) @ self.b.astype(np.float64)
         self.bound = error_bound(k, np.dtype(np.float32), float(np.abs(self.want).max()))
         self.flops = 2.0 * m * n * k
@@ -239,12 +253,12 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rou
     many threads (numpy's and torch's pools are set so by the caller), a one-thread kernel
     is timed in the same rounds, and each function's runs come in a block after a sleep
     (`SETTLE`: the other library's idle threads stop spinning)."""
-    a, b = problem.a, problem.b
-    source = matmul_source(*problem.shape)
+    a, b = problem.a, problem.b_arg
+    source = matmul_source(*problem.shape, transposed=problem.transposed)
     kernel, compile_seconds = compile_fresh(source, pipeline, threads)
     got = kernel(a, b)  # also the warm-up run
     err = float(np.abs(got - problem.want).max())
-    fns = [lambda: kernel(a, b), lambda: np.matmul(a, b)] + ([problem.torch] if problem.torch else [])
+    fns = [lambda: kernel(a, b), lambda: np.matmul(a, problem.b)] + ([problem.torch] if problem.torch else [])
     if threads > 1:
         serial = compile(source, pipeline=pipeline, num_threads=1)
         err = max(err, float(np.abs(serial(a, b) - problem.want).max()))
@@ -260,19 +274,22 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rou
     f = problem.flops / 1e9
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
-                       err, problem.bound, compile_seconds, ratios, threads, one_thread, speedups)
+                       err, problem.bound, compile_seconds, ratios, threads, one_thread, speedups,
+                       problem.transposed)
 
 
 def run_shapes(
     shapes: Sequence[Shape] = SHAPES, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
-    seed: int = 0, rounds: int = 1, threads: int = 1, on_row: Callable[[Measurement], None] | None = None,
+    seed: int = 0, rounds: int = 1, threads: int = 1, transposed: bool = False,
+    on_row: Callable[[Measurement], None] | None = None,
 ) -> list[Measurement]:
     """`pipeline` at every shape, each beside numpy (and torch), `rounds` times, on
-    `threads` threads (see `measure`); `on_row(row)` as rows come."""
+    `threads` threads (see `measure`), B transposed or not (`_Problem`); `on_row(row)` as
+    rows come."""
     rows = []
     rng = np.random.default_rng(seed)
     for shape in shapes:
-        row = measure(_Problem(shape, rng, threads), pipeline, repeat=repeat, budget=budget, rounds=rounds,
+        row = measure(_Problem(shape, rng, threads, transposed), pipeline, repeat=repeat, budget=budget, rounds=rounds,
                       threads=threads)
         rows.append(row)
         if on_row:
@@ -308,7 +325,8 @@ def shapes_json(rows: list[Measurement]) -> list[dict]:
              "numpy_seconds": r.numpy_seconds, "numpy_gflops": r.numpy_gflops, "ratio": r.ratio,
              "torch_seconds": r.torch_seconds, "torch_gflops": r.torch_gflops, "max_err": r.max_err,
              "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds, "ratios": list(r.ratios),
-             "threads": r.threads, "one_thread_seconds": r.one_thread_seconds, "speedup": r.speedup}
+             "threads": r.threads, "one_thread_seconds": r.one_thread_seconds, "speedup": r.speedup,
+             "transposed": r.transposed}
             for r in rows]
 
 

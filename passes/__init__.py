@@ -25,6 +25,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-peel": "schedule.loom_peel:LoomPeelPass",
     "loom-prefetch": "schedule.loom_prefetch:LoomPrefetchPass",
     "loom-fuse-pack": "schedule.loom_fuse_pack:LoomFusePackPass",
+    "loom-transpose-copy": "schedule.loom_transpose_copy:LoomTransposeCopyPass",
     "loom-tile": "schedule.loom_tile:LoomTilePass",
     "loom-unroll": "schedule.loom_unroll:LoomUnrollPass",
     "loom-hoist": "schedule.loom_hoist:LoomHoistPass",

@@ -68,6 +68,7 @@ def test_parse_shapes_list_and_defaults():
     (["--shapes", "--shapes-list", "8,,9"], "bad shape ''"),
     (["--ablation", "--shapes-list", "0"], "every dimension must be at least 1"),
     (["--stages", "--pipeline", "naive"], "--pipeline applies to --shapes and --compile only"),
+    (["--conv", "--transposed"], "--transposed applies to --shapes only"),
     (["--shapes", "--chain", "5"], "--chain applies to --compile only"),
     (["--stages", "--matmul", "8"], "--matmul applies to --compile only"),
     (["--ablation", "--examples", "x.mlir"], "--examples applies to --compile only"),
@@ -161,6 +162,21 @@ def test_shapes_threads(capsys):
     assert bench.shapes_json([row])[0]["speedup"] == row.speedup
 
 
+def test_shapes_transposed(capsys):
+    """--transposed: B is W.T for an N x K array W, for Loom (passed W, a strided view to
+    the kernel, never copied) and numpy alike; the check compares with W.T's product."""
+    assert loom_bench.main(["--shapes", "--shapes-list", "20x33x40", "--transposed", *FAST]) == 0
+    out, _ = capsys.readouterr()
+    assert "pipeline: default, threads: 1, B = W.T (x @ w.T, W an N x K array)" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("| 20x33x40 |")]
+    assert line.endswith("| ok |")
+    (row,) = bench.run_shapes([(20, 33, 40)], repeat=3, budget=0.01, transposed=True)
+    assert row.ok and row.transposed and bench.shapes_json([row])[0]["transposed"] is True
+    problem = bench._Problem((3, 5, 7), np.random.default_rng(0), transposed=True)
+    assert problem.b_arg.shape == (5, 7) and problem.b.base is problem.b_arg  # a view, no copy
+    assert "loom.transpose %w" in bench.matmul_source(3, 5, 7, transposed=True)
+
+
 def test_shapes_json_with_a_pass_list(capsys):
     assert loom_bench.main(["--shapes", "--shapes-list", "4x6x9", "--pipeline", IKJ, "--json", *FAST]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -169,7 +185,7 @@ def test_shapes_json_with_a_pass_list(capsys):
     assert row["shape"] == [4, 6, 9] and row["pipeline"] == IKJ and row["ok"] is True
     assert set(row) == {"shape", "pipeline", "seconds", "gflops", "numpy_seconds", "numpy_gflops", "ratio",
                         "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds", "ratios",
-                        "threads", "one_thread_seconds", "speedup"}
+                        "threads", "one_thread_seconds", "speedup", "transposed"}
     assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"]) and row["ratios"] == []
     assert row["max_err"] <= row["bound"] and row["compile_seconds"] > 0
     if "torch" not in sys.modules:

@@ -2,7 +2,7 @@
 
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
-                        [--budget S] [--rounds R] [--threads T] [--json] [--plot out.png]
+                        [--budget S] [--rounds R] [--threads T] [--transposed] [--json] [--plot out.png]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
@@ -27,7 +27,9 @@ matplotlib: the `bench` extra). `--threads T` compiles Loom's kernels for T thre
 gives numpy's (and torch's) pool T threads, times Loom's one-thread kernel in the same
 rounds (the speedup column), and times each function's runs in a block after 0.2 s of
 sleep, so that one library's idle threads, still spinning, do not share the cores with
-the next one's (OpenBLAS's spin for about 0.1 s after a call).
+the next one's (OpenBLAS's spin for about 0.1 s after a call). `--transposed` passes B
+as the transpose of an N x K array W (`x @ w.T`, a linear layer's weight as torch stores
+it), to Loom (a strided view, never copied by the caller), numpy and torch alike.
 
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
@@ -157,6 +159,8 @@ def parse_args(argv):
                         "thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
+    p.add_argument("--transposed", action="store_true",
+                   help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
     p.add_argument("--plot", metavar="PNG",
                    help="--shapes, --conv: write a bar chart of GFLOP/s per shape or layer (needs matplotlib)")
     args = p.parse_args(argv)
@@ -168,6 +172,7 @@ def parse_args(argv):
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
+                               ("--transposed", args.transposed, ("shapes",)),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion", "model")),
@@ -246,7 +251,7 @@ def _run_mode(args, bench, blas: str) -> int:
     elif args.shapes:
         rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
                                 budget=args.budget, rounds=args.rounds, threads=args.threads,
-                                on_row=None if args.json else _progress)
+                                transposed=args.transposed, on_row=None if args.json else _progress)
     elif args.compile:
         return _compile_mode(args, bench, blas)
     elif args.peak:
@@ -272,7 +277,8 @@ def _run_mode(args, bench, blas: str) -> int:
     else:
         print(f"machine: {machine}\n{bench.peak_line(threads)}\n{blas}\n")
         if args.shapes:
-            print(f"pipeline: {args.pipeline}, threads: {args.threads}\n")
+            b = ", B = W.T (x @ w.T, W an N x K array)" if args.transposed else ""
+            print(f"pipeline: {args.pipeline}, threads: {args.threads}{b}\n")
         print(table(rows))
     if args.plot:
         threads = "one thread" if args.threads == 1 else f"{args.threads} threads"

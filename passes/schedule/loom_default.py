@@ -13,7 +13,9 @@ alone, in this order (the steps `skip=` names):
                 L1 while B's panels stream past it (cost_model.py says why)
     pack        loom-pack of B (KC x NC, panels of NR) at k_t and of A (MC x KC, panels
                 of MR) at i_t
-    vectorize   loom-vectorize: the NR columns become NR/w vectors
+    vectorize   loom-vectorize: the NR columns become NR/w vectors; the panel copy of a
+                transposed B (x @ w.T) by loom-transpose-copy: w x w tiles transposed in
+                registers
     unroll-jam  loom-unroll-jam: i by MR, the vectors of j by NR/w: the MR x NR block
     hoist       loom-hoist: C's block in vector registers across k (iter_args)
     prefetch    loom-prefetch: the next register tile's block of C is prefetched while
@@ -151,7 +153,7 @@ class LoomDefaultPass(ModulePass):
             elif tag in EPILOGUES and "fuse" not in skip:
                 epilogues.append((temporary, nest))  # vectorized below, unless fused
             elif tag == "copy" and "tile" not in skip and _transposed_source(nest):
-                _tile_copy(ctx, self.name, nest)  # (its strided reads: loom-vectorize would refuse it)
+                _tile_copy(ctx, self.name, nest, "vectorize" not in skip)  # (loom-vectorize would refuse it)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
                 _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
         if "fuse" not in skip:
@@ -168,7 +170,7 @@ class LoomDefaultPass(ModulePass):
         `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
         conv = loom_im2col.match_conv2d(nest, any_filter_layout=True)
         if not isinstance(conv, str) and not loom_im2col.contiguous(conv.w.type):
-            _contiguous_filter(ctx, self.name, nest, conv.w)
+            _contiguous_filter(ctx, self.name, nest, conv.w, "vectorize" not in skip)
             conv = loom_im2col.match_conv2d(nest)
         if isinstance(conv, str):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}")
@@ -261,13 +263,14 @@ class LoomDefaultPass(ModulePass):
                 columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
                 nests += _run_on(ctx, sub, temporary, columns)
         if not in_place:
-            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) for sub in nests))
+            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) for sub in nests),
+                          "vectorize" not in skip)
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
             columns = self._column_blocks(plan, skip, target)
-            spec = matmul_schedule(plan, batch, skip, tag, columns)
+            spec = matmul_schedule(plan, batch, skip, tag, columns, transposed_b=_transposed_b(sub) is not None)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
             split = f"; j split into blocks of {columns} columns, one per thread (loop order j_t, k, i, j)" if columns else ""
             skipped = [step for step in MATMUL_STEPS if step in skip]
@@ -373,7 +376,7 @@ def _reads_b_in_place(plan: MatmulPlan, skip: set[str]) -> bool:
     return "vectorize" not in skip and not packs_b
 
 
-def _contiguous_b(ctx: Context, pass_name: str, nests: list[affine.ForOp], in_place: int) -> None:
+def _contiguous_b(ctx: Context, pass_name: str, nests: list[affine.ForOp], in_place: int, vectorize: bool) -> None:
     """Give a matmul's nests (the main one and its peeled copies) a row-major copy of B
     when B is a strided view whose rows are not contiguous (a transposed B) and `in_place`
     of them read its rows in place (`_reads_b_in_place`): loom-vectorize loads a vector of
@@ -388,22 +391,22 @@ def _contiguous_b(ctx: Context, pass_name: str, nests: list[affine.ForOp], in_pl
     _contiguous_copy(ctx, pass_name, nests, b, "matmul.contiguous",
                      f"B is a strided view ({b.type}): its rows are not contiguous (stride {stride} along j), "
                      f"and the schedule of {in_place} of the matmul's {len(nests)} nests reads them as vectors in "
-                     "place (no packing)")
+                     "place (no packing)", vectorize)
 
 
-def _contiguous_filter(ctx: Context, pass_name: str, nest: affine.ForOp, w: SSAValue) -> None:
+def _contiguous_filter(ctx: Context, pass_name: str, nest: affine.ForOp, w: SSAValue, vectorize: bool) -> None:
     """Give a textbook conv2d nest a row-major copy of its filter `w`, a strided view (a
     transposed filter): both strategies view W as a matrix, and the textbook nest would
     stay unscheduled."""
     _contiguous_copy(ctx, pass_name, [nest], w, "conv2d.contiguous",
-                     f"W is a strided view ({w.type}), and both conv2d strategies view it as a matrix")
+                     f"W is a strided view ({w.type}), and both conv2d strategies view it as a matrix", vectorize)
 
 
 def _contiguous_copy(ctx: Context, pass_name: str, nests: list[affine.ForOp], mem: SSAValue, tag: str,
-                     why: str) -> None:
+                     why: str, vectorize: bool) -> None:
     """What `loom.contiguous` does, for a schedule that needs unit strides and gets no
     copy from packing: `mem` copied into a row-major buffer (a nest tagged `tag`, in
-    tiles if `mem` is transposed: `_tile_copy`) before the first of `nests`, which read
+    tiles if `mem` is transposed: `_tile_copy`, `vectorize` or not) before the first of `nests`, which read
     the copy instead; freed after the last of them. A remark says why (`why`)."""
     t = mem.type
     assert isinstance(t, MemRefType)
@@ -421,7 +424,7 @@ def _contiguous_copy(ctx: Context, pass_name: str, nests: list[affine.ForOp], me
     remark(pass_name, order[0], f"{why}: copied into a row-major buffer first (nest '{tag}', like "
            f"loom.contiguous: {t} -> {alloc.memref.type})")
     if _transposed_source(copy[-1]):
-        _tile_copy(ctx, pass_name, copy[-1])
+        _tile_copy(ctx, pass_name, copy[-1], vectorize)
 
 
 #: the tiles a transposed view is copied in: 8 rows of a tile 4 KiB apart (a power-of-two
@@ -449,24 +452,28 @@ def _transposed_source(copy: affine.ForOp) -> bool:
     return layout is not None and len(layout[0]) >= 2 and abs(layout[0][-2]) == 1 and t.get_shape()[-1] > 1
 
 
-def _tile_copy(ctx: Context, pass_name: str, copy: affine.ForOp) -> None:
+def _tile_copy(ctx: Context, pass_name: str, copy: affine.ForOp, vectorize: bool) -> None:
     """Copy a transposed source in COPY_TILE x COPY_TILE tiles of its last two dimensions,
     so that the lines each tile reads and writes stay in L1 while it uses them; where
     either dimension is longer than COPY_BLOCK, in blocks of COPY_BLOCK x COPY_BLOCK of
-    those tiles."""
+    those tiles. `vectorize`: the tiles are loom-transpose-copy's, transposed in registers
+    (vectors of COPY_TILE lanes, or as many as the target's hold), and only the edges of
+    the matrix, not of every tile, run scalar."""
     band = perfect_band(copy)
     depth, tag = len(band) - 2, nest_tag(copy)
     extents = [constant_trip_count(loop) for loop in band[-2:]]
     blocks = any(e is None or e > COPY_BLOCK for e in extents)
-    remark(pass_name, copy, f"nest '{tag}' copies a transposed view: in {COPY_TILE}x{COPY_TILE} tiles, each cache "
+    width = min(COPY_TILE, host().lanes(_element_bytes(copy))) if vectorize else COPY_TILE
+    remark(pass_name, copy, f"nest '{tag}' copies a transposed view: in {width}x{width} tiles, each cache "
            "line it reads or writes used for a whole tile"
            + f", in blocks of {COPY_BLOCK}x{COPY_BLOCK}" * blocks)
     tiles = "loom_default_copy"  # (a temporary tag: `_run_on`)
-    spec = f"loom-tile{{sizes={COPY_TILE},{COPY_TILE} op={tiles} depth={depth}}}"
-    if blocks:
-        spec = (f"loom-tile{{sizes={COPY_BLOCK},{COPY_BLOCK} op={tiles} depth={depth}}},"
-                f"loom-tile{{sizes={COPY_TILE},{COPY_TILE} op={tiles} depth={depth + 2}}}")
-    _run_on(ctx, copy, tiles, spec)
+    steps = [f"loom-tile{{sizes={COPY_BLOCK},{COPY_BLOCK} op={tiles} depth={depth}}}"] if blocks else []
+    if vectorize:
+        steps.append(f"loom-transpose-copy{{width={width} op={tiles}}}")
+    else:
+        steps.append(f"loom-tile{{sizes={COPY_TILE},{COPY_TILE} op={tiles} depth={depth + 2 * blocks}}}")
+    _run_on(ctx, copy, tiles, ",".join(steps))
 
 
 def _empty_loop(nest: affine.ForOp) -> affine.ForOp | None:
@@ -495,10 +502,13 @@ def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None
     return len(band) - 3, (m, n, k)  # type: ignore[return-value]
 
 
-def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, columns: int = 0) -> str:
+def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, columns: int = 0,
+                    transposed_b: bool = False) -> str:
     """The pass list of the plan (peeling aside, see `LoomDefaultPass._matmul`) for a nest
     tagged `op` with `batch` batch loops; `columns`, for a plan without row tiles: the
-    width of the column blocks the threads share (`column_blocks`), 0 for none."""
+    width of the column blocks the threads share (`column_blocks`), 0 for none;
+    `transposed_b`: B is a transposed view, whose panels loom-transpose-copy then copies
+    as tiles transposed in registers."""
     b = batch
     steps: list[str] = []
     vectors = _j_factors(plan, skip)
@@ -544,6 +554,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, colum
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
         steps.append(f"loom-vectorize{{width={plan.lanes} op={op}}}")
+        if transposed_b and any(step.startswith("loom-pack{operand=1") for step in steps):
+            steps.append(f"loom-transpose-copy{{width={plan.lanes} op={op}}}")
     if "unroll-jam" not in skip and factors:
         steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
     if "hoist" not in skip:

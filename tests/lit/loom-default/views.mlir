@@ -89,12 +89,22 @@ func.func @transposed_filter(%x: tensor<1x8x10x10xf32>, %w: tensor<16x8x3x3xf32>
 
 // -----
 
-// loom.contiguous of a transposed argument: the copy nest reads it in 8x8 tiles.
+// loom.contiguous of a transposed argument: the copy nest reads it in 8x8 tiles, each
+// transposed in registers (loom-transpose-copy's tiles: 8 vectors along its columns through
+// a view with its dimensions swapped, 3 rounds of shuffles, 8 vectors along its rows).
 // CHECK-LABEL: func.func @contiguous_of_transposed
-// CHECK:         affine.for %{{.*}} = 0 to 24 step 8 {
-// CHECK-NEXT:      affine.for %{{.*}} = 0 to 40 step 8 {
-// CHECK:         } {loom.tag = "copy"}
-// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] nest 'copy' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile
+// CHECK:         %t_t = memref.reinterpret_cast %t to offset: [0], sizes: [40, 24], strides: [24, 1] : memref<24x40xf64, strided<[1, 24]>> to memref<40x24xf64>
+// CHECK-NEXT:    affine.for %[[I:.*]] = 0 to 24 step 8 {
+// CHECK-NEXT:      affine.for %[[J:.*]] = 0 to 40 step 8 {
+// CHECK-NEXT:        affine.vector_load %t_t[%[[J]], %[[I]]] : memref<40x24xf64>, vector<8xf64>
+// CHECK-COUNT-7:     affine.vector_load %t_t
+// CHECK-COUNT-24:    vector.shuffle
+// CHECK-NEXT:        affine.vector_store %{{.*}}, %c[%[[I]], %[[J]]] : memref<24x40xf64>, vector<8xf64>
+// CHECK-COUNT-7:     affine.vector_store
+// CHECK-NEXT:      }
+// CHECK-NEXT:    } {loom.tag = "copy"}
+// REMARK: views.mlir:[[# @LINE + 4]]:3: remark: [loom-default] nest 'copy' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile
+// REMARK-NEXT: views.mlir:[[# @LINE + 3]]:3: remark: [loom-transpose-copy] copy of %t into %c vectorized as 8x8 tiles transposed in registers: 8 vector loads along its unit-stride dimension, 24 shuffles, 8 vector stores
 func.func @contiguous_of_transposed(%a: tensor<40x24xf64>) -> tensor<24x40xf64> {
   %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<40x24xf64> -> tensor<24x40xf64>
   %c = loom.contiguous %t : tensor<24x40xf64> -> tensor<24x40xf64>
@@ -104,16 +114,45 @@ func.func @contiguous_of_transposed(%a: tensor<40x24xf64>) -> tensor<24x40xf64> 
 // -----
 
 // A longer one (300 columns): the 8x8 tiles in blocks of 128x128 (COPY_BLOCK), the
-// block's rows clamped to the 40 there are.
+// block's rows clamped to the 40 there are; the last block's columns past the last whole
+// tile (296 to 300) run scalar.
 // CHECK-LABEL: func.func @contiguous_of_transposed_blocks
 // CHECK:         affine.for %[[B0:.*]] = 0 to 40 step 40 {
 // CHECK-NEXT:      affine.for %[[B1:.*]] = 0 to 300 step 128 {
-// CHECK-NEXT:        affine.for %{{.*}} = {{.*}}(%[[B0]]) to {{.*}}(%[[B0]]) step 8 {
+// CHECK-NEXT:        %[[REST:.*]] = affine.min affine_map<(d0) -> ((d0 + 128), (d0 + ((((d0 * -1) + 300) floordiv 8) * 8)))> (%[[B1]])
+// CHECK-NEXT:        affine.for %[[I:.*]] = {{.*}}(%[[B0]]) to {{.*}}(%[[B0]]) step 8 {
 // CHECK-NEXT:          affine.for %{{.*}} = {{.*}}(%[[B1]]) to min {{.*}} step 8 {
+// CHECK-COUNT-8:         affine.vector_load %t_t
+// CHECK:               }
+// CHECK-NEXT:          affine.for %[[J:.*]] = {{.*}}(%[[I]]) to {{.*}}((d0 + 8))>(%[[I]]) {
+// CHECK-NEXT:            affine.for %[[K:.*]] = {{.*}}(%[[REST]]) to min affine_map<(d0) -> ((d0 + 128), 300)>(%[[B1]]) {
+// CHECK-NEXT:              affine.load %t[%[[J]], %[[K]]] : memref<40x300xf32, strided<[1, 40]>>
 // CHECK:         } {loom.tag = "copy"}
 // REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] nest 'copy' copies a transposed view: in 8x8 tiles, each cache line it reads or writes used for a whole tile, in blocks of 128x128
 func.func @contiguous_of_transposed_blocks(%a: tensor<300x40xf32>) -> tensor<40x300xf32> {
   %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<300x40xf32> -> tensor<40x300xf32>
   %c = loom.contiguous %t : tensor<40x300xf32> -> tensor<40x300xf32>
   func.return %c : tensor<40x300xf32>
+}
+
+// -----
+
+// x @ w.T with more rows than MR (the panel order): B's panels are packed from the
+// transposed view, each panel copied as 16x16 tiles transposed in registers (rows of w
+// read as vectors along k through a view of its buffer, stored as vectors along the
+// panel's rows); loom-default's pass list says so. The panel's last k block (80 of 512
+// after 432) is still whole tiles; what a `min` bound may leave runs scalar.
+// CHECK-LABEL: func.func @transposed_b_panels
+// CHECK:         %b_t = memref.reinterpret_cast %b to offset: [0], sizes: [96, 512], strides: [512, 1] : memref<512x96xf32, strided<[1, 512]>> to memref<96x512xf32>
+// CHECK:         affine.for %j_cp = 0 to 32 step 16 {
+// CHECK-NEXT:      affine.for %[[K:.*]] = 0 to min {{.*}} step 16 {
+// CHECK-NEXT:        affine.vector_load %b_t[%j_t2 + %j_panel * 32 + %j_cp, %k_t + %[[K]]] : memref<96x512xf32>, vector<16xf32>
+// CHECK-COUNT-15:    affine.vector_load %b_t
+// CHECK-COUNT-64:    vector.shuffle
+// CHECK-NEXT:        affine.vector_store %{{.*}}, %b_pack[%j_panel, %[[K]], %j_cp] : memref<1x432x32xf32>, vector<16xf32>
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 28x96x512 on test512: {{.*}}; pass list: {{.*}}loom-vectorize{width=16 op=matmul},loom-transpose-copy{width=16 op=matmul},loom-unroll-jam
+// REMARK: views.mlir:[[# @LINE + 2]]:3: remark: [loom-transpose-copy] copy of %b into %b_pack (loops %j_cp, %k_cp) vectorized as 16x16 tiles transposed in registers: 16 vector loads along its unit-stride dimension, 64 shuffles, 16 vector stores
+func.func @transposed_b_panels(%a: tensor<28x512xf32>, %b: tensor<512x96xf32> {loom.buffer_layout = strided<[1, 512]>}) -> tensor<28x96xf32> {
+  %c = loom.matmul %a, %b : (tensor<28x512xf32>, tensor<512x96xf32>) -> tensor<28x96xf32>
+  func.return %c : tensor<28x96xf32>
 }
