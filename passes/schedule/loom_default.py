@@ -240,12 +240,17 @@ class LoomDefaultPass(ModulePass):
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows)
 
+        # B a transposed view: a nest with fewer rows than MR (the whole matmul, or a copy
+        # peeled off its last rows) gets dot products of rows of A and of B's buffer
+        dots = not in_place and not {"vectorize", "tile"} & skip and _transposed_b(nest) is not None
+
+        def dot(plan: MatmulPlan) -> bool:
+            return dots and not plan.rows_tiled
+
         whole = plan_of(nest)
-        if not in_place and not whole.rows_tiled and not {"vectorize", "tile"} & skip:
-            b = _transposed_b(nest)
-            if b is not None:
-                self._dot(ctx, nest, temporary, b, batch, whole, skip, target)
-                return
+        if dot(whole):
+            self._dot(ctx, nest, temporary, _operand(nest, 1), batch, whole, skip, target)
+            return
         nests = [nest]
         if "peel" not in skip:
             # the register tile's rows and columns; then, in a copy with fewer rows than MR,
@@ -263,12 +268,15 @@ class LoomDefaultPass(ModulePass):
                 columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
                 nests += _run_on(ctx, sub, temporary, columns)
         if not in_place:
-            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) for sub in nests),
-                          "vectorize" not in skip)
+            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) and not dot(plan_of(sub))
+                                                     for sub in nests), "vectorize" not in skip)
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
+            if dot(plan):
+                self._dot(ctx, sub, tag, _operand(sub, 1), batch, plan, skip, target, part)
+                continue
             columns = self._column_blocks(plan, skip, target)
             spec = matmul_schedule(plan, batch, skip, tag, columns, transposed_b=_transposed_b(sub) is not None)
             what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
@@ -280,7 +288,7 @@ class LoomDefaultPass(ModulePass):
             _run_on(ctx, sub, tag, spec)
 
     def _dot(self, ctx: Context, nest: affine.ForOp, temporary: str, b: SSAValue, batch: int, plan: MatmulPlan,
-             skip: set[str], target: Target) -> None:
+             skip: set[str], target: Target, part: int = 0) -> None:
         """Fewer rows than MR and B a transposed view (its elements adjacent along k, the
         layout `x @ w.T` gives): each element of C is the dot product of a row of A and a
         row of B's buffer, both contiguous. B is read through the view with its two last
@@ -300,7 +308,8 @@ class LoomDefaultPass(ModulePass):
         if "hoist" not in skip:
             steps.append(f"loom-hoist{{op={temporary}}}")
         spec = ",".join(steps)
-        remark(self.name, nest, f"matmul {plan.m}x{plan.n}x{plan.k} on {target.describe()}: {plan.m} row"
+        what = f"matmul {plan.m}x{plan.n}x{plan.k}" + (f" (peeled copy {part} of the nest)" if part else "")
+        remark(self.name, nest, f"{what} on {target.describe()}: {plan.m} row"
                f"{'s' * (plan.m != 1)} < MR={plan.mr} and B a transposed view ({b.type}, adjacent along k): "
                f"dot products of rows of A and rows of B's buffer, read in place (loop order i, j, k; k in "
                f"{plan.lanes}-lane vector sums; {rows}x{DOT_J_JAM} of them at a time); "

@@ -156,3 +156,25 @@ func.func @transposed_b_panels(%a: tensor<28x512xf32>, %b: tensor<512x96xf32> {l
   %c = loom.matmul %a, %b : (tensor<28x512xf32>, tensor<512x96xf32>) -> tensor<28x96xf32>
   func.return %c : tensor<28x96xf32>
 }
+
+// -----
+
+// The same with 30 rows: the 2 rows past the register tiles (a copy peeled off) get the
+// dot products of rows of A and rows of B's buffer, read in place, as a matmul of so few
+// rows does; B is never copied whole into a row-major buffer (which the row-streaming
+// plan of a peeled copy would need).
+// CHECK-LABEL: func.func @transposed_b_peeled_rows
+// CHECK-NOT:     b_contiguous
+// CHECK:         affine.vector_load %b_t[
+// CHECK:         } {loom.tag = "matmul"}
+// CHECK:         %[[BT:.*]] = memref.reinterpret_cast %b to offset: [0], sizes: [96, 512], strides: [512, 1]
+// CHECK:         affine.vector_load %[[BT]][
+// CHECK:         vector.reduction <add>
+// CHECK-NOT:     b_contiguous
+// REMARK-NOT: row-major buffer
+// REMARK: views.mlir:[[# @LINE + 3]]:3: remark: [loom-default] matmul 2x96x512 (peeled copy 1 of the nest) on test512: {{.*}}: 2 rows < MR=14 and B a transposed view (memref<512x96xf32, strided<[1, 512]>>, adjacent along k): dot products of rows of A and rows of B's buffer, read in place
+// REMARK-NOT: row-major buffer
+func.func @transposed_b_peeled_rows(%a: tensor<30x512xf32>, %b: tensor<512x96xf32> {loom.buffer_layout = strided<[1, 512]>}) -> tensor<30x96xf32> {
+  %c = loom.matmul %a, %b : (tensor<30x512xf32>, tensor<512x96xf32>) -> tensor<30x96xf32>
+  func.return %c : tensor<30x96xf32>
+}
