@@ -68,3 +68,26 @@ def test_a_batch_of_transposed_matrices(kind):
         kern = check(xwt(20, 70, 40, "f64", batch=(3,)), [(3, 20, 40), (3, 70, 40)], 40, np.float64,
                      "loom-default{num-threads=1}")
     assert any("[loom-transpose-copy]" in r and "vectorized" in r for r in kern.remarks)
+
+
+@settings(deadline=None)
+@given(rows=dim, cols=st.one_of(dim, st.sampled_from([255, 300, 511])), dtype=st.sampled_from(["f32", "f64"]),
+       batch=st.sampled_from([(), (2,)]), kind=st.sampled_from(sorted(TARGETS)))
+@example(rows=300, cols=40, dtype="f32", batch=(), kind="avx512")  # blocks of 128x128, a partial last block
+@example(rows=4, cols=100, dtype="f32", batch=(), kind="avx512")  # narrower than a tile: scalar 8x8 tiles
+@example(rows=24, cols=40, dtype="f64", batch=(2,), kind="avx2")  # 4x4 tiles (4 lanes of f64)
+def test_contiguous_of_a_transposed_view_is_exact(rows, cols, dtype, batch, kind):
+    """loom.contiguous of a transposed view (its tiles transposed in registers where both
+    dimensions hold a tile): the same bits as numpy's ascontiguousarray."""
+    lead = "".join(f"{b}x" for b in batch)
+    perm = ", ".join(str(d) for d in [*range(len(batch)), len(batch) + 1, len(batch)])
+    ta, tt = f"tensor<{lead}{rows}x{cols}x{dtype}>", f"tensor<{lead}{cols}x{rows}x{dtype}>"
+    src = f"""func.func @c(%a: {ta}) -> {tt} {{
+  %t = loom.transpose %a {{perm = array<i64: {perm}>}} : {ta} -> {tt}
+  %c = loom.contiguous %t : {tt} -> {tt}
+  func.return %c : {tt}
+}}"""
+    a = np.random.default_rng(rows * cols).standard_normal((*batch, rows, cols)).astype(dtype.replace("f", "float"))
+    with planning_for(TARGETS[kind]):
+        out = compiler.compile(src, pipeline="loom-default{num-threads=1}")(a)
+    np.testing.assert_array_equal(out, np.ascontiguousarray(np.swapaxes(a, -1, -2)))

@@ -472,7 +472,10 @@ def _tile_copy(ctx: Context, pass_name: str, copy: affine.ForOp, vectorize: bool
     depth, tag = len(band) - 2, nest_tag(copy)
     extents = [constant_trip_count(loop) for loop in band[-2:]]
     blocks = any(e is None or e > COPY_BLOCK for e in extents)
-    width = min(COPY_TILE, host().lanes(_element_bytes(copy))) if vectorize else COPY_TILE
+    width = min(COPY_TILE, host().lanes(_element_bytes(copy)))
+    # (a dimension shorter than a tile: loom-transpose-copy would leave it scalar, untiled)
+    vectorize = vectorize and all(e is None or e >= width for e in extents)
+    width = width if vectorize else COPY_TILE
     remark(pass_name, copy, f"nest '{tag}' copies a transposed view: in {width}x{width} tiles, each cache "
            "line it reads or writes used for a whole tile"
            + f", in blocks of {COPY_BLOCK}x{COPY_BLOCK}" * blocks)
