@@ -14,6 +14,7 @@ from kernels import assert_within_bound, small_ints
 from targets import TARGETS, planning_for
 
 import compiler
+from passes.analysis.cost_model import register_tile
 
 dim = st.one_of(st.sampled_from([1, 2, 3, 7, 8, 15, 16, 17, 47, 48, 49, 97]), st.integers(1, 130))
 
@@ -91,3 +92,16 @@ def test_contiguous_of_a_transposed_view_is_exact(rows, cols, dtype, batch, kind
     with planning_for(TARGETS[kind]):
         out = compiler.compile(src, pipeline="loom-default{num-threads=1}")(a)
     np.testing.assert_array_equal(out, np.ascontiguousarray(np.swapaxes(a, -1, -2)))
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_peeled_rows_take_the_row_major_copy_when_another_nest_needs_one(kind):
+    """A small x @ w.T (A and B fit in L1: no packing) whose main nest reads B's rows as
+    vectors gets B copied into a row-major buffer; the copy peeled off its last rows then
+    streams that buffer's rows (no dot products of strided rows of the copy)."""
+    with planning_for(TARGETS[kind]) as target:
+        m = 30 if 30 % register_tile(target)[0] else 31
+        kern = check(xwt(m, 32, 32), [(m, 32), (32, 32)], 32, np.float32, "loom-default{num-threads=1}")
+    assert any("copied into a row-major buffer first" in r for r in kern.remarks), kern.remarks
+    assert any("peeled copy 1" in r and "rows of B streamed once" in r for r in kern.remarks), kern.remarks
+    assert not any("dot products" in r for r in kern.remarks)

@@ -240,15 +240,15 @@ class LoomDefaultPass(ModulePass):
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows)
 
-        # B a transposed view: a nest with fewer rows than MR (the whole matmul, or a copy
-        # peeled off its last rows) gets dot products of rows of A and of B's buffer
-        dots = not in_place and not {"vectorize", "tile"} & skip and _transposed_b(nest) is not None
-
-        def dot(plan: MatmulPlan) -> bool:
-            return dots and not plan.rows_tiled
+        def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
+            """B a transposed view (not made contiguous for another nest of the matmul):
+            a nest with fewer rows than MR (the whole matmul, or a copy peeled off its
+            last rows) gets dot products of rows of A and of B's buffer."""
+            return (not in_place and not {"vectorize", "tile"} & skip and not plan.rows_tiled
+                    and _transposed_b(sub) is not None)
 
         whole = plan_of(nest)
-        if dot(whole):
+        if dot(nest, whole):
             self._dot(ctx, nest, temporary, _operand(nest, 1), batch, whole, skip, target)
             return
         nests = [nest]
@@ -268,13 +268,13 @@ class LoomDefaultPass(ModulePass):
                 columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
                 nests += _run_on(ctx, sub, temporary, columns)
         if not in_place:
-            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) and not dot(plan_of(sub))
+            _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) and not dot(sub, plan_of(sub))
                                                      for sub in nests), "vectorize" not in skip)
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
             m, n, k = plan.m, plan.n, plan.k
             tag = f"{temporary}_{part}"
-            if dot(plan):
+            if dot(sub, plan):
                 self._dot(ctx, sub, tag, _operand(sub, 1), batch, plan, skip, target, part)
                 continue
             columns = self._column_blocks(plan, skip, target)
