@@ -98,6 +98,19 @@ def reinterpret(source: SSAValue, t: MemRefType) -> memref.ReinterpretCastOp:
     return memref.ReinterpretCastOp(source, [], [], [], [offset], t.get_shape(), strides, t)
 
 
+def dimension_last(source: SSAValue, along: int) -> memref.ReinterpretCastOp:
+    """`source`'s buffer viewed with its dimension `along` moved last, the others in order
+    (a static layout; no copy): a transposed matrix's rows read as contiguous vectors."""
+    t = source.type
+    assert isinstance(t, MemRefType)
+    layout = static_strides(t)
+    assert layout is not None, f"a view's layout is static: {t}"
+    (strides, offset), shape = layout, t.get_shape()
+    order = [d for d in range(len(shape)) if d != along] + [along]
+    return reinterpret(source, strided_memref(t.get_element_type(), [shape[d] for d in order],
+                                              [strides[d] for d in order], offset))
+
+
 def _returned_chains(ret: func.ReturnOp) -> list[set[SSAValue]]:
     """Per returned value: the values whose buffer, if fresh and row-major, can be its
     out-parameter viewed in their shape: the value, and back through the reshapes and

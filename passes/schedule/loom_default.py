@@ -84,9 +84,9 @@ from compiler.diagnostics import LoomError
 from compiler.loader import openmp_runtime
 from compiler.remarks import remark
 from compiler.target import Target, host
-from dialects.loom import static_strides, strided_memref
+from dialects.loom import static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
-from passes.conversion.loom_bufferize import reinterpret
+from passes.conversion.loom_bufferize import dimension_last
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.schedule import loom_direct_conv, loom_im2col
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
@@ -340,11 +340,8 @@ def _swap_last_dimensions(nest: affine.ForOp, b: SSAValue) -> None:
     """Read B in `nest` through a view of its buffer with its two last dimensions swapped
     (B[..., k, j] becomes Bt[..., j, k], a reinterpret_cast before the nest: no copy)."""
     assert isinstance(b.type, MemRefType)
-    layout = static_strides(b.type)
-    assert layout is not None
-    (strides, offset), shape = layout, list(b.type.get_shape())
     swap = lambda xs: [*xs[:-2], xs[-1], xs[-2]]  # noqa: E731
-    view = reinterpret(b, strided_memref(b.type.get_element_type(), swap(shape), swap(list(strides)), offset))
+    view = dimension_last(b, b.type.get_num_dims() - 2)
     view.result.name_hint = f"{b.name_hint or 'b'}_t"
     parent = nest.parent_block()
     assert parent is not None

@@ -67,7 +67,7 @@ from xdsl.passes import ModulePass
 
 from compiler.remarks import remark
 from compiler.target import host
-from dialects.loom import may_alias, static_strides, strided_memref
+from dialects.loom import may_alias, static_strides
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (
     constant_trip_count,
@@ -80,7 +80,7 @@ from passes.analysis.loop_utils import (
     step_of,
     value_name,
 )
-from passes.conversion.loom_bufferize import reinterpret
+from passes.conversion.loom_bufferize import dimension_last
 from passes.schedule.loop_transforms import promote_single_iteration, rebuild_loop, shift_map_operand, strip_mine
 
 
@@ -197,16 +197,9 @@ def _refusal(copy: _Copy, width: int) -> str | None:
 
 
 def _view(source: SSAValue, along: int, copy: affine.ForOp) -> SSAValue:
-    """`source`'s buffer with its dimension `along` last (a reinterpret_cast: no copy),
+    """`source`'s buffer with its dimension `along` last (`dimension_last`: no copy),
     made before the outermost loop around `copy` that `source` is defined outside of."""
-    t = source.type
-    assert isinstance(t, MemRefType)
-    layout = static_strides(t)
-    assert layout is not None
-    (strides, offset), shape = layout, list(t.get_shape())
-    order = [d for d in range(len(shape)) if d != along] + [along]
-    view = reinterpret(source, strided_memref(t.get_element_type(), [shape[d] for d in order],
-                                              [strides[d] for d in order], offset))
+    view = dimension_last(source, along)
     view.result.name_hint = f"{source.name_hint or 'source'}_t"
     view.location = copy.location
     before: Operation = copy
@@ -306,10 +299,12 @@ def _tile(copy: _Copy, width: int) -> None:
     if inner_split.rest is not None:
         # the inner loop's last iterations, scalar, for the tile's w outer iterations
         d0 = AffineExpr.dimension(0)
-        rest_outer, j = _loop((AffineMap(1, 0, (d0,)), [ob]), (AffineMap(1, 0, (d0 + width,)), [ob]), 1,
+        rest_outer, j = _loop((AffineMap.identity(1), [ob]), (AffineMap(1, 0, (d0 + width,)), [ob]), 1,
                              o.name_hint, outer.location)
-        rest = _with_lower(inner.clone(value_mapper={o: j}), inner_split.rest)
-        rest_outer.body.block.add_ops([rest, affine.YieldOp.get()])
+        rest = inner.clone(value_mapper={o: j})
+        rest_outer.body.block.add_op(rest)
+        rebuild_loop(rest, lower=(AffineMap.identity(1), [inner_split.rest]))
+        rest_outer.body.block.add_op(affine.YieldOp.get())
         main.body.block.add_op(rest_outer)
     main.body.block.add_op(affine.YieldOp.get())
     parent.insert_op_before(main, outer)
@@ -320,24 +315,7 @@ def _tile(copy: _Copy, width: int) -> None:
     if outer_split.rest is None:
         parent.erase_op(outer)
     else:  # the outer loop's last iterations, scalar: the original nest from `rest`
-        _set_lower(outer, outer_split.rest)
+        rebuild_loop(outer, lower=(AffineMap.identity(1), [outer_split.rest]))
     for loop in (tiles, main):
         if constant_trip_count(loop) == 1:
             promote_single_iteration(loop)
-
-
-def _with_lower(loop: affine.ForOp, start: SSAValue) -> affine.ForOp:
-    """`loop` (detached) with its lower bound `start`."""
-    region = loop.detach_region(loop.body)
-    new = affine.ForOp.from_region([start], list(loop.upperBoundOperands), [], [],
-                                   AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0),))), loop.upperBoundMap,
-                                   region, step_of(loop))
-    new.attributes.update(loop.attributes)
-    new.location = loop.location
-    loop.erase()
-    return new
-
-
-def _set_lower(loop: affine.ForOp, start: SSAValue) -> None:
-    """Start `loop` (in place in its block) at `start`."""
-    rebuild_loop(loop, lower=(AffineMap(1, 0, (AffineExpr.dimension(0),)), [start]))
