@@ -15,27 +15,27 @@
     print(compiler.explain(mlir_text, a, b))  # loop nests, schedule decisions, GFLOP/s vs the peak
 """
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from compiler.driver import compile, reference, set_cache_size
 from compiler.explain import explain
-from compiler.frontend import (
+from compiler.frontends.python import (
     JitFunction, TraceError, add, broadcast_to, contiguous, conv2d, jit, matmul, multiply, relu, reshape, transpose,
 )
-from compiler.kernel import ArgSpec, Kernel
-from compiler.pipelines import PIPELINES
+from compiler.jit.kernel import ArgSpec, Kernel
+from passes.pipelines import PIPELINES
 
 
 def torch_backend(gm, example_inputs, **options):
     """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`;
-    see compiler.torchfx (imports torch, which nothing else in Loom does)."""
-    from compiler.torchfx import torch_backend as backend
+    see compiler.frontends.torch_fx (imports torch, which nothing else in Loom does)."""
+    from compiler.frontends.torch_fx import torch_backend as backend
 
     return backend(gm, example_inputs, **options)
 
 
 def from_torch(model, example_inputs, **options):
-    """A torch model captured on `example_inputs`, its dense ops compiled by Loom (compiler.torchfx)."""
-    from compiler.torchfx import from_torch as capture
+    """A torch model captured on `example_inputs`, its dense ops compiled by Loom (compiler.frontends.torch_fx)."""
+    from compiler.frontends.torch_fx import from_torch as capture
 
     return capture(model, example_inputs, **options)
 

@@ -21,25 +21,25 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from compiler import numpy_reference as ref
-from compiler.context import make_context
-from compiler.diagnostics import LoomError, op_location, parse_module, verify
-from compiler.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
-from compiler.pipelines import Callback, build
-from compiler.remarks import collect
+from dialects.context import make_context
+from passes.support.diagnostics import LoomError, op_location, parse_module, verify
+from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
+from passes.pipelines import Callback, build
+from passes.support.remarks import collect
 from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
 
-if TYPE_CHECKING:  # compiler.llvm_jit imports LLVM: not at `import compiler`
-    from compiler.llvm_jit import Timings
+if TYPE_CHECKING:  # compiler.jit.engine imports LLVM: not at `import compiler`
+    from compiler.jit.engine import Timings
 
 #: when this process imported Loom: a source file of Loom newer than that may not be the
-#: code it runs, and then compiler/cache.py files no kernel on disk
+#: code it runs, and then compiler/jit/disk_cache.py files no kernel on disk
 IMPORTED_AT_NS = time.time_ns()
 
 
 class KernelCache:
     """compile()'s in-memory cache: the `size` kernels used last (least recently used
     out first). A kernel dropped from it is freed, its machine code included, once
-    nothing else holds it (compiler/llvm_jit.py); one a caller still holds keeps working.
+    nothing else holds it (compiler/jit/engine.py); one a caller still holds keeps working.
     `size` is `LOOM_CACHE_SIZE` (default 64, read at the first compile);
     `compiler.set_cache_size(n)` changes it, 0 turns caching off."""
 
@@ -237,7 +237,7 @@ def compile(
     `source` is MLIR text or a module; `entry` names the function (optional when there is
     one); `pipeline` is a named pipeline (`default`, the schedule the cost model picks for
     the host; `naive`, the textbook loops) or a pass-list string, completed with
-    the steps it leaves out (`compiler.pipelines.complete`); `num_threads` is how many
+    the steps it leaves out (`passes.pipelines.complete`); `num_threads` is how many
     threads the parallel loops of `loom-default` and `loom-parallelize` run on (default:
     `OMP_NUM_THREADS`, else the cores this process may run on; 1 makes serial code);
     `filename` is what error locations and allocation failures name. With
@@ -248,7 +248,7 @@ def compile(
     filename, entry, pipeline, num_threads, remarks, stages, `LOOM_TARGET`): the last 64
     kernels used (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`); and
     on disk for later processes, keyed by that, Loom's version and sources and the CPU
-    (`LOOM_CACHE_DIR`, `LOOM_CACHE_MAX_BYTES`; see compiler/cache.py). A kernel found on
+    (`LOOM_CACHE_DIR`, `LOOM_CACHE_MAX_BYTES`; see compiler/jit/disk_cache.py). A kernel found on
     disk is loaded in a few milliseconds, before anything is parsed. `cache=False`
     neither uses nor fills either cache.
 
@@ -256,7 +256,7 @@ def compile(
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
     pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
     pass's output); `LLVM emission`; then the JIT's `LLVM parse`, `LLVM O3` and `machine
-    code` (`compiler.llvm_jit.compile_ir`). A timed compile neither uses nor fills the caches:
+    code` (`compiler.jit.engine.compile_ir`). A timed compile neither uses nor fills the caches:
     it is a real compile (what `loom-bench --compile` measures).
     """
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -272,8 +272,8 @@ def compile(
     cached, disk_key = _cached(key) if cache and timings is None else (None, None)
     if cached is not None:
         return cached
-    from compiler.llvm_emit import to_llvm_ir
-    from compiler.llvm_jit import compile_ir, timed
+    from compiler.jit.emit import to_llvm_ir
+    from compiler.jit.engine import compile_ir, timed
 
     with timed(timings, "parse+verify"):
         module = load_module(source, filename)
@@ -324,7 +324,7 @@ def compile(
     if cache and timings is None:
         kernel_cache.put(key, kernel)
         if disk_key is not None:
-            from compiler.cache import disk_cache
+            from compiler.jit.disk_cache import disk_cache
 
             disk_cache.store(disk_key, kernel)
     return kernel
@@ -361,7 +361,7 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
     import subprocess
     import sys
 
-    from compiler.target import default_threads
+    from passes.support.target import default_threads
 
     todo = []
     for job in jobs:
@@ -399,7 +399,7 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
 def _cached(key: tuple) -> tuple[Kernel | None, str | None]:
     """compile()'s kernel for `key` from memory, else from the disk (then kept in
     memory too); and the disk cache's key for it (None when the disk cache is off)."""
-    from compiler.cache import disk_cache  # not at `import compiler`: what it costs counts in a hit
+    from compiler.jit.disk_cache import disk_cache  # not at `import compiler`: what it costs counts in a hit
 
     kernel = kernel_cache.get(key)
     if kernel is not None or disk_cache.folder() is None:
@@ -416,7 +416,7 @@ def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | No
     that comes twice is `name#2`), then `then` (timed as `verify`: what `stages` adds)."""
     if timings is None:
         return then
-    from compiler.llvm_jit import timed
+    from compiler.jit.engine import timed
 
     clock = [0.0, 0.0]
 

@@ -11,14 +11,14 @@ The report has, per kernel:
   convert-loom-to-affine, and the scheduled loops (after loom-default, or the last pass
   of a pass list), optionally after loom-lower-affine (`loop_nest` prints any module);
 - the schedule's decisions and their reasons, per source op, from the passes' remarks
-  (compiler/remarks.py): each matmul's plan with its tiles set against the cache sizes
-  and the vector registers (compiler/target.py), what was peeled, tiled, packed,
+  (passes/support/remarks.py): each matmul's plan with its tiles set against the cache sizes
+  and the vector registers (passes/support/target.py), what was peeled, tiled, packed,
   vectorized, unroll-jammed, kept in registers, prefetched, run on threads or fused, and
   what a pass refused and why;
 - the data movement the cost model estimates per memory level
   (passes/analysis/cost_model.py, `MatmulPlan.traffic`);
 - the measured GFLOP/s on the arrays given (random ones when none are), the median of
-  several calls, against the machine's FMA peak on as many threads (compiler/peak.py).
+  several calls, against the machine's FMA peak on as many threads (compiler/measure/peak.py).
 
 In the loop nests, `a[i, j:+16]` is 16 consecutive elements from `a[i, j]` (a vector),
 `bcast(x)` a scalar broadcast to a vector, `vectorized` a loop whose iterations are the
@@ -60,10 +60,10 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 if TYPE_CHECKING:
-    from compiler.kernel import Kernel
+    from compiler.jit.kernel import Kernel
     from passes.analysis.cost_model import MatmulPlan
 
 # --------------------------------------------------------------------------------------
@@ -1122,7 +1122,7 @@ class Report:
             elif m.peak:
                 out.append(f"{m.gflops:.2f} GFLOP/s = {m.share_of_peak:.0%} of the machine's {m.dtype} FMA peak on "
                            f"{m.threads} thread{'s' * (m.threads != 1)} ({m.peak:.1f} GFLOP/s, measured once per "
-                           "machine: compiler/peak.py)")
+                           "machine: compiler/measure/peak.py)")
             else:
                 out.append(f"{m.gflops:.2f} GFLOP/s")
             if m.note:
@@ -1193,7 +1193,7 @@ def _signature(kernel: Kernel) -> str:
 def measure(kernel: Kernel, arrays: Sequence[np.ndarray], *, budget: float = 0.5) -> Measurement:
     """The kernel's median time on `arrays` (as many calls as fit `budget` seconds, at
     least 3), with the threads it runs on and the machine's peak on as many."""
-    from compiler.runner import timed_rounds
+    from compiler.measure.runner import timed_rounds
 
     def call():
         kernel(*arrays)
@@ -1207,8 +1207,8 @@ def _measurement(kernel: Kernel, seconds: float, calls: int) -> Measurement:
     """`seconds` (the median of `calls` calls; 0 calls: a time measured elsewhere) set
     against the FMA peak on the threads the kernel runs on: its parallel loops' count, or
     1 when it has none."""
-    from compiler.peak import peak_gflops
-    from compiler.target import host
+    from compiler.measure.peak import peak_gflops
+    from passes.support.target import host
 
     parallel = "GOMP_parallel" in kernel.llvm_ir
     threads = (kernel.num_threads or host().threads) if parallel else 1
@@ -1243,8 +1243,8 @@ def explain_source(
     `seconds` gives a time measured elsewhere (loom-run's). `stages` picks the loop
     nests shown: `input`, `affine`, `schedule`, `lowered`."""
     from compiler.driver import compile, load_module
-    from compiler.runner import random_inputs
-    from compiler.target import host
+    from compiler.measure.runner import random_inputs
+    from passes.support.target import host
 
     kernel = compile(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=True, stages=True,
                      filename=filename)
@@ -1272,10 +1272,10 @@ def explain(target, *args, **options) -> Report:
     `args` the arrays to time it on), or a Kernel compiled with `stages=True`. `options`
     go to `explain_source` (`pipeline=`, `num_threads=`, `entry=`, `stages=`, ...; a
     @compiler.jit function's own pipeline and threads by default)."""
-    from compiler.kernel import Kernel
+    from compiler.jit.kernel import Kernel
 
-    if type(target).__module__.split(".")[0] == "torch" or type(target).__module__ == "compiler.torchfx":
-        from compiler.torchfx import explain_torch  # a torch.compile'd model, a from_torch program
+    if type(target).__module__.split(".")[0] == "torch" or type(target).__module__ == "compiler.frontends.torch_fx":
+        from compiler.frontends.torch_fx import explain_torch  # a torch.compile'd model, a from_torch program
 
         return explain_torch(target, *args, **options)
     if hasattr(target, "specialize") and hasattr(target, "fn"):  # a @compiler.jit function

@@ -10,7 +10,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from dialects import loom
 
 

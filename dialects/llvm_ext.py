@@ -1,6 +1,6 @@
 """llvm ops that xDSL 0.74's llvm dialect lacks, used by loom-convert-to-llvm and emitted
-by compiler/llvm_emit.py. They extend xDSL's `llvm` dialect (same op names as MLIR's);
-`compiler.context.make_context` loads them so that the pass's output parses again."""
+by compiler/jit/emit.py. They extend xDSL's `llvm` dialect (same op names as MLIR's);
+`dialects.context.make_context` loads them so that the pass's output parses again."""
 
 from typing import ClassVar
 

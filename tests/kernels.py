@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import compiler
-from compiler.runner import error_bound
+from compiler.measure.runner import error_bound
 from dialects.loom import conv2d_output_hw
 
 DT = {np.float32: "f32", np.float64: "f64"}
@@ -81,7 +81,7 @@ def small_ints(rng, shape, dtype, limit=4):
 
 def assert_within_bound(out, ref, k, dtype, context=None):
     """`out` is within 4*K*eps*max|ref| of the float64 reference `ref` (K = k, the
-    reduction length: `compiler.runner.error_bound`); `context` leads the message."""
+    reduction length: `compiler.measure.runner.error_bound`); `context` leads the message."""
     bound = error_bound(k, np.dtype(dtype), float(np.max(np.abs(ref), initial=0.0)))
     err = float(np.max(np.abs(out - ref), initial=0.0))
     message = f"max error {err} > bound {bound}"

@@ -4,7 +4,7 @@ either of them on any x86-64 host.
 IR-level tests plan for each kind in turn through `LOOM_TARGET` (`planning_for`, the
 `vector_target` fixture of conftest.py): what a pass decides then depends on the spec,
 not on the machine the suite runs on, so a change made on one kind of host is checked
-against the other too. Assembly checks read the real host (`compiler.target.machine()`:
+against the other too. Assembly checks read the real host (`passes.support.target.machine()`:
 ymm on AVX2, zmm on AVX-512) and also compile for each kind's LLVM CPU without running
 the code (`asm_for_cpu`), so that the expectations of both are checked everywhere.
 """
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
 
-from compiler.target import Target, host
+from passes.support.target import Target, host
 
 #: LOOM_TARGET specs of the two kinds (every field pinned: nothing is read from the host):
 #: Zen 3 (AVX2, 16 ymm registers) and Zen 4 (AVX-512, 32 zmm registers)
@@ -59,11 +59,11 @@ def is_x86_64() -> bool:
 
 def asm_for_cpu(llvm_ir: str, cpu: str) -> str:
     """The assembly of `llvm_ir` optimized and compiled as the JIT would on a host whose
-    LLVM CPU is `cpu` (the JIT's own O3 pipeline, `compiler.llvm_jit._run_o3`), without
+    LLVM CPU is `cpu` (the JIT's own O3 pipeline, `compiler.jit.engine._run_o3`), without
     running it: the other kind of host's machine code, checked here."""
     import llvmlite.binding as llvm
 
-    from compiler import llvm_jit as jit
+    from compiler.jit import engine as jit
 
     with jit._lock:
         llvm.initialize_native_target()

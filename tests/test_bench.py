@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import threadpoolctl
 
-from compiler import bench, runner
+from tools.bench import matmul as bench
+
+from compiler.measure import runner
 from compiler.driver import compile
 from tools import loom_bench
 
@@ -57,7 +59,7 @@ def test_parse_shapes_list_and_defaults():
     # the tool writes the defaults out (it parses before numpy is imported): the same lists
     assert loom_bench.parse_shapes(loom_bench.SHAPES) == bench.SHAPES
     assert loom_bench.parse_shapes(loom_bench.ABLATION_SHAPES) == bench.ABLATION_SHAPES
-    from compiler import bench_model  # (imports no torch)
+    from tools.bench import models as bench_model  # (imports no torch)
 
     assert loom_bench.MODELS == bench_model.MODELS
     assert bench.shape_label((128, 768, 3072)) == "128x768x3072"
@@ -383,7 +385,7 @@ def test_compile_json(capsys):
     import's time): each row's stages are parse+verify, set-up, the pipeline's passes, the
     final verify, LLVM emission, LLVM's parse, O3 and machine code; every kernel is
     checked."""
-    from compiler.pipelines import complete
+    from passes.pipelines import complete
 
     argv = ["--compile", "--chain", "3", "--matmul", "8", "--examples", EXAMPLE, "--pipeline", "naive", "--json"]
     assert loom_bench.main(argv) == 0
@@ -453,7 +455,7 @@ def test_chain_source():
 def test_conv_command_line(monkeypatch, capsys, tmp_path):
     """--conv: each layer checked and timed beside numpy's im2col + matmul (and torch when
     installed); tiny stand-in layers here. numpy's im2col by hand is the reference's twin."""
-    from compiler import bench_conv
+    from tools.bench import conv as bench_conv
 
     layers = {"tiny 3x3/2": (2, 3, 9, 8, 5, 3, 3, (2, 2), (1, 1), (1, 1)),
               "tiny 1x1": (1, 4, 5, 5, 6, 1, 1, (1, 1), (0, 0), (1, 1))}

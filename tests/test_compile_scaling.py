@@ -26,10 +26,12 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import bench, driver, session
-from compiler import llvm_jit as jit
-from compiler.diagnostics import LoomError, deep_nesting
-from compiler.runner import run_and_check
+from tools.bench import matmul as bench
+from compiler import driver
+from passes.support import session
+from compiler.jit import engine as jit
+from passes.support.diagnostics import LoomError, deep_nesting
+from compiler.measure.runner import run_and_check
 
 #: 4x the ops may take at most this many times the CPU time (linear: 4; the quadratic
 #: stages this guards against took 7-16x)
@@ -146,7 +148,7 @@ def test_outlined_views_numerics():
 
 
 def test_session_nests_and_restores():
-    """compiler.session: the collector off and the recursion limit raised while any
+    """passes.support.session: the collector off and the recursion limit raised while any
     session lasts (an exception ends one too), then as they were before: the collector
     on, or off when the caller had turned it off; a limit the caller set higher kept."""
     limit = sys.getrecursionlimit()

@@ -27,9 +27,9 @@ from kernels import assert_within_bound, conv2d_kernel, small_ints, ty
 from targets import CPUS, REGISTERS, TARGETS, asm_for_cpu, is_x86_64, planning_for
 
 import compiler
-from compiler import target as target_module
-from compiler.diagnostics import LoomError
-from compiler.target import Target, cache_sizes, machine, override
+from passes.support import target as target_module
+from passes.support.diagnostics import LoomError
+from passes.support.target import Target, cache_sizes, machine, override
 from passes.analysis.cost_model import MV_J_VECTORS, MV_K_JAM, MatmulPlan, plan_matmul, register_tile
 from passes.schedule.loom_default import STEPS
 
@@ -686,7 +686,7 @@ def test_matrix_vector_columns_split_only_into_equal_blocks():
     whole vectors; columns that do not split so stay on one thread (a block of another
     width has a run-time trip count, whose vector remainder keeps k from being jammed:
     the loop over j then ran in parallel inside k, a fork per k)."""
-    from compiler.loader import openmp_runtime
+    from compiler.jit.loader import openmp_runtime
     from passes.schedule.loom_default import LoomDefaultPass
 
     if openmp_runtime() is None:

@@ -11,8 +11,8 @@ from xdsl.ir.affine import AffineExpr
 from kernels import unknown_memref
 
 import compiler
-from compiler.context import make_context
-from compiler.diagnostics import parse_module
+from dialects.context import make_context
+from passes.support.diagnostics import parse_module
 from dialects.loom import is_injective
 from passes.conversion.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
 from passes.analysis.dependences import (

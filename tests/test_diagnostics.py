@@ -13,8 +13,8 @@ from xdsl.parser import Parser
 
 import compiler
 from compiler import LoomError
-from compiler.context import make_context
-from compiler.diagnostics import (
+from dialects.context import make_context
+from passes.support.diagnostics import (
     RECURSION_LIMIT,
     deep_nesting,
     nesting_depth,
@@ -141,7 +141,7 @@ def test_verify_is_linear_in_the_blocks():
     """The verifier runs on every input and, with stages=True, after every pass. Lowered to
     control flow, a chain of n adds is one function of 6n blocks; xDSL's own verifier
     counted a region's blocks for each block (4x the blocks: 14x the time); ours is linear."""
-    from compiler.pipelines import build
+    from passes.pipelines import build
 
     def lowered(n: int):
         ctx = make_context()
@@ -241,7 +241,7 @@ def test_bad_pipeline_messages(pipeline, message):
 
 def test_a_completed_pipeline_is_parsed_once(monkeypatch):
     """compile() parsed the pass-list string twice: to complete it, then to build it."""
-    from compiler import pipelines
+    from passes import pipelines
 
     calls = []
     real = pipelines.parse_pipeline
@@ -254,7 +254,7 @@ def test_a_completed_pipeline_is_parsed_once(monkeypatch):
 # Loom's verifier against xDSL's
 
 LIT = Path(__file__).parent / "lit"
-#: what verify_ops checks beyond xDSL 0.74's verifier (compiler/diagnostics.py)
+#: what verify_ops checks beyond xDSL 0.74's verifier (passes/support/diagnostics.py)
 LOOM_ONLY = ("affine constants are 64-bit integers", "index values are 64-bit integers",
              "is not supported (Loom computes in f32 and f64)", "a loop's step must be positive")
 

@@ -1,5 +1,5 @@
-"""The disk cache of compiled kernels (compiler/cache.py) and the loader of their machine
-code (compiler/loader.py).
+"""The disk cache of compiled kernels (compiler/jit/disk_cache.py) and the loader of their machine
+code (compiler/jit/loader.py).
 
 - A kernel compiled in one process is found by the next, loaded in milliseconds (without
   LLVM) and computes exactly what a fresh compile does; its interface, IR texts, stages,
@@ -28,10 +28,12 @@ import pytest
 from kernels import conv2d_kernel, matmul
 
 import compiler
-from compiler import cache, driver, loader
-from compiler.cache import CacheWarning, SourceState, disk_cache
-from compiler.diagnostics import LoomError
-from compiler.runner import random_inputs
+from compiler.jit import disk_cache as cache
+from compiler import driver
+from compiler.jit import loader
+from compiler.jit.disk_cache import CacheWarning, SourceState, disk_cache
+from passes.support.diagnostics import LoomError
+from compiler.measure.runner import random_inputs
 
 ROOT = Path(__file__).parent.parent
 TESTS = Path(__file__).parent
@@ -109,7 +111,7 @@ _COMPILE = """
 import json, sys
 import numpy as np
 import compiler
-from compiler.cache import disk_cache
+from compiler.jit.disk_cache import disk_cache
 
 source = open(sys.argv[1]).read()
 kernel = compiler.compile(source)
@@ -153,7 +155,7 @@ def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
 
 
 def test_a_broken_entry_of_the_pool_is_rebuilt(tmp_path):
-    """The buffer pool's machine code (one copy per process, compiler/pool.py) is kept
+    """The buffer pool's machine code (one copy per process, compiler/jit/pool.py) is kept
     on disk like a kernel's, and rebuilt like one."""
     source = tmp_path / "mm.mlir"
     source.write_text(MM256)
@@ -265,7 +267,7 @@ def test_threads_loading_from_disk_at_once(disk):
 
 
 def test_the_llvm_loader_is_the_fallback(disk, monkeypatch):
-    """An object compiler.loader does not take (another machine, another relocation) is
+    """An object compiler.jit.loader does not take (another machine, another relocation) is
     loaded by LLVM instead, as a JITModule of its own."""
 
     def unsupported(*args, **kwargs):
@@ -365,7 +367,7 @@ _FILL = """
 import json, sys, time
 import numpy as np
 import compiler
-from compiler.cache import disk_cache
+from compiler.jit.disk_cache import disk_cache
 from kernels import matmul
 
 me, start = int(sys.argv[1]), float(sys.argv[2])
@@ -438,9 +440,9 @@ def test_the_key_changes_with_the_ir_and_every_option(disk, monkeypatch):
 
 
 def test_the_planned_threads_are_those_machine_reads(monkeypatch):
-    """OMP_NUM_THREADS (else the cores) as compiler.target.machine() reads it, once per
+    """OMP_NUM_THREADS (else the cores) as passes.support.target.machine() reads it, once per
     process: the key and the compile agree."""
-    from compiler import target
+    from passes.support import target
 
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
     target.machine.cache_clear()
@@ -628,7 +630,7 @@ def _object(ir: str, reloc: str = "pic", codemodel: str = "small") -> bytes:
     """`ir` compiled to an object file for the host, in the given relocation and code models."""
     import llvmlite.binding as llvm
 
-    from compiler import llvm_jit
+    from compiler.jit import engine as llvm_jit
 
     with llvm_jit._lock:
         host = llvm_jit._get_host()
@@ -669,7 +671,7 @@ def test_the_loader_refuses_what_it_does_not_know_and_llvm_loads_it():
     not the loader's: Unsupported, and LLVM links it."""
     import ctypes
 
-    from compiler.llvm_jit import load_object
+    from compiler.jit.engine import load_object
 
     obj = _object("@environ = external global ptr\ndefine ptr @f() { %e = load ptr, ptr @environ\n  ret ptr %e }\n")
     with pytest.raises(loader.Unsupported, match="relocation type"):

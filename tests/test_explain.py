@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import peak
+from compiler.measure import peak
 from compiler.explain import Report, explain_source, loop_nest, parse_remark
 
 ROOT = Path(__file__).parent.parent

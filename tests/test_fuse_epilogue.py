@@ -310,7 +310,9 @@ def test_fusion_bench_rows_check_and_print(monkeypatch, capsys):
     come fused and checked, the table and the JSON print. Speed is never asserted."""
     import json
 
-    from compiler import bench, bench_conv
+    from tools.bench import matmul as bench
+
+    from tools.bench import conv as bench_conv
     from tools import loom_bench
 
     monkeypatch.setattr(bench, "FUSION_DENSE", [(5, 6, 7)])

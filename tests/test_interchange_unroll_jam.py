@@ -199,9 +199,9 @@ func.func @two(%A: memref<6x6xf32>, %B: memref<6x6xf32>) {
 def test_refusal_changes_nothing(pipeline):
     """The first nest could be transformed, the second cannot: an error, and the module
     as it was (the passes check every nest before they change one)."""
-    from compiler.context import make_context
-    from compiler.diagnostics import parse_module
-    from compiler.pipelines import build
+    from dialects.context import make_context
+    from passes.support.diagnostics import parse_module
+    from passes.pipelines import build
 
     module = parse_module(make_context(), STENCIL, "stencil.mlir")
     before = str(module)

@@ -1,6 +1,6 @@
 """End to end below the schedule passes: func/arith/scf/memref MLIR written by hand →
-convert-scf-to-cf, loom-convert-to-llvm → LLVM IR (compiler.llvm_emit) → O3 + MCJIT
-(compiler.llvm_jit) → called through ctypes on numpy arrays, compared with numpy.
+convert-scf-to-cf, loom-convert-to-llvm → LLVM IR (compiler.jit.emit) → O3 + MCJIT
+(compiler.jit.engine) → called through ctypes on numpy arrays, compared with numpy.
 
 Also checks the point of the GEP + noalias design: LLVM vectorizes a plain loop.
 """
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from xdsl.passes import PassPipeline
 
-from compiler.context import make_context
-from compiler.diagnostics import LoomError, parse_module
-from compiler.llvm_jit import JITModule, assembly, compile_ir, optimize, undefined_symbols
-from compiler.llvm_emit import to_llvm_ir
+from dialects.context import make_context
+from passes.support.diagnostics import LoomError, parse_module
+from compiler.jit.engine import JITModule, assembly, compile_ir, optimize, undefined_symbols
+from compiler.jit.emit import to_llvm_ir
 from passes import get_all_passes
 
 PTR = ctypes.c_void_p

@@ -35,8 +35,8 @@ from xdsl.ir.affine import (
 )
 from xdsl.rewriter import InsertPoint
 
-from compiler.context import make_context
-from compiler.diagnostics import LoomError, parse_module, verify
+from dialects.context import make_context
+from passes.support.diagnostics import LoomError, parse_module, verify
 from passes.conversion.loom_lower_affine import LoomLowerAffinePass, expand_affine_expr
 
 N_DIMS, N_SYMS = 2, 2

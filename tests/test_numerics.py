@@ -77,7 +77,7 @@ def test_elementwise_broadcast(a, b, op, relu, dtype):
 def test_examples_check(path):
     from pathlib import Path
 
-    from compiler.runner import run_and_check
+    from compiler.measure.runner import run_and_check
 
     file = Path(__file__).parent.parent / "examples" / f"{path}.mlir"
     report = run_and_check(file.read_text(), filename=str(file), repeat=1)

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.context import make_context
-from compiler.diagnostics import parse_module
-from compiler.pipelines import build
-from compiler.remarks import collect
+from dialects.context import make_context
+from passes.support.diagnostics import parse_module
+from passes.pipelines import build
+from passes.support.remarks import collect
 from kernels import matmul
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

@@ -1,4 +1,4 @@
-"""The machine's FMA peak (compiler/peak.py): the measuring kernel really is vector FMAs,
+"""The machine's FMA peak (compiler/measure/peak.py): the measuring kernel really is vector FMAs,
 the figure is measured once per machine and kept in Loom's cache directory, a broken or
 foreign cache file is never trusted, and `loom-bench --peak` prints it."""
 
@@ -8,10 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from compiler import bench, peak
-from compiler.llvm_jit import compile_ir
-from compiler.loader import openmp_runtime
-from compiler.target import machine
+from tools.bench import matmul as bench
+
+from compiler.measure import peak
+from compiler.jit.engine import compile_ir
+from compiler.jit.loader import openmp_runtime
+from passes.support.target import machine
 from tools import loom_bench
 
 
@@ -139,4 +141,4 @@ def test_loom_bench_peak_refuses_options_of_other_modes(capsys):
 
 def test_bench_tables_quote_the_peak(cache, fake_measure):
     assert bench.peak_line(2) == ("peak: 200.0 GFLOP/s f32, 100.0 f64 (vector FMA, 2 threads; measured once per "
-                                  "machine, compiler/peak.py)")
+                                  "machine, compiler/measure/peak.py)")

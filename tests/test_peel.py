@@ -152,7 +152,7 @@ def test_sum_with_iter_args_naive():
 
 def test_peel_refuses_a_root_loop_with_iter_args():
     """Splitting a loop that carries values would restart them in the copy: refused."""
-    from compiler.diagnostics import LoomError
+    from passes.support.diagnostics import LoomError
 
     with pytest.raises(LoomError, match="carries values"):
         _run_sum("loom-peel{sizes=4 op=sum}")
@@ -177,11 +177,11 @@ TWO_NESTS = """func.func @two(%m: memref<?x37xf32>, %n: index, %v: f32) {
 
 def _refused_peel_of_two_nests():
     """(module text before, module text after, remarks) of loom-peel{sizes=6,16 op=x}."""
-    from compiler.context import make_context
-    from compiler.diagnostics import LoomError
+    from dialects.context import make_context
+    from passes.support.diagnostics import LoomError
     from compiler.driver import load_module
-    from compiler.pipelines import build
-    from compiler.remarks import collect
+    from passes.pipelines import build
+    from passes.support.remarks import collect
 
     module = load_module(TWO_NESTS)
     before = str(module)

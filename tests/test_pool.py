@@ -1,4 +1,4 @@
-"""The buffer pool (compiler/pool.py): large temporaries are parked between calls and
+"""The buffer pool (compiler/jit/pool.py): large temporaries are parked between calls and
 reused, small ones are not pooled; concurrent calls each get a buffer of their own;
 `clear()` frees what is parked."""
 
@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 import compiler
-from compiler import pool
+from compiler.jit import pool
 from kernels import conv2d, small_ints
 
 

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from compiler.driver import load_module, written_arguments
-from compiler.kernel import array_data_offset
-from compiler.runner import array_with_layout, outside_view, run_and_check
+from compiler.jit.kernel import array_data_offset
+from compiler.measure.runner import array_with_layout, outside_view, run_and_check
 
 PIPELINES = ["naive", "default"]
 BIN = Path(sys.executable).parent
@@ -295,7 +295,7 @@ def test_loom_run_makes_strided_inputs_and_checks_outputs(tmp_path):
 
 
 def test_array_with_layout_pads_with_nan():
-    from compiler.kernel import ArgSpec
+    from compiler.jit.kernel import ArgSpec
 
     spec = ArgSpec("%a", (2, 3), np.dtype(np.float32), False, strides=(20, 4), offset=2)
     values = np.arange(6.0).reshape(2, 3)
@@ -313,7 +313,7 @@ def test_loom_run_sees_a_write_before_the_view(monkeypatch):
     """%c's rows are contiguous, 2 elements after the pointer: a kernel given a pointer one
     element short writes into that offset, before the view. The check looked only from
     the view's first element on (and not at all at a view with contiguous rows)."""
-    from compiler.kernel import Kernel
+    from compiler.jit.kernel import Kernel
 
     src = READ_TWICE.replace("%c: memref<4x4xf32>", "%c: memref<4x4xf32, strided<[4, 1], offset: 2>>")
     src = src.replace("outs(%c : memref<4x4xf32>)", "outs(%c : memref<4x4xf32, strided<[4, 1], offset: 2>>)")
@@ -473,7 +473,7 @@ def test_repr_is_short():
     assert text == (f"<Kernel @mm(%x: float32[4, 3], %w: float32[3, 5]) -> float32[4, 5], pipeline='default', "
                     f"target={k.target!r}>")
     assert k.target and len(k.llvm_ir) > len(text) and len(k.asm()) > len(text)  # kept in the attributes
-    from compiler.target import machine
+    from passes.support.target import machine
 
     assert k.target == k._module.cpu == machine().cpu  # what the code was generated for
 
@@ -516,7 +516,7 @@ def test_timed_rounds_sizes_its_rounds_from_a_warm_call():
     round after round."""
     import time
 
-    from compiler.runner import timed_rounds
+    from compiler.measure.runner import timed_rounds
 
     calls = []
 

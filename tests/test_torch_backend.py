@@ -1,4 +1,4 @@
-"""The torch backend (compiler.torchfx): small models built here, run through
+"""The torch backend (compiler.frontends.torch_fx): small models built here, run through
 `torch.compile(backend=compiler.torch_backend)` and `compiler.from_torch`, against the same
 model in float64. Skipped when torch is not installed (it is the `torch` extra)."""
 

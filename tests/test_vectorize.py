@@ -19,7 +19,7 @@ import pytest
 from targets import CPUS, REGISTERS, TARGETS, asm_for_cpu, fma_registers, is_x86_64, planning_for
 
 import compiler
-from compiler.target import machine
+from passes.support.target import machine
 from dialects.loom import conv2d_output_hw
 from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
 

@@ -24,10 +24,10 @@ from kernels import small_ints, ty
 from xdsl.dialects import func
 
 import compiler
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from compiler.driver import load_module, signature
-from compiler.kernel import _ffi
-from compiler.pipelines import build
+from compiler.jit.kernel import _ffi
+from passes.pipelines import build
 from dialects import loom
 from dialects.loom import reshape_strides
 
@@ -198,7 +198,7 @@ def element_strides(x: np.ndarray) -> tuple[int, ...] | None:
 
 def _bufferized(src: str) -> func.FuncOp:
     module = load_module(src)
-    build("loom-bufferize").apply(compiler.context.make_context(), module)
+    build("loom-bufferize").apply(dialects.context.make_context(), module)
     return next(op for op in module.ops if isinstance(op, func.FuncOp))
 
 

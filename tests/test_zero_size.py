@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.target import host
+from passes.support.target import host
 from kernels import binary, conv2d, matmul, ty
 from passes.analysis.cost_model import plan_matmul
 

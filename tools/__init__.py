@@ -46,7 +46,7 @@ def report_error(prefix: str, e: BaseException, user_errors: tuple[type[BaseExce
     anything else as `PREFIX: error: internal compiler error: Type: first line`. Under
     LOOM_DEBUG an internal error is raised with its traceback instead. PREFIX is the
     tool's name, or the file the error is about."""
-    from compiler.diagnostics import LoomError
+    from passes.support.diagnostics import LoomError
 
     if isinstance(e, LoomError) and e.location:
         print(e, file=sys.stderr)

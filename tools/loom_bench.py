@@ -49,12 +49,12 @@ beyond import).
 the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x3, a
 512-channel 7x7 map, a dilated 5x5, a 3-channel 32x32 batch; default all) beside torch
 (when installed) and beside numpy doing the same im2col + matmul by hand, on `--threads`
-threads, interleaved, medians of `--rounds` rounds (compiler/bench_conv.py); `--layout
+threads, interleaved, medians of `--rounds` rounds (tools/bench/conv.py); `--layout
 nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The table
 names the strategy the default pipeline chose per layer (direct or im2col); `--plot
 out.png` draws GFLOP/s per layer.
 
-`--peak` measures the machine's vector FMA peak afresh (compiler/peak.py: independent FMA
+`--peak` measures the machine's vector FMA peak afresh (compiler/measure/peak.py: independent FMA
 chains, best of 5 runs), f32 and f64, on one thread and on `--threads`, and keeps the best
 figure known in Loom's cache, where the other modes' tables (their `peak:` line) and
 `compiler.explain` read it: a kernel's GFLOP/s over it is its share of what the machine can do.
@@ -67,7 +67,7 @@ conv2d alone, interleaved, in `--rounds` rounds (5 is a good number on a shared 
 the medians of the rounds, and the range of the ratios.
 
 `--model` runs whole torch models through `compiler.torch_backend` (torch.compile) beside
-torch eager (compiler/bench_model.py; needs the `bench` extra: torch, and torchvision for
+torch eager (tools/bench/models.py; needs the `bench` extra: torch, and torchvision for
 resnet18): ResNet-18 at 224x224 with random weights, and the MLP block 128x768 -> 3072 ->
 relu -> 768 (batch sequences of 128 tokens), at each batch size and thread count, one
 process, interleaved, medians of rounds; the table gives eager/Loom, the relative error,
@@ -88,12 +88,12 @@ from pathlib import Path
 from tools import console_entry, report_error
 
 SIZES = "8,32,128,256,512,1024"
-#: the defaults of compiler.bench.SHAPES and ABLATION_SHAPES, written out: the command line
+#: the defaults of tools.bench.matmul.SHAPES and ABLATION_SHAPES, written out: the command line
 #: is parsed before numpy (hence compiler) is imported, see tools.numpy_env
 SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
 ABLATION_SHAPES = "1024,127x255x511"
-CHAIN = "1000"  # compiler.bench.CHAIN_LENGTHS
-MODELS = ("resnet18", "mlp")  # compiler.bench_model.MODELS
+CHAIN = "1000"  # tools.bench.matmul.CHAIN_LENGTHS
+MODELS = ("resnet18", "mlp")  # tools.bench.models.MODELS
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
     from tools.numpy_env import prepare_numpy_for_timing
 
     blas = prepare_numpy_for_timing(args.threads)
-    from compiler import bench
+    from tools.bench import matmul as bench
 
     if args.plot:
         try:
@@ -289,7 +289,7 @@ def _run_mode(args, bench, blas: str) -> int:
 
 
 def _conv_mode(args, bench, blas: str) -> int:
-    from compiler import bench_conv
+    from tools.bench import conv as bench_conv
 
     def progress(m) -> None:
         torch = "" if m.torch_seconds is None else f", torch {m.gflops(m.torch_seconds):.1f}"
@@ -339,7 +339,7 @@ def _model_mode(args, bench, blas: str) -> int:
     except ImportError:
         print("loom-bench: error: --model needs torch (pip install 'loomir[bench]')", file=sys.stderr)
         return 1
-    from compiler import bench_model
+    from tools.bench import models as bench_model
 
     def progress(r) -> None:
         print(f"  {r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}: Loom {r.loom * 1e3:.2f} ms, "
@@ -362,7 +362,7 @@ def _model_mode(args, bench, blas: str) -> int:
 def _peak_mode(args, bench) -> int:
     """Measure the FMA peak afresh, f32 and f64, on one thread and on --threads; the cache
     keeps the best figure known."""
-    from compiler.peak import ITERATIONS, RUNS, cache_path, remeasure, vector_shape
+    from compiler.measure.peak import ITERATIONS, RUNS, cache_path, remeasure, vector_shape
 
     counts = sorted({1, args.threads})
     rows = {t: {dtype: remeasure(dtype, t) for dtype in ("f32", "f64")} for t in counts}
@@ -378,7 +378,7 @@ def _peak_mode(args, bench) -> int:
         return 0
     lanes32, chains = vector_shape("f32")
     print(f"machine: {machine}\nFMA peak: {chains} independent chains of vector FMAs ({lanes32} f32 lanes, "
-          f"{lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs (compiler/peak.py)\n")
+          f"{lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs (compiler/measure/peak.py)\n")
     print("| threads | f32 GFLOP/s | f64 GFLOP/s |\n|---:|---:|---:|")
     for t, row in rows.items():
         cells = [f"{fresh:.1f}" + (f" (best known {best:.1f})" if best > fresh * 1.005 else "")
@@ -417,7 +417,7 @@ def run_stages(args, bench):
 
 
 def _progress(row) -> None:
-    from compiler.bench import shape_label
+    from tools.bench.matmul import shape_label
 
     torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
     rounds = f", loom/numpy {min(row.ratios):.3f}-{max(row.ratios):.3f} over {len(row.ratios)} rounds" if row.ratios else ""
@@ -428,7 +428,7 @@ def _progress(row) -> None:
 
 
 def _progress_ablation(row) -> None:
-    from compiler.bench import shape_label
+    from tools.bench.matmul import shape_label
 
     m = row.m
     print(f"  {shape_label(m.shape):<14} {row.variant:<24} {m.seconds:.4g} s  {m.gflops:7.2f} GFLOP/s"
@@ -491,7 +491,7 @@ def _progress_compile(row) -> None:
 
 
 def bench_machine() -> str:
-    from compiler.bench import bench_machine
+    from tools.bench.matmul import bench_machine
 
     return bench_machine()
 

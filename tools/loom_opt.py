@@ -21,8 +21,8 @@ from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import _empty_post_init, xDSLOptMain
 
-from compiler.diagnostics import LoomError, deep_nesting, parse_module, text_location, verify
-from compiler.remarks import collect
+from passes.support.diagnostics import LoomError, deep_nesting, parse_module, text_location, verify
+from passes.support.remarks import collect
 from tools import console_entry, report_error, version_text
 
 PROG = "loom-opt"
@@ -47,7 +47,7 @@ class LoomOptMain(xDSLOptMain):
     # a plain Context made there too, before register_all_dialects. `_empty_post_init`,
     # private to xDSL, is what its --disable-verify puts in place of Attribute.__post_init__.
     # On an xDSL upgrade, diff this against the new __init__; the verifier Loom runs instead
-    # of xDSL's (compiler.diagnostics.verify_ops) is held to xDSL's own by
+    # of xDSL's (passes.support.diagnostics.verify_ops) is held to xDSL's own by
     # tests/test_diagnostics.py::test_verify_ops_agrees_with_xdsl_on_the_lit_corpus.
     def __init__(self, args: Sequence[str] | None = None):
         """xDSLOptMain's set-up, with a parser whose -h, -v, -t and -p are Loom's (they
@@ -74,7 +74,7 @@ class LoomOptMain(xDSLOptMain):
         self.setup_pipeline()
 
     def register_all_dialects(self):
-        from compiler.context import make_context
+        from dialects.context import make_context
 
         self.ctx = make_context()
 
@@ -89,7 +89,7 @@ class LoomOptMain(xDSLOptMain):
         x86-asm, csl, wat, wgsl, mps) print xDSL's own hardware dialects, which Loom never
         produces (they failed on it or printed nothing). x86-asm is the host's assembly
         on an x86-64 host."""
-        from compiler.llvm_emit import LoomAsmTarget, LoomLLVMTarget, LoomX86AsmTarget
+        from compiler.jit.emit import LoomAsmTarget, LoomLLVMTarget, LoomX86AsmTarget
         from xdsl.universe import Universe
 
         self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
@@ -142,7 +142,7 @@ class LoomOptMain(xDSLOptMain):
             raise LoomError(f"cannot write output file '{self.args.output_file}': {e.strerror}") from None
 
     def setup_pipeline(self):
-        from compiler.pipelines import build
+        from passes.pipelines import build
 
         started = time.perf_counter()
 
@@ -222,7 +222,7 @@ def target_spec(text: str) -> str:
     try:
         parse_spec(text)
     except ArgSpecParseError as e:
-        from compiler.pipelines import syntax_message
+        from passes.pipelines import syntax_message
 
         raise argparse.ArgumentTypeError(f"invalid target '{text}': {syntax_message(e)}") from None
     return text
@@ -231,7 +231,7 @@ def target_spec(text: str) -> str:
 def help_sections() -> tuple[str, str]:
     """The help's text above the options (Loom's passes and named pipelines) and below
     them (xDSL's passes)."""
-    from compiler.pipelines import PIPELINES, pass_summaries
+    from passes.pipelines import PIPELINES, pass_summaries
     from passes import LOOM_PASSES, get_all_passes
 
     width = max(60, shutil.get_terminal_size().columns - 2)  # as argparse wraps the options

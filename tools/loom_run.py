@@ -13,7 +13,7 @@ rounds' ratios, printed with their range. With --explain, each file's report fol
 (compiler/explain.py): the loop nests stage by stage, the schedule's decisions and their
 reasons, the estimated traffic per memory level, the GFLOP/s against the machine's peak.
 With --no-cache, kernels are compiled afresh: the kernel caches (in memory and on disk,
-compiler/cache.py) are neither read nor written.
+compiler/jit/disk_cache.py) are neither read nor written.
 Exit status 0 when every result is within its bound, 1 otherwise or on bad input.
 """
 
@@ -50,7 +50,7 @@ def parse_args(argv):
 
 
 def run_file(path: str, args) -> bool:
-    from compiler.runner import run_and_check
+    from compiler.measure.runner import run_and_check
 
     try:
         with open(path, "rb") as f:
@@ -80,7 +80,7 @@ def run_file(path: str, args) -> bool:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.no_cache:
-        from compiler.cache import disk_cache
+        from compiler.jit.disk_cache import disk_cache
         from compiler.driver import set_cache_size
 
         set_cache_size(0)

@@ -15,7 +15,7 @@ def prepare_numpy_for_timing(threads: int | None = 1) -> str:
     import threadpoolctl
 
     if threads is None:
-        from compiler.target import default_threads
+        from passes.support.target import default_threads
 
         threads = default_threads()
 

@@ -1,5 +1,5 @@
 """The cost model behind the `default` pipeline: register tile, cache tiles and packing for
-a matmul C[M,N] += A[M,K] B[K,N] on a target (compiler/target.py), and the traffic that
+a matmul C[M,N] += A[M,K] B[K,N] on a target (passes/support/target.py), and the traffic that
 schedule moves between memory levels, so that `--remarks` can say why.
 
 The schedule is BLIS's (Goto's) loop nest, as loom's passes build it, with the two
@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from compiler.target import Target
+from passes.support.target import Target
 
 FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
 #: the ops (`loom_parallelize.estimated_work`: vector and scalar ops alike) below which a

@@ -33,8 +33,8 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from dialects.loom import memref_root  # noqa: F401 - the buffer behind a view, shared with the verifier
 
 TAG = "loom.tag"

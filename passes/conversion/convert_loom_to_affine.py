@@ -52,7 +52,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from dialects import loom
 
 TAG = "loom.tag"

@@ -15,9 +15,9 @@ Memref ABI (the runtime relies on it)
 * `A[i0, ..., in]` is `getelementptr inbounds T, ptr %A, i64 (o + Σ ik·sk)`; the index
   is computed in i64 with `mul nsw`/`add nsw`, constant parts folded.
 * `memref.alloc` calls `aligned_alloc(64, bytes rounded up to 64)`, `memref.dealloc`
-  calls `free`; from `compiler.pool.MIN_BYTES` (64 KiB) up, `loom_take(64, bytes)` and
+  calls `free`; from `compiler.jit.pool.MIN_BYTES` (64 KiB) up, `loom_take(64, bytes)` and
   `loom_give(ptr, bytes)` instead, which keep the buffer for the next call (page faults
-  on fresh pages cost as much as a large convolution: compiler/pool.py); `memref.alloca` is an `llvm.alloca`. A memref of 2^63 bytes or more is
+  on fresh pages cost as much as a large convolution: compiler/jit/pool.py); `memref.alloca` is an `llvm.alloca`. A memref of 2^63 bytes or more is
   refused (its sizes and addresses would wrap around in i64).
 * `index` is `i64`.
 
@@ -110,8 +110,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from compiler import pool
-from compiler.diagnostics import LoomError
+from compiler.jit import pool
+from passes.support.diagnostics import LoomError
 from dialects.loom import PrefetchOp
 from dialects.llvm_ext import (
     ExtractElementOp,
@@ -964,7 +964,7 @@ class AllocLowering(_Lowering):
         ptr = llvm.LLVMPointerType()
         if isinstance(op, memref.DeallocOp):
             size = _heap_bytes(memref_layout(op.memref.type, op), HEAP_ALIGNMENT)
-            if size >= pool.MIN_BYTES:  # parked for the next call (compiler/pool.py)
+            if size >= pool.MIN_BYTES:  # parked for the next call (compiler/jit/pool.py)
                 self.externals.use("loom_give", [ptr, i64], llvm.LLVMVoidType())
                 r.rewriter.replace(op, llvm.CallOp("loom_give", r.value(op.memref), r.const(size)), [])
                 return

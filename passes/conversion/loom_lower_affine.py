@@ -80,7 +80,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.traits import IsTerminator
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from passes.analysis.affine_forms import map_forms, provably_nonnegative
 
 
@@ -380,7 +380,7 @@ class LowerAffineFor(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.ForOp, rewriter: PatternRewriter) -> None:
-        step = op.step.value.data  # positive: compiler.diagnostics verifies it
+        step = op.step.value.data  # positive: passes.support.diagnostics verifies it
         with _refusing(op):
             lb = expand_min_max(rewriter, op.lowerBoundMap.data, op.lowerBoundOperands, "max", op.location)
             ub = expand_min_max(rewriter, op.upperBoundMap.data, op.upperBoundOperands, "min", op.location)

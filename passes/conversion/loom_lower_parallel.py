@@ -63,12 +63,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from passes.schedule.loom_outline import outline_inputs
 from passes.schedule.loom_parallelize import NUM_THREADS
 
 PASS = "loom-lower-parallel"
-#: the libgomp entry points the lowered code calls (compiler/llvm_jit.py loads libgomp)
+#: the libgomp entry points the lowered code calls (compiler/jit/engine.py loads libgomp)
 RUNTIME = {
     "GOMP_parallel": ([llvm.LLVMPointerType(), llvm.LLVMPointerType(), i32, i32], []),
     "omp_get_thread_num": ([], [i32]),

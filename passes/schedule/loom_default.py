@@ -2,7 +2,7 @@
 
 For each matmul nest (2-D or batched) it asks the cost model (passes/analysis/cost_model.py) for a
 register tile, cache tiles and whether to pack, for the nest's own M, N, K and the host's
-caches and vectors (compiler/target.py), then runs Loom's schedule passes on that nest
+caches and vectors (passes/support/target.py), then runs Loom's schedule passes on that nest
 alone, in this order (the steps `skip=` names):
 
     peel        loom-peel{sizes=MR,NR}: the main nest gets extents that are multiples of
@@ -80,10 +80,10 @@ from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.loader import openmp_runtime
-from compiler.remarks import remark
-from compiler.target import Target, host
+from passes.support.diagnostics import LoomError
+from compiler.jit.loader import openmp_runtime
+from passes.support.remarks import remark
+from passes.support.target import Target, host
 from dialects.loom import static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.conversion.loom_bufferize import dimension_last
@@ -130,7 +130,7 @@ class LoomDefaultPass(ModulePass):
             raise LoomError(f"{self.name}: option 'num-threads' must be at least 0 (0: the target's), "
                             f"got {self.num_threads}")
         if unlowered_loom_op(op) is not None:
-            from compiler.pipelines import TO_AFFINE, build
+            from passes.pipelines import TO_AFFINE, build
 
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
@@ -594,7 +594,7 @@ def _run_on(ctx: Context, nest: affine.ForOp, tag: str, spec: str) -> list[affin
     """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
     tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their tag
     back after. Returns those nests. The passes see the nest's function alone (`_alone`)."""
-    from compiler.pipelines import build
+    from passes.pipelines import build
 
     original = nest.attributes[TAG]
     nest.attributes[TAG] = StringAttr(tag)

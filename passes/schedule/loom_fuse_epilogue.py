@@ -107,7 +107,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.remarks import remark
+from passes.support.remarks import remark
 from dialects.loom import BUFFER_OPS, VIEW_OPS, PrefetchOp, memref_root, reshape_strides, static_strides
 from passes.analysis.affine_forms import (
     FootprintError,

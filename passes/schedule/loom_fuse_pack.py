@@ -71,7 +71,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.remarks import remark
+from passes.support.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (

@@ -61,7 +61,7 @@ from xdsl.traits import (
     is_speculatable,
 )
 
-from compiler.remarks import remark
+from passes.support.remarks import remark
 from dialects.loom import layout_is_injective, unknown_origin
 from passes.analysis.affine_forms import access_in_bounds
 from passes.schedule.loop_transforms import (

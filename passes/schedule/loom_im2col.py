@@ -47,8 +47,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
 from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, zero_nest

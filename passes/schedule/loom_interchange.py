@@ -36,8 +36,8 @@ from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.dependences import (
     Dependence,
     band_dependences,

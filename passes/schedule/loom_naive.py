@@ -7,7 +7,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import verify
+from passes.support.diagnostics import verify
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,6 @@ class LoomNaivePipelinePass(ModulePass):
     name = "loom-naive"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from compiler.pipelines import build
+        from passes.pipelines import build
 
         build("naive", lambda _prev, module, _next: verify(module)).apply(ctx, op)

@@ -20,7 +20,7 @@ schedule passes select them by tag as before, and schedule each distinct nest on
 
 Functions with `min-nests` nests or fewer are left as they are: there, one function is
 cheap, and LLVM sees the whole kernel. `compile()` runs the pass after
-convert-loom-to-affine (compiler/pipelines.py), before any schedule.
+convert-loom-to-affine (passes/pipelines.py), before any schedule.
 
 ```mlir
 func.func @chain(%x0: memref<64xf32>, %b: memref<64xf32>, %x2: memref<64xf32>) {
@@ -61,8 +61,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.loop_utils import is_pure
 
 PASS = "loom-outline"

@@ -107,8 +107,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError, op_location
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError, op_location
+from passes.support.remarks import remark
 from dialects.loom import VIEW_OPS, may_alias, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,

@@ -58,9 +58,9 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
-from compiler.target import host
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
+from passes.support.target import host
 from passes.analysis.loop_utils import (
     constant_trip_count,
     enclosing_loops,

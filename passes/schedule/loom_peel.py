@@ -50,8 +50,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.dependences import band_dependences
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.analysis.loop_utils import (

@@ -47,7 +47,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap, AffineSymExpr
 from xdsl.passes import ModulePass
 
-from compiler.remarks import remark
+from passes.support.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.schedule.loop_transforms import shift_map_operand
 from passes.analysis.loop_utils import (

@@ -44,8 +44,8 @@ from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.dependences import band_dependences, is_fully_permutable
 from passes.schedule.loop_transforms import tile_band
 from passes.analysis.loop_utils import (

@@ -65,8 +65,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from compiler.remarks import remark
-from compiler.target import host
+from passes.support.remarks import remark
+from passes.support.target import host
 from dialects.loom import may_alias, static_strides
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (

@@ -46,8 +46,8 @@ from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.schedule.loop_transforms import unroll_loop
 from passes.analysis.loop_utils import (
     check_unrolled_size,

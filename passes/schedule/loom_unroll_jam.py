@@ -69,8 +69,8 @@ from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
 from passes.analysis.dependences import band_dependences, unroll_jam_is_legal
 from passes.schedule.loop_transforms import promote_single_iteration, unroll_jam_loop
 from passes.analysis.loop_utils import (

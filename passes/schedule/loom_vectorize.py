@@ -60,7 +60,7 @@ guard), an access that moves by more than one element per iteration (`%B[%k, %j]
 %k, a strided conv2d's input), the iv used as a number, a store to the same element in
 every iteration that is not a sum, a dependence between iterations closer than the width
 that the vector order would reverse, and two views of one buffer. `width=0` (the
-default) takes the target's vector registers (`compiler.target.host()`: 32 bytes with
+default) takes the target's vector registers (`passes.support.target.host()`: 32 bytes with
 AVX, 64 with AVX-512, or `LOOM_TARGET`'s `vector_bits`, as the cost model does) over the
 largest element size; any other width must be a power of two.
 """
@@ -97,9 +97,9 @@ from xdsl.ir.affine.affine_set import (
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
-from compiler.diagnostics import LoomError
-from compiler.remarks import remark
-from compiler.target import host
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
+from passes.support.target import host
 from dialects.loom import may_alias, unknown_origin
 from passes.analysis.affine_forms import (
     AccessStride,

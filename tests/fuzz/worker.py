@@ -247,7 +247,7 @@ def run_compile(text: str, pipeline: str, parsed: tuple) -> dict:
     what it computes."""
     import compiler
     from compiler import numpy_reference as ref
-    from compiler.runner import error_bound
+    from compiler.measure.runner import error_bound
 
     parses, entry, fn = parsed
     try:

@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.test_source_root, "Output")
 # Use the tools of the Python that runs lit (the one Loom is installed in).
 bindir = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-# LOOM_TARGET: the target the passes plan for (compiler/target.py); tests/test_lit.py runs
+# LOOM_TARGET: the target the passes plan for (passes/support/target.py); tests/test_lit.py runs
 # the suite once per kind of x86-64 host with it set. A test whose output depends on the
 # target pins its own in its RUN lines (`env LOOM_TARGET=...`).
 for var in ("HOME", "TMPDIR", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LOOM_TARGET"):

@@ -155,7 +155,7 @@ func.func @unknown_free(%A: memref<4xf32>) {
 
 // -----
 
-// From 64 KiB up (compiler/pool.py) a buffer comes from loom_take and goes back to
+// From 64 KiB up (compiler/jit/pool.py) a buffer comes from loom_take and goes back to
 // loom_give, which keeps it for the next call; the failure path is the same, and a
 // buffer held when a later allocation fails is freed. Below 64 KiB: aligned_alloc, free.
 // CHECK-LABEL: llvm.func @pooled

@@ -1,6 +1,6 @@
 // RUN: loom-opt %s -p loom-convert-to-llvm -t llvm | filecheck %s
 
-// The LLVM IR of the lowered module (compiler/llvm_emit.py): noalias pointer arguments,
+// The LLVM IR of the lowered module (compiler/jit/emit.py): noalias pointer arguments,
 // getelementptr inbounds, nounwind, and what xDSL's emitter lacks (fptosi/uitofp,
 // fastmath on fcmp and intrinsics, intrinsic names mangled per type).
 func.func @f(%A: memref<4x8xf32>, %B: memref<4x8xf32, strided<[16, 1], offset: 2>>, %i: index, %j: index) {

@@ -3,7 +3,7 @@
 // RUN: env LOOM_TARGET="vector_bits=512" loom-opt %s -p 'loom-vectorize{width=4}' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=W4
 
 // width=0 (the default) takes the width of the target every pass asks
-// (compiler.target.host()): the host's vectors, or LOOM_TARGET's vector_bits, as the cost
+// (passes.support.target.host()): the host's vectors, or LOOM_TARGET's vector_bits, as the cost
 // model does, never the CPU's features read behind its back. 256 bits: 8 f32 or 4 f64
 // lanes; 512 bits: 16 and 8. An explicit width wins over the target.
 

@@ -25,7 +25,7 @@ import numpy as np
 from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, TensorType
 from xdsl.ir import Attribute, Operation
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 from dialects.loom import is_injective
 
 _ffi = cffi.FFI()

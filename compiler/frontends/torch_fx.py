@@ -48,8 +48,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from compiler import frontend as F
-from compiler.diagnostics import LoomError
+from compiler.frontends import python as frontend as F
+from passes.support.diagnostics import LoomError
 from compiler.driver import compile_in_parallel
 
 aten = torch.ops.aten

@@ -39,7 +39,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import LLVMTranslationException
 from xdsl.utils.target import Target
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 ValueMap = dict[SSAValue, ir.Value]
 Handler = Callable[[Operation, ir.IRBuilder, ValueMap], None]
@@ -343,11 +343,11 @@ def to_llvm_ir(module: ModuleOp) -> str:
     reads like clang's: `define void @f(ptr noalias captures(none) %A)`)."""
     from llvmlite import binding
 
-    from compiler.session import session
+    from passes.support.session import session
 
-    with session():  # the garbage collector paused: see compiler/session.py
+    with session():  # the garbage collector paused: see passes/support/session.py
         text = str(to_llvmlite_module(module))
-    try:  # a private context: LLVM's global one belongs to the JIT (compiler/llvm_jit.py)
+    try:  # a private context: LLVM's global one belongs to the JIT (compiler/jit/engine.py)
         parsed = binding.parse_assembly(text, context=binding.create_context())
         parsed.verify()
     except RuntimeError as e:
@@ -374,7 +374,7 @@ class LoomAsmTarget(Target):
     name = "asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from compiler.llvm_jit import assembly
+        from compiler.jit.engine import assembly
 
         print(assembly(to_llvm_ir(module)), file=output)
 

@@ -24,8 +24,8 @@ from itertools import groupby
 import numpy as np
 
 from compiler.driver import compile
-from compiler.llvm_jit import Timings
-from compiler.runner import SETTLE, error_bound, run_and_check, timed_rounds
+from compiler.jit.engine import Timings
+from compiler.measure.runner import SETTLE, error_bound, run_and_check, timed_rounds
 
 
 @dataclass(frozen=True)
@@ -448,7 +448,7 @@ import json, sys, time
 cpu, wall = time.process_time(), time.perf_counter()
 import compiler
 imported = (time.process_time() - cpu, time.perf_counter() - wall)
-from compiler.bench import checked_compile, matmul_source
+from tools.bench.matmul import checked_compile, matmul_source
 source = matmul_source(*json.loads(sys.argv[1]))
 cold = {}
 try:
@@ -471,7 +471,7 @@ def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     import subprocess
     import sys
 
-    from compiler.diagnostics import LoomError
+    from passes.support.diagnostics import LoomError
 
     done = subprocess.run([sys.executable, "-c", _COLD_PROBE, json.dumps(list(shape))],
                           capture_output=True, text=True, check=False)
@@ -496,15 +496,15 @@ import json, sys, time
 wall = time.perf_counter()
 import compiler
 imported = time.perf_counter() - wall
-from compiler.cache import disk_cache
-from compiler.bench import matmul_source
+from compiler.jit.disk_cache import disk_cache
+from tools.bench.matmul import matmul_source
 m, n, k = json.loads(sys.argv[1])
 source = matmul_source(m, n, k)
 wall = time.perf_counter()
 kernel = compiler.compile(source, pipeline="default")
 seconds = time.perf_counter() - wall
 import numpy as np
-from compiler.runner import error_bound
+from compiler.measure.runner import error_bound
 rng = np.random.default_rng(0)
 a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
 want = a.astype(np.float64) @ b
@@ -524,7 +524,7 @@ def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
     import sys
     import tempfile
 
-    from compiler.diagnostics import LoomError
+    from passes.support.diagnostics import LoomError
 
     runs = []
     with tempfile.TemporaryDirectory(prefix="loom-bench-cache-") as folder:
@@ -682,15 +682,15 @@ def bar_chart(path, labels: list[str], series: list[tuple[str, list[float]]], no
 def bench_machine() -> str:
     import platform
 
-    from compiler.target import machine
+    from passes.support.target import machine
 
     return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {machine().cpu}"
 
 
 def peak_figures(threads: int = 1) -> dict[str, float]:
-    """The machine's FMA peak in GFLOP/s on `threads` threads, f32 and f64 (compiler/peak.py:
+    """The machine's FMA peak in GFLOP/s on `threads` threads, f32 and f64 (compiler/measure/peak.py:
     measured once per machine, then cached), for the tables to quote shares of."""
-    from compiler.peak import peak_gflops
+    from compiler.measure.peak import peak_gflops
 
     return {dtype: peak_gflops(dtype, threads) for dtype in ("f32", "f64")}
 
@@ -699,7 +699,7 @@ def peak_line(threads: int = 1) -> str:
     """`peak: ...`, the line under a table's machine line."""
     figures = peak_figures(threads)
     return (f"peak: {figures['f32']:.1f} GFLOP/s f32, {figures['f64']:.1f} f64 (vector FMA, {threads} "
-            f"thread{'s' * (threads != 1)}; measured once per machine, compiler/peak.py)")
+            f"thread{'s' * (threads != 1)}; measured once per machine, compiler/measure/peak.py)")
 
 
 # --------------------------------------------------------------------------- epilogue fusion
@@ -708,7 +708,7 @@ def peak_line(threads: int = 1) -> str:
 #: "128x768x3072", as M x N x K (this project's shape notation: K = 3072) and as a
 #: transformer's feed-forward layer reads it (x 128x768 @ w 768x3072: N = 3072, K = 768)
 FUSION_DENSE: list[Shape] = [(128, 768, 3072), (128, 3072, 768)]
-#: and conv2d + bias + relu on these layers of compiler/bench_conv.py
+#: and conv2d + bias + relu on these layers of tools/bench/conv.py
 FUSION_CONVS = ["3x3 C64 56x56", "3x3 C128 28x28", "1x1 C256 14x14", "3x3 C3 32x32 N32"]
 
 
@@ -753,7 +753,7 @@ def dense_epilogue_source(m: int, n: int, k: int) -> tuple[str, str]:
 def conv_epilogue_source(layer, layout: str) -> tuple[str, str]:
     """conv2d + a bias per output channel (F x 1 x 1 in NCHW, F in NHWC) + relu; and the
     conv2d alone."""
-    from compiler.bench_conv import conv_source, layer_shapes
+    from tools.bench.conv import conv_source, layer_shapes
 
     alone = conv_source(layer, layout)
     y = layer_shapes(layer, layout)[2]
@@ -791,7 +791,7 @@ def run_fusion(dense: Sequence[Shape] = FUSION_DENSE, convs: Sequence[str] = FUS
                seed: int = 0, on_row: Callable[[FusionRow], None] | None = None) -> list[FusionRow]:
     """Each dense shape beside numpy's `np.maximum(x @ w + b, 0)`, and each conv2d layer in
     each layout, fused against unfused (one thread, interleaved, medians of `rounds`)."""
-    from compiler.bench_conv import LAYERS, layer_shapes
+    from tools.bench.conv import LAYERS, layer_shapes
 
     rows = []
     rng = np.random.default_rng(seed)

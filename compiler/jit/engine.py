@@ -25,7 +25,7 @@ MCJIT links it. A symbol found nowhere is a LoomError, never a call through a nu
 pointer.
 
 LLVM's global context is not thread-safe: all work on LLVM objects holds one lock
-(`compiler.loader.LOCK`, which the buffer pool's creation holds too).
+(`compiler.jit.loader.LOCK`, which the buffer pool's creation holds too).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
-from compiler import pool
-from compiler.diagnostics import LoomError
-from compiler.loader import LOCK, symbol_address
+from compiler.jit import pool
+from passes.support.diagnostics import LoomError
+from compiler.jit.loader import LOCK, symbol_address
 
 _lock = LOCK
 _host: _Host | None = None
@@ -54,7 +54,7 @@ _retired: list[llvm.ExecutionEngine] = []  # engines of dropped JITModules, free
 
 @dataclass(frozen=True)
 class _Host:
-    """What every module is compiled for: the host CPU (`compiler.target.machine()`'s,
+    """What every module is compiled for: the host CPU (`passes.support.target.machine()`'s,
     the one name Loom gives it), its features, and a target machine for the O3 pipeline
     and for assembly listings."""
 
@@ -75,7 +75,7 @@ def _get_host() -> _Host:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
-        from compiler.target import machine
+        from passes.support.target import machine
 
         target = llvm.Target.from_default_triple()
         cpu, features = machine().cpu, llvm.get_host_cpu_features().flatten()
@@ -92,7 +92,7 @@ def _free_retired() -> None:
 
 def release() -> None:
     """Free now the machine code of every JITModule that is no longer referenced (the
-    next compile would), and the buffers parked in the pool (compiler/pool.py)."""
+    next compile would), and the buffers parked in the pool (compiler/jit/pool.py)."""
     gc.collect()  # JITModules in reference cycles
     with _lock:
         _free_retired()
@@ -101,7 +101,7 @@ def release() -> None:
 
 def _resolve_symbols(names: list[str]) -> None:
     """Make the named symbols visible to the JIT's linker, where they can be found (the
-    buffer pool's from its one copy in the process: compiler/pool.py)."""
+    buffer pool's from its one copy in the process: compiler/jit/pool.py)."""
     for name in names:
         if name in _resolved:
             continue
@@ -331,7 +331,7 @@ def compile_ir(llvm_ir: str, timings: Timings | None = None) -> JITModule:
 
 def load_object(obj: bytes, symbols: dict[str, str], optimized_ir: str = "") -> JITModule:
     """A JITModule of object file `obj`, made for this host before (what the disk cache
-    keeps, where compiler.loader cannot load it): linked by an MCJIT engine of its own
+    keeps, where compiler.jit.loader cannot load it): linked by an MCJIT engine of its own
     against the external symbols a compile would use. `symbols` maps each exported
     function's name (as the IR writes it) to its symbol in the object."""
     if obj[:4] != b"\x7fELF":  # undefined_symbols reads ELF only: nothing may link against a missing symbol

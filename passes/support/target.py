@@ -14,7 +14,7 @@ overrides it per kernel).
 `LOOM_TARGET` overrides fields of it, for tests and for planning another machine's
 kernels: `LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`
 plans for an AVX2 machine (Zen 3) wherever Loom runs. It is a planning override only:
-the JIT (compiler/llvm_jit.py) always generates machine code for the real host CPU, which
+the JIT (compiler/jit/engine.py) always generates machine code for the real host CPU, which
 LLVM legalizes any vector width onto (a vector<16xf32> becomes two ymm registers on
 AVX2, a vector<8xf32> one ymm on AVX-512), so a kernel planned for another target
 still runs here, and gives the same results, only not as fast. `machine()` is that real
@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ import numpy as np
 
 from compiler import numpy_reference as ref
 from compiler.driver import compile, find_entry, load_module
-from compiler.kernel import ArgSpec
-from compiler.target import host
+from compiler.jit.kernel import ArgSpec
+from passes.support.target import host
 
 if TYPE_CHECKING:
-    from compiler.llvm_jit import Timings
+    from compiler.jit.engine import Timings
 
 
 def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:

@@ -6,7 +6,7 @@
 
 A compile costs 0.1 to 1 s (xDSL's passes, LLVM's O3 and code generation); a kernel read
 back from the disk costs a few milliseconds: its object file is loaded without LLVM
-(compiler/loader.py), its interface and IR texts come from the entry.
+(compiler/jit/loader.py), its interface and IR texts come from the entry.
 
 The key. An entry is found by the SHA-256 of everything the machine code depends on:
 Loom's version and the contents of its source files (compiler/, passes/, dialects/: an
@@ -54,10 +54,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 if TYPE_CHECKING:
-    from compiler.kernel import Kernel
+    from compiler.jit.kernel import Kernel
 
 FORMAT = 1
 _MAGIC = b"LOOMKC1\n"
@@ -206,7 +206,7 @@ def distribution_version(name: str, package) -> str:
 
 
 def cache_description(root: str = "/sys/devices/system/cpu/cpu0/cache") -> str:
-    """What `compiler.target.cache_sizes()` reads, the cache sizes the default pipeline
+    """What `passes.support.target.cache_sizes()` reads, the cache sizes the default pipeline
     plans for (the type, level and size of each of cpu0's caches), read as plain files:
     through pathlib it costs 1.5 ms."""
     parts = []
@@ -227,7 +227,7 @@ def cache_description(root: str = "/sys/devices/system/cpu/cpu0/cache") -> str:
 def _planned_threads() -> int:
     """The threads the default pipeline plans for when neither num_threads nor
     LOOM_TARGET says: `machine()`'s (fixed at its first call), else what it would read."""
-    from compiler import target
+    from passes.support import target
 
     if target.machine.cache_info().currsize:
         return target.machine().threads
@@ -246,8 +246,8 @@ class Fingerprint:
         import xdsl
 
         import compiler
-        from compiler.kernel import array_data_offset
-        from compiler.loader import openmp_runtime
+        from compiler.jit.kernel import array_data_offset
+        from compiler.jit.loader import openmp_runtime
 
         self.sources = SourceState(package_roots())
         self.text = "\n".join([
@@ -273,7 +273,7 @@ def _encode_spec(spec) -> dict:
 def _decode_spec(d: dict):
     import numpy as np
 
-    from compiler.kernel import ArgSpec
+    from compiler.jit.kernel import ArgSpec
 
     dtype = np.dtype(d["dtype"])
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -330,15 +330,15 @@ def _texts(sections: dict[str, bytes]) -> dict[str, str]:
 
 
 def _load_code(header: dict, obj: bytes, optimized_ir: str):
-    """The machine code of an entry: by compiler.loader, else (an object it does not
+    """The machine code of an entry: by compiler.jit.loader, else (an object it does not
     take) by LLVM."""
-    from compiler import loader
+    from compiler.jit import loader
 
     symbols = {str(k): str(v) for k, v in header["symbols"].items()}
     try:
         return loader.load(obj, symbols, optimized_ir, str(header["cpu"]))
     except loader.Unsupported:
-        from compiler.llvm_jit import load_object
+        from compiler.jit.engine import load_object
 
         return load_object(obj, symbols, optimized_ir)
 
@@ -376,7 +376,7 @@ def kernel_from_entry(header: dict, sections: dict[str, bytes]) -> Kernel:
     been read back). One of `_UNUSABLE` for an entry that does not describe one."""
     import json
 
-    from compiler.kernel import OBJECTS_SUFFIX, AllocationSite, Kernel
+    from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, Kernel
 
     if header.get("kind") != "kernel":
         raise ValueError("not a kernel's entry")
@@ -655,7 +655,7 @@ disk_cache = DiskCache()
 def runtime_code(name: str, ir: str):
     """The machine code of runtime module `name` (LLVM IR `ir`: the buffer pool), one
     copy per call: read from the disk cache where it is there, else compiled at O3 and
-    filed there. Call with compiler.loader.LOCK held."""
+    filed there. Call with compiler.jit.loader.LOCK held."""
     key = disk_cache.key("runtime", name, ir) if disk_cache.folder() is not None else None
     entry = disk_cache.read(key) if key is not None else None
     if entry is not None:
@@ -668,7 +668,7 @@ def runtime_code(name: str, ir: str):
             return module
         except _UNUSABLE:
             disk_cache.stats["rejected"] += 1
-    from compiler.llvm_jit import compile_ir
+    from compiler.jit.engine import compile_ir
 
     module = compile_ir(ir)
     if key is not None and _is_elf(module.object_code):

@@ -7,7 +7,7 @@ as a share of it (`compiler.explain`, `loom-bench`).
     peak_module(dtype) -> str                the LLVM IR it runs
 
 The measurement is a loop of independent vector FMA chains in LLVM IR, compiled like any
-kernel (compiler/llvm_jit.py: O3 for the host CPU): `chains` accumulators of the host's
+kernel (compiler/jit/engine.py: O3 for the host CPU): `chains` accumulators of the host's
 vector width, each `acc = fma(acc, x, y)`, so that an FMA waits only for its own chain's
 previous one. Two FMA ports of 4-5 cycles' latency need 8-10 FMAs in flight; 16 chains
 (12 where there are only 16 vector registers: the accumulators, x and y must all stay in
@@ -18,7 +18,7 @@ of the whole team, the flops `2 x lanes x chains x iterations x threads`, the re
 best of a few runs (the peak is what the machine can do: a run it shares with other work
 is slower, never faster).
 
-The cache is `peak.json` in `compiler.cache.cache_dir()`, one entry per machine: the CPU
+The cache is `peak.json` in `compiler.jit.disk_cache.cache_dir()`, one entry per machine: the CPU
 name and features LLVM reports (what the JIT compiles for) and the version of this
 measurement; in it, one figure per (dtype, threads), each measured when first asked for.
 An unreadable or malformed file is ignored and rewritten; writes go through a temporary
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 #: bump when the measurement changes: figures measured another way are not reused
 MEASUREMENT_VERSION = 1
@@ -79,7 +79,7 @@ def vector_shape(dtype) -> tuple[int, int]:
     """(lanes, chains) of the measurement on this machine for `dtype`: the lanes of one
     vector register, and as many chains as keep two FMA ports busy that the registers
     hold beside x and y."""
-    from compiler.target import machine
+    from passes.support.target import machine
 
     host = machine()
     lanes = host.vector_bits // (8 * _DTYPES[dtype_name(dtype)].itemsize)
@@ -91,7 +91,7 @@ def peak_module(dtype) -> str:
     """The LLVM IR of the measurement: `@loom_peak(i64 n, x, y)` runs the chains n times
     (n >= 1) and returns their sum; `@loom_peak_parallel(n, x, y, out, threads)` runs it on
     `threads` threads of libgomp, each writing its sum to `out[thread]`."""
-    from compiler.target import machine
+    from passes.support.target import machine
 
     name = dtype_name(dtype)
     lanes, chains = vector_shape(name)
@@ -184,8 +184,8 @@ def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs:
     """A fresh measurement of the FMA peak for `dtype` on `threads` threads, GFLOP/s: the
     best of `runs` runs of `iterations` iterations per thread (after one warm-up run, which
     also starts libgomp's team and lets the clock ramp up)."""
-    from compiler.llvm_jit import compile_ir
-    from compiler.loader import openmp_runtime
+    from compiler.jit.engine import compile_ir
+    from compiler.jit.loader import openmp_runtime
 
     name = dtype_name(dtype)
     _check_threads(threads)
@@ -224,7 +224,7 @@ def machine_key() -> str:
     them (the code the JIT generates depends on nothing else) and MEASUREMENT_VERSION."""
     import llvmlite.binding as llvm
 
-    from compiler.target import machine
+    from passes.support.target import machine
 
     text = f"{machine().cpu}|{llvm.get_host_cpu_features().flatten()}|{MEASUREMENT_VERSION}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -232,7 +232,7 @@ def machine_key() -> str:
 
 def cache_path() -> Path:
     """The file the figures are kept in."""
-    from compiler.cache import cache_dir
+    from compiler.jit.disk_cache import cache_dir
 
     return cache_dir() / CACHE_FILE
 
@@ -259,7 +259,7 @@ def _cached_figure(data: dict, key: str, slot: str) -> float | None:
 def _record(path: Path, key: str, slot: str, gflops: float) -> None:
     """Write `gflops` for `slot` into the cache file (read again just before: a figure
     another process wrote meanwhile is kept; of two for one slot, the larger)."""
-    from compiler.target import machine
+    from passes.support.target import machine
 
     data = _read(path) or {"machines": {}}
     entry = data["machines"].get(key)

@@ -36,7 +36,7 @@ from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from compiler.session import RECURSION_LIMIT, session
+from passes.support.session import RECURSION_LIMIT, session
 
 
 class LoomError(ValueError):
@@ -92,7 +92,7 @@ def nesting_depth(root: Operation) -> tuple[int, Operation]:
 @contextmanager
 def deep_nesting(root: Operation | None = None, what: str = "verifying") -> Iterator[None]:
     """Run xDSL's recursive parser, verifier, passes or printer in a session
-    (compiler/session.py: room for deeply nested IR, the garbage collector paused), and
+    (passes/support/session.py: room for deeply nested IR, the garbage collector paused), and
     turn what still recurses too deep into a LoomError at the deepest op of `root`.
     A RecursionError in IR that is not deeply nested is a bug and is raised as it is."""
     with session():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from compiler.diagnostics import op_location
+from passes.support.diagnostics import op_location
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.bench import compile_fresh
+from tools.bench.matmul import compile_fresh
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
-from compiler.runner import SETTLE, error_bound, timed_rounds
+from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from dialects.loom import conv2d_output_hw
 
 #: (n, c, h, w, f, r, s, strides, padding, dilations)
@@ -214,7 +214,7 @@ def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
 def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
     """A PNG bar chart of GFLOP/s per layer: Loom beside torch and numpy's im2col, each
     group's strategy and loom/torch speed above it."""
-    from compiler.bench import bar_chart
+    from tools.bench.matmul import bar_chart
 
     series = [("Loom", [m.gflops(m.seconds) for m in rows]), ("numpy im2col", [m.gflops(m.numpy_seconds) for m in rows])]
     if any(m.torch_seconds is not None for m in rows):

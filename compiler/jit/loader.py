@@ -1,7 +1,7 @@
 """Machine code from a relocatable object file, loaded without LLVM: how a kernel found in
-the disk cache (compiler/cache.py) runs in a few milliseconds.
+the disk cache (compiler/jit/disk_cache.py) runs in a few milliseconds.
 
-What MCJIT makes of a kernel (compiler/llvm_jit.py) is, on x86-64 Linux, an ELF64
+What MCJIT makes of a kernel (compiler/jit/engine.py) is, on x86-64 Linux, an ELF64
 relocatable object in the large code model: every reference to a symbol, the module's
 own functions and constants or an external one (memset, libgomp, the buffer pool), is a
 64-bit absolute address (R_X86_64_64). Loading it takes what a static linker does for
@@ -11,7 +11,7 @@ points up in its symbol table. That costs a fraction of a millisecond; LLVM's wa
 (import llvmlite.binding, an execution engine, `add_object_file`) costs 20 to 30 ms,
 more than the whole budget of a cache hit. An object this loader cannot take (another
 machine or format, a relocation or section kind it does not know) raises `Unsupported`,
-and the cache loads it through LLVM instead (`compiler.llvm_jit.load_object`).
+and the cache loads it through LLVM instead (`compiler.jit.engine.load_object`).
 
     load(obj, symbols, ...) -> LoadedModule    .function_address(name), .asm(), like a JITModule
     symbol_address(name) -> int | None          an external symbol: the process (libc,
@@ -20,10 +20,10 @@ and the cache loads it through LLVM instead (`compiler.llvm_jit.load_object`).
 
 External symbols resolve as the JIT resolves them: from the process, then libgomp, then
 libgcc_s (compiler builtins), and the buffer pool's functions from its one copy per
-process (compiler/pool.py). A symbol found nowhere is a LoomError: the code is never
+process (compiler/jit/pool.py). A symbol found nowhere is a LoomError: the code is never
 linked against a null address.
 
-`LOCK` is the one lock of code generation and loading: compiler.llvm_jit's (LLVM's
+`LOCK` is the one lock of code generation and loading: compiler.jit.engine's (LLVM's
 global context is not thread-safe) and the buffer pool's creation, so that loading the
 pool from the disk cache and compiling it can never deadlock against each other.
 """
@@ -36,7 +36,7 @@ import mmap
 import struct
 import threading
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 LOCK = threading.RLock()
 
@@ -113,7 +113,7 @@ def _find_library(name: str) -> ctypes.CDLL | None:
 
 def symbol_address(name: str) -> int | None:
     """The address of external symbol `name`, or None where it is found nowhere."""
-    from compiler import pool
+    from compiler.jit import pool
 
     if name in pool.FUNCTIONS:
         return pool.address(name)
@@ -335,7 +335,7 @@ def _map(obj: _Object) -> tuple[_Pages, dict[int, int]]:
 
 class LoadedModule:
     """Machine code loaded from an object file: what a JITModule is to a compile
-    (compiler/llvm_jit.py), for code read back from the disk cache. Its pages live as
+    (compiler/jit/engine.py), for code read back from the disk cache. Its pages live as
     long as this object; an address taken from it is valid only while it is alive."""
 
     def __init__(self, pages: _Pages, addresses: dict[str, int], optimized_ir: str, obj: bytes, cpu: str):
@@ -362,7 +362,7 @@ class LoadedModule:
     def asm(self) -> str:
         """Assembly of the optimized module for the host CPU (LLVM makes it from the IR)."""
         if self._asm is None:
-            from compiler.llvm_jit import optimized_assembly
+            from compiler.jit.engine import optimized_assembly
 
             self._asm = optimized_assembly(self.optimized_ir)
         return self._asm
@@ -377,7 +377,7 @@ class LoadedModule:
 def load(obj: bytes, symbols: dict[str, str], optimized_ir: str = "", cpu: str = "") -> LoadedModule:
     """Load object file `obj`; `symbols` maps each exported function's name (as the IR
     writes it) to its symbol in the object. Unsupported for an object this loader does
-    not take (compiler.llvm_jit.load_object may); Malformed for one whose tables are
+    not take (compiler.jit.engine.load_object may); Malformed for one whose tables are
     broken; a LoomError for an external symbol found nowhere; OSError where the system
     refuses executable pages."""
     try:

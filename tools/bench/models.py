@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from compiler.runner import timed_rounds
+from compiler.measure.runner import timed_rounds
 
 MODELS = ("resnet18", "mlp")
 
@@ -68,7 +68,7 @@ def _build(model, x, threads: int):
     import torch
 
     from compiler import torch_backend
-    from compiler.torchfx import recording
+    from compiler.frontends.torch_fx import recording
 
     torch._dynamo.reset()
     start = time.perf_counter()

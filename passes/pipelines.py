@@ -18,7 +18,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from compiler.diagnostics import LoomError, deep_nesting
+from passes.support.diagnostics import LoomError, deep_nesting
 
 #: loom on tensors -> loom on memrefs -> affine loops (the schedule passes go here); a
 #: function of many nests gets a function per distinct nest (compile time stays linear)
@@ -161,7 +161,7 @@ Callback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 class LoomPipeline(PassPipeline):
     """A pass pipeline whose passes may recurse as deep as the IR is nested (xDSL's
     rewriters and walkers recurse per region); too deep is a LoomError at the deepest op.
-    The cyclic garbage collector waits until the pipeline is done (compiler/session.py)."""
+    The cyclic garbage collector waits until the pipeline is done (passes/support/session.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with deep_nesting(op, "running the pass pipeline"):

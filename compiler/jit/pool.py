@@ -14,10 +14,10 @@ to `loom_take(align, bytes)` and its free to `loom_give(ptr, bytes)`:
 
 The slots are claimed with compare-and-swap, so concurrent calls (Python threads, or
 kernels on libgomp's team) each get a buffer of their own. At most `SLOTS` buffers stay
-parked between calls; `clear()` (and `compiler.llvm_jit.release()`) frees them.
+parked between calls; `clear()` (and `compiler.jit.engine.release()`) frees them.
 
 The pool is LLVM IR, one copy of its machine code per process, made when a kernel first
-needs it (read from the disk cache where it is there, else compiled: compiler/cache.py
+needs it (read from the disk cache where it is there, else compiled: compiler/jit/disk_cache.py
 `runtime_code`), its functions handed to the JIT's linker by address.
 """
 
@@ -137,15 +137,15 @@ FUNCTIONS = ("loom_take", "loom_give", "loom_pool_clear")
 @functools.cache
 def _code():
     """The pool's machine code, for the life of the process (its buffers outlive any one
-    kernel). Call with compiler.loader.LOCK held."""
-    from compiler.cache import runtime_code
+    kernel). Call with compiler.jit.loader.LOCK held."""
+    from compiler.jit.disk_cache import runtime_code
 
     return runtime_code("pool", IR)
 
 
 def address(name: str) -> int:
     """The address of the pool's function `name` (one of FUNCTIONS)."""
-    from compiler.loader import LOCK
+    from compiler.jit.loader import LOCK
 
     with LOCK:
         return _code().function_address(name)

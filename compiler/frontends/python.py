@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.diagnostics import LoomError
+from passes.support.diagnostics import LoomError
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _HERE = os.path.abspath(__file__)

@@ -1,0 +1,1 @@
+"""Checking and timing kernels: run-and-check against numpy, the FMA peak."""

@@ -1,0 +1,1 @@
+"""loom-bench's modes: matmul shapes, convolutions, models, fusion, compile time."""
