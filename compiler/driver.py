@@ -22,7 +22,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from compiler import numpy_reference as ref
 from dialects.context import make_context
-from passes.support.diagnostics import LoomError, op_location, parse_module, verify
+from passes.support.diagnostics import LoomError, op_location
+from passes.support.parser import parse_module
+from passes.support.verifier import verify
 from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
 from passes.pipelines import Callback, build
 from passes.support.remarks import collect

@@ -14,14 +14,10 @@ from xdsl.parser import Parser
 import compiler
 from compiler import LoomError
 from dialects.context import make_context
-from passes.support.diagnostics import (
-    RECURSION_LIMIT,
-    deep_nesting,
-    nesting_depth,
-    parse_module,
-    verify,
-    verify_ops,
-)
+from passes.support.session import RECURSION_LIMIT
+from passes.support.diagnostics import deep_nesting, nesting_depth
+from passes.support.parser import parse_module
+from passes.support.verifier import verify, verify_ops
 
 # --------------------------------------------------------------------------------------
 # element types
@@ -254,7 +250,7 @@ def test_a_completed_pipeline_is_parsed_once(monkeypatch):
 # Loom's verifier against xDSL's
 
 LIT = Path(__file__).parent / "lit"
-#: what verify_ops checks beyond xDSL 0.74's verifier (passes/support/diagnostics.py)
+#: what verify_ops checks beyond xDSL 0.74's verifier (passes/support/verifier.py)
 LOOM_ONLY = ("affine constants are 64-bit integers", "index values are 64-bit integers",
              "is not supported (Loom computes in f32 and f64)", "a loop's step must be positive")
 

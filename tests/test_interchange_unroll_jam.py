@@ -200,7 +200,7 @@ def test_refusal_changes_nothing(pipeline):
     """The first nest could be transformed, the second cannot: an error, and the module
     as it was (the passes check every nest before they change one)."""
     from dialects.context import make_context
-    from passes.support.diagnostics import parse_module
+    from passes.support.parser import parse_module
     from passes.pipelines import build
 
     module = parse_module(make_context(), STENCIL, "stencil.mlir")

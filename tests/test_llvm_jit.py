@@ -17,7 +17,8 @@ import pytest
 from xdsl.passes import PassPipeline
 
 from dialects.context import make_context
-from passes.support.diagnostics import LoomError, parse_module
+from passes.support.diagnostics import LoomError
+from passes.support.parser import parse_module
 from compiler.jit.engine import JITModule, assembly, compile_ir, optimize, undefined_symbols
 from compiler.jit.emit import to_llvm_ir
 from passes import get_all_passes

@@ -36,7 +36,9 @@ from xdsl.ir.affine import (
 from xdsl.rewriter import InsertPoint
 
 from dialects.context import make_context
-from passes.support.diagnostics import LoomError, parse_module, verify
+from passes.support.diagnostics import LoomError
+from passes.support.parser import parse_module
+from passes.support.verifier import verify
 from passes.conversion.loom_lower_affine import LoomLowerAffinePass, expand_affine_expr
 
 N_DIMS, N_SYMS = 2, 2

@@ -20,7 +20,7 @@ import pytest
 
 import compiler
 from dialects.context import make_context
-from passes.support.diagnostics import parse_module
+from passes.support.parser import parse_module
 from passes.pipelines import build
 from passes.support.remarks import collect
 from kernels import matmul

@@ -24,6 +24,7 @@ from kernels import small_ints, ty
 from xdsl.dialects import func
 
 import compiler
+from dialects.context import make_context
 from passes.support.diagnostics import LoomError
 from compiler.driver import load_module, signature
 from compiler.jit.kernel import _ffi
@@ -198,7 +199,7 @@ def element_strides(x: np.ndarray) -> tuple[int, ...] | None:
 
 def _bufferized(src: str) -> func.FuncOp:
     module = load_module(src)
-    build("loom-bufferize").apply(dialects.context.make_context(), module)
+    build("loom-bufferize").apply(make_context(), module)
     return next(op for op in module.ops if isinstance(op, func.FuncOp))
 
 

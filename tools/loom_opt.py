@@ -21,7 +21,11 @@ from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import _empty_post_init, xDSLOptMain
 
-from passes.support.diagnostics import LoomError, deep_nesting, parse_module, text_location, verify
+from passes.support.diagnostics import LoomError, deep_nesting, text_location
+
+from passes.support.parser import parse_module
+
+from passes.support.verifier import verify
 from passes.support.remarks import collect
 from tools import console_entry, report_error, version_text
 
@@ -47,7 +51,7 @@ class LoomOptMain(xDSLOptMain):
     # a plain Context made there too, before register_all_dialects. `_empty_post_init`,
     # private to xDSL, is what its --disable-verify puts in place of Attribute.__post_init__.
     # On an xDSL upgrade, diff this against the new __init__; the verifier Loom runs instead
-    # of xDSL's (passes.support.diagnostics.verify_ops) is held to xDSL's own by
+    # of xDSL's (passes.support.verifier.verify_ops) is held to xDSL's own by
     # tests/test_diagnostics.py::test_verify_ops_agrees_with_xdsl_on_the_lit_corpus.
     def __init__(self, args: Sequence[str] | None = None):
         """xDSLOptMain's set-up, with a parser whose -h, -v, -t and -p are Loom's (they

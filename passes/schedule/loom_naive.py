@@ -7,7 +7,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from passes.support.diagnostics import verify
+from passes.support.verifier import verify
 
 
 @dataclass(frozen=True)
