@@ -1,8 +1,13 @@
 """Optimization remarks: what a pass did to which nest, and why it skipped one.
 
-Passes call `remark(pass_name, op, message)`. Nothing is kept unless a caller collects:
-`loom-opt --remarks` prints them on stderr, `compile(..., remarks=True)` keeps them on the
-Kernel. The format follows the diagnostics: `file:line:col: remark: [pass] message`.
+Passes call `remark(pass_name, op, message, **payload)`. Nothing is kept unless a caller
+collects: `loom-opt --remarks` prints them on stderr, `compile(..., remarks=True)` keeps them
+on the Kernel. The text follows the diagnostics: `file:line:col: remark: [pass] message`.
+
+A remark is data, as MLIR's `Diagnostic` carries its arguments and metadata beside its
+text: `payload` holds the objects the message was written from (a matmul's plan, the nest's
+name, the pass list), so that a reader (explain) takes them from there and never parses
+the message; the text is rendered at the edge.
 """
 
 from __future__ import annotations
@@ -10,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from xdsl.ir import Operation
 
@@ -22,6 +30,8 @@ class Remark:
     pass_name: str
     location: str | None
     message: str
+    #: the structured arguments of the message (read-only): what a reader of remarks uses
+    payload: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     def __str__(self) -> str:
         where = f"{self.location}: " if self.location else ""
@@ -31,10 +41,13 @@ class Remark:
 _sink: ContextVar[list[Remark] | None] = ContextVar("loom_remarks", default=None)
 
 
-def remark(pass_name: str, op: Operation | None, message: str) -> None:
+def remark(pass_name: str, op: Operation | None, message: str, **payload: Any) -> None:
+    """Report `message` about `op` (None: about the whole module), with the objects it was
+    written from as `payload`, to whoever collects."""
     sink = _sink.get()
     if sink is not None:
-        sink.append(Remark(pass_name, op_location(op) if op is not None else None, message))
+        sink.append(Remark(pass_name, op_location(op) if op is not None else None, message,
+                           MappingProxyType(dict(payload))))
 
 
 @contextmanager
