@@ -48,7 +48,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from compiler.frontends import python as frontend as F
+from compiler.frontends import python as F
 from passes.support.diagnostics import LoomError
 from compiler.driver import compile_in_parallel
 
