@@ -109,6 +109,7 @@ from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
+from passes.support.units import format_bytes
 from dialects.loom import VIEW_OPS, may_alias, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
@@ -334,7 +335,7 @@ class LoomPackPass(ModulePass):
         remark(
             self.name, plan.nest,
             f"packed {plan.what}: tile {tile} at loop %{iv_name(plan.level_loop)} (level {self.level}) "
-            f"{layout}, {_bytes(size)}",
+            f"{layout}, {format_bytes(size)}",
         )
 
     def _copy_nest(self, plan: _Plan, buffer: SSAValue, slot: SSAValue | None) -> affine.ForOp:
@@ -557,10 +558,3 @@ def _map(forms: Sequence[LinearForm]) -> tuple[list[SSAValue], AffineMapAttr]:
     """(operands, map) of an access at `forms`."""
     exprs, operands = affine_exprs(forms)
     return operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs)))
-
-
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    kib = n / 1024
-    return f"{kib:.0f} KiB" if kib == int(kib) else f"{kib:.1f} KiB"

@@ -30,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from passes.support.diagnostics import LoomError
+from passes.support.units import format_bytes
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,8 @@ class Target:
         return self.vector_bits // (8 * element_bytes)
 
     def describe(self) -> str:
-        return (f"{self.cpu}: L1d {_kib(self.l1)}, L2 {_kib(self.l2)}, L3 {_kib(self.l3)}, "
+        return (f"{self.cpu}: L1d {format_bytes(self.l1)}, L2 {format_bytes(self.l2)}, L3 {format_bytes(self.l3)}, "
                 f"{self.vector_bits}-bit vectors x {self.vector_registers} registers{', FMA' if self.fma else ''}")
-
-
-def _kib(n: int) -> str:
-    return f"{n // 1024} KiB" if n < 1 << 20 else f"{n / (1 << 20):g} MiB"
 
 
 #: used for a level the OS does not report
