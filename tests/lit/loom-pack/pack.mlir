@@ -80,7 +80,7 @@
 // OP-LABEL: func.func @tiled_matmul
 // OP-NEXT:    memref.alloc() {alignment = 64 : i64} : memref<16x64xf32>
 
-// REMARK: pack.mlir:[[# @LINE + 3]]:3: remark: [loom-pack] packed A (%a) of nest 'matmul': tile 32x16 at loop %k_t (level 2) as panels [6][16][6] (the last panel padded), 2.2 KiB
+// REMARK: pack.mlir:[[# @LINE + 3]]:3: remark: [loom-pack] packed A (%a) of nest 'matmul': tile 32x16 at loop %k_t (level 2) as panels [6][16][6] (the last panel padded), 2.25 KiB
 // REMARK-NEXT: pack.mlir:[[# @LINE + 2]]:3: remark: [loom-pack] packed B (%b) of nest 'matmul': tile 16x64 at loop %k_t (level 2) as panels [4][16][16], 4 KiB
 func.func @tiled_matmul(%a: memref<64x50xf32>, %b: memref<50x70xf32>, %c: memref<64x70xf32>) {
   affine.for %i_t = 0 to 64 step 32 {
