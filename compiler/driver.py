@@ -28,7 +28,8 @@ from passes.support.verifier import verify
 from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
 from passes.pipelines import Callback, build
 from passes.support.remarks import collect
-from dialects.loom import VIEW_OPS, LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
+from dialects.layout import VIEW_OPS
+from dialects.loom import LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
 
 if TYPE_CHECKING:  # compiler.jit.engine imports LLVM: not at `import compiler`
     from compiler.jit.engine import Timings

@@ -13,7 +13,7 @@ from kernels import unknown_memref
 import compiler
 from dialects.context import make_context
 from passes.support.parser import parse_module
-from dialects.loom import is_injective
+from dialects.layout import is_injective
 from passes.conversion.convert_loom_to_affine import ConvertLoomToAffinePass, build_nest, load, store
 from passes.analysis.dependences import (
     band_dependences,

@@ -92,9 +92,9 @@ def test_matmul_over_its_input_is_refused_at_the_op(pipeline):
 
 def test_memref_root_is_shared_with_the_passes():
     import dialects.loom
-    import passes.analysis.loop_utils
+    import passes.analysis.dependences
 
-    assert passes.analysis.loop_utils.memref_root is dialects.loom.memref_root
+    assert passes.analysis.dependences.memref_root is dialects.loom.memref_root
 
 
 # --------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import compiler
-from dialects.loom import conv2d_output_hw, reshape_strides
+from dialects.layout import reshape_strides
+from dialects.loom import conv2d_output_hw
 from kernels import assert_within_bound, small_ints, ty
 
 

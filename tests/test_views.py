@@ -30,7 +30,7 @@ from compiler.driver import load_module, signature
 from compiler.jit.kernel import _ffi
 from passes.pipelines import build
 from dialects import loom
-from dialects.loom import reshape_strides
+from dialects.layout import reshape_strides, static_strides
 
 DTYPES = [np.float32, np.float64]
 PIPELINES = ["naive", "default"]
@@ -206,7 +206,7 @@ def _bufferized(src: str) -> func.FuncOp:
 def _read_memref(root: np.ndarray, base_offset: int, t) -> np.ndarray:
     """The elements memref type `t` reaches, its base pointer `base_offset` elements into
     `root`."""
-    strides, offset = loom.static_strides(t)
+    strides, offset = static_strides(t)
     start = base_offset + offset
     return np.lib.stride_tricks.as_strided(root[start:], t.get_shape(),
                                            tuple(s * root.itemsize for s in strides))
@@ -220,7 +220,7 @@ def test_bufferized_layouts_hold_numpys_elements(chain, data):
     src = chain.source("relu", element_strides(x))
     fn = _bufferized(src)
     arg_t = fn.body.block.args[0].type
-    base = (x.ctypes.data - root.ctypes.data) // x.itemsize - loom.static_strides(arg_t)[1]
+    base = (x.ctypes.data - root.ctypes.data) // x.itemsize - static_strides(arg_t)[1]
     relu = next(op for op in fn.walk() if isinstance(op, loom.ReluOp))
     want = chain.view_of(x)
     copied = any(op.name == "memref.copy" for op in fn.walk())  # a reshape that is not a view
@@ -242,7 +242,7 @@ def test_bufferized_layout_of_each_view():
   %r2 = loom.relu %r : tensor<2x2x6xf32>
   func.return %t2, %s2, %b2, %r2 : tensor<6x4xf32>, tensor<2x3xf32>, tensor<3x4x6xf32>, tensor<2x2x6xf32>
 }"""
-    layouts = [loom.static_strides(op.ins[0].type) for op in _bufferized(src).walk() if isinstance(op, loom.ReluOp)]
+    layouts = [static_strides(op.ins[0].type) for op in _bufferized(src).walk() if isinstance(op, loom.ReluOp)]
     assert layouts == [((1, 6), 0), ((-12, -2), 23), ((0, 6, 1), 0), ((12, 6, 1), 0)]
 
 

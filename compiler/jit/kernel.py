@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, TensorTy
 from xdsl.ir import Attribute, Operation
 
 from passes.support.diagnostics import LoomError
-from dialects.loom import is_injective
+from dialects.layout import is_injective
 
 _ffi = cffi.FFI()
 _DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}

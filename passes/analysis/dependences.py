@@ -34,9 +34,9 @@ loop, `memref.load`/`store` or another op that touches the memref) gets a conser
 `*` on every loop, and so does a pair that reaches one buffer through different memref
 values (the buffer and a `memref.subview` of it, say: their subscripts count in different
 index spaces), and a pair on a memref whose layout reaches one element from several
-index tuples (`strided<[1, 1]>`, a zero stride: `dialects.loom.layout_is_injective`),
+index tuples (`strided<[1, 1]>`, a zero stride: `dialects.layout.layout_is_injective`),
 where distinct subscripts need not be distinct elements. Distinct buffers never alias:
-`dialects.loom.memref_root` follows view ops to a function argument (noalias) or an
+`dialects.layout.memref_root` follows view ops to a function argument (noalias) or an
 allocation. A memref of unknown origin (`arith.select` of two buffers, an `scf.if`'s or
 a call's result) may be any buffer: its accesses pair with those of every buffer, `*`
 on every loop (with its own accesses through the same value, analysed). The same memref
@@ -74,7 +74,7 @@ from xdsl.ir.affine import (
 )
 from xdsl.traits import MemoryEffectKind, get_effects
 
-from dialects.loom import layout_is_injective, memref_root, unknown_origin
+from dialects.layout import layout_is_injective, memref_root, unknown_origin
 from passes.analysis.loop_utils import constant_bounds, describe_access, step_of, value_name
 
 

@@ -35,7 +35,6 @@ from xdsl.ir.affine import (
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
-from dialects.loom import memref_root  # noqa: F401 - the buffer behind a view, shared with the verifier
 
 TAG = "loom.tag"
 

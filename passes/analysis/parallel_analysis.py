@@ -32,7 +32,8 @@ from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
 
-from dialects.loom import PrefetchOp, memref_root, unknown_origin
+from dialects.layout import memref_root, unknown_origin
+from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import FootprintError, LinearForm, iv_bounds, map_forms, value_form
 from passes.analysis.dependences import access_text
 from passes.analysis.loop_utils import (

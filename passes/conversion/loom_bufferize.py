@@ -71,10 +71,8 @@ from dialects.loom import (
     LoomViewOp,
     ReshapeOp,
     argument_buffer_type,
-    memref_root,
-    static_strides,
-    strided_memref,
 )
+from dialects.layout import memref_root, reinterpret, static_strides, strided_memref
 
 PASS = "loom-bufferize"
 
@@ -87,28 +85,6 @@ def to_memref(t: Attribute) -> Attribute:
 
 def _shape(shape) -> str:
     return "x".join(map(str, shape)) or "scalar"
-
-
-def reinterpret(source: SSAValue, t: MemRefType) -> memref.ReinterpretCastOp:
-    """`source`'s buffer viewed as `t`, a static layout whose offset counts from the
-    buffer's base pointer (every view of one buffer shares its base)."""
-    layout = static_strides(t)
-    assert layout is not None, f"a view's layout is static: {t}"
-    strides, offset = layout
-    return memref.ReinterpretCastOp(source, [], [], [], [offset], t.get_shape(), strides, t)
-
-
-def dimension_last(source: SSAValue, along: int) -> memref.ReinterpretCastOp:
-    """`source`'s buffer viewed with its dimension `along` moved last, the others in order
-    (a static layout; no copy): a transposed matrix's rows read as contiguous vectors."""
-    t = source.type
-    assert isinstance(t, MemRefType)
-    layout = static_strides(t)
-    assert layout is not None, f"a view's layout is static: {t}"
-    (strides, offset), shape = layout, t.get_shape()
-    order = [d for d in range(len(shape)) if d != along] + [along]
-    return reinterpret(source, strided_memref(t.get_element_type(), [shape[d] for d in order],
-                                              [strides[d] for d in order], offset))
 
 
 def _returned_chains(ret: func.ReturnOp) -> list[set[SSAValue]]:

@@ -84,9 +84,8 @@ from passes.support.diagnostics import LoomError
 from compiler.jit.loader import openmp_runtime
 from passes.support.remarks import remark
 from passes.support.target import Target, host
-from dialects.loom import static_strides
+from dialects.layout import dimension_last, static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
-from passes.conversion.loom_bufferize import dimension_last
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.schedule import loom_direct_conv, loom_im2col
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass

@@ -108,7 +108,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from passes.support.remarks import remark
-from dialects.loom import BUFFER_OPS, VIEW_OPS, PrefetchOp, memref_root, reshape_strides, static_strides
+from dialects.layout import BUFFER_OPS, VIEW_OPS, memref_root, reshape_strides, static_strides
+from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import (
     FootprintError,
     LinearForm,

@@ -62,7 +62,7 @@ from xdsl.traits import (
 )
 
 from passes.support.remarks import remark
-from dialects.loom import layout_is_injective, unknown_origin
+from dialects.layout import layout_is_injective, memref_root, unknown_origin
 from passes.analysis.affine_forms import access_in_bounds
 from passes.schedule.loop_transforms import (
     drop_unused_operands,
@@ -77,7 +77,6 @@ from passes.analysis.loop_utils import (
     describe_access,
     iv_name,
     loops_of_nest,
-    memref_root,
     provably_nonempty,
     select_nests,
     simplify,

@@ -110,7 +110,7 @@ from xdsl.passes import ModulePass
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
 from passes.support.units import format_bytes
-from dialects.loom import VIEW_OPS, may_alias, static_strides, unknown_origin
+from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
     FootprintError,
@@ -128,7 +128,6 @@ from passes.analysis.loop_utils import (
     enclosing_loops,
     iteration_number_map,
     iv_name,
-    memref_root,
     nest_tag,
     select_nests,
     step_of,

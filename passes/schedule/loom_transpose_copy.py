@@ -67,7 +67,7 @@ from xdsl.passes import ModulePass
 
 from passes.support.remarks import remark
 from passes.support.target import host
-from dialects.loom import may_alias, static_strides
+from dialects.layout import dimension_last, may_alias, static_strides
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (
     constant_trip_count,
@@ -80,7 +80,6 @@ from passes.analysis.loop_utils import (
     step_of,
     value_name,
 )
-from passes.conversion.loom_bufferize import dimension_last
 from passes.schedule.loop_transforms import promote_single_iteration, rebuild_loop, shift_map_operand, strip_mine
 
 

@@ -100,7 +100,7 @@ from xdsl.traits import is_side_effect_free
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.support.target import host
-from dialects.loom import may_alias, unknown_origin
+from dialects.layout import may_alias, memref_root, unknown_origin
 from passes.analysis.affine_forms import (
     AccessStride,
     StrideError,
@@ -119,7 +119,6 @@ from passes.analysis.loop_utils import (
     defined_outside,
     describe_access,
     loops_of_nest,
-    memref_root,
     move_tag,
     nest_tag,
     select_nests,
