@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import threadpoolctl
 
-from tools.bench import matmul as bench
-
-from compiler.measure import runner
 from compiler.driver import compile
+from compiler.measure import runner
 from tools import loom_bench
+from tools.bench import common, compile_time
+from tools.bench import matmul as bench
 
 FAST = ["--budget", "0.01", "--repeat", "3"]
 #: a schedule that exists whether or not the `default` pipeline does
@@ -62,7 +62,7 @@ def test_parse_shapes_list_and_defaults():
     from tools.bench import models as bench_model  # (imports no torch)
 
     assert loom_bench.MODELS == bench_model.MODELS
-    assert bench.shape_label((128, 768, 3072)) == "128x768x3072"
+    assert common.shape_label((128, 768, 3072)) == "128x768x3072"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -103,16 +103,16 @@ def test_argument_errors(argv, message, capsys):
 
 
 def test_matmul_source_shapes():
-    src = bench.matmul_source(3, 5, 7)
+    src = common.matmul_source(3, 5, 7)
     assert "func.func @matmul(%a: tensor<3x7xf32>, %b: tensor<7x5xf32>) -> tensor<3x5xf32>" in src
     assert "loom.matmul %a, %b : (tensor<3x7xf32>, tensor<7x5xf32>) -> tensor<3x5xf32>" in src
-    assert bench.matmul_source(4) == bench.matmul_source(4, 4, 4)
+    assert common.matmul_source(4) == common.matmul_source(4, 4, 4)
 
 
 def test_compile_fresh_is_not_a_cache_hit():
-    src = bench.matmul_source(2, 3, 4)
-    k1, _ = bench.compile_fresh(src, "naive")
-    k2, _ = bench.compile_fresh(src, "naive")
+    src = common.matmul_source(2, 3, 4)
+    k1, _ = common.compile_fresh(src, "naive")
+    k2, _ = common.compile_fresh(src, "naive")
     assert k1 is not k2
 
 
@@ -176,7 +176,7 @@ def test_shapes_transposed(capsys):
     assert row.ok and row.transposed and bench.shapes_json([row])[0]["transposed"] is True
     problem = bench._Problem((3, 5, 7), np.random.default_rng(0), transposed=True)
     assert problem.b_arg.shape == (5, 7) and problem.b.base is problem.b_arg  # a view, no copy
-    assert "loom.transpose %w" in bench.matmul_source(3, 5, 7, transposed=True)
+    assert "loom.transpose %w" in common.matmul_source(3, 5, 7, transposed=True)
 
 
 def test_shapes_json_with_a_pass_list(capsys):
@@ -232,9 +232,9 @@ def test_unknown_pipeline_is_a_clean_error(capsys):
     assert "invalid pass pipeline 'nosuch'" in capsys.readouterr().err
 
 
-MODES = {"--stages": ("run_stages", ["--sizes", "4"]), "--shapes": ("run_shapes", ["--shapes-list", "4"]),
-         "--ablation": ("run_ablation", ["--shapes-list", "4"]),
-         "--compile": ("run_compile", ["--chain", "1", "--matmul", "none", "--examples", "none"])}
+MODES = {"--stages": (bench, "run_stages", ["--sizes", "4"]), "--shapes": (bench, "run_shapes", ["--shapes-list", "4"]),
+         "--ablation": (bench, "run_ablation", ["--shapes-list", "4"]),
+         "--compile": (compile_time, "run_compile", ["--chain", "1", "--matmul", "none", "--examples", "none"])}
 
 
 def _failing(error: BaseException):
@@ -256,8 +256,8 @@ def _failing(error: BaseException):
 def test_errors_are_one_line_in_every_mode(mode, error, line, monkeypatch, capsys):
     """Bad input and bugs end in one line and exit status 1, as in loom-run (a MemoryError
     or a ValueError was a traceback)."""
-    function, argv = MODES[mode]
-    monkeypatch.setattr(bench, function, _failing(error))
+    module, function, argv = MODES[mode]
+    monkeypatch.setattr(module, function, _failing(error))
     monkeypatch.delenv("LOOM_DEBUG", raising=False)
     assert loom_bench.main([mode, *argv, *FAST]) == 1
     out, err = capsys.readouterr()
@@ -272,7 +272,7 @@ def test_located_errors_and_loom_debug(monkeypatch, capsys, tmp_path):
     assert loom_bench.main(argv) == 1
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"{bad}:") and last.endswith(": error: Operation loom.nosuch is not registered")
-    monkeypatch.setattr(bench, "run_compile", _failing(KeyError("a bug")))
+    monkeypatch.setattr(compile_time, "run_compile", _failing(KeyError("a bug")))
     monkeypatch.setenv("LOOM_DEBUG", "1")
     with pytest.raises(KeyError):
         loom_bench.main(argv)
@@ -281,11 +281,11 @@ def test_located_errors_and_loom_debug(monkeypatch, capsys, tmp_path):
 def test_disk_hit_reports_a_miss_then_hits():
     """`loom-bench --compile`'s disk cache probe: the first fresh process compiles and
     stores, the next finds what it stored on disk; each checked."""
-    result = bench.disk_hit((8, 16, 24), hits=1)
+    result = compile_time.disk_hit((8, 16, 24), hits=1)
     stored = result["miss"]["stats"]["stored"]
     assert result["ok"] and stored >= 1 and result["miss"]["stats"] == {"miss": stored, "stored": stored}
     assert result["hits"][0]["stats"] == {"hit": stored}
-    text = bench.markdown_disk_hit(result)
+    text = compile_time.markdown_disk_hit(result)
     assert "| first |" in text and "| then 1 |" in text and "a hit: median" in text
 
 
@@ -296,7 +296,7 @@ def test_disk_hit_reports_a_miss_then_hits():
 def test_fresh_process_failures_are_one_line(probe, message, monkeypatch, capsys):
     """The matmul's fresh process reports a user error, or dies: one line either way (its
     whole stderr, a traceback, was printed)."""
-    monkeypatch.setattr(bench, "_COLD_PROBE", probe)
+    monkeypatch.setattr(compile_time, "_COLD_PROBE", probe)
     assert loom_bench.main(["--compile", "--chain", "1", "--examples", "none", "--matmul", "2"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == "loom-bench: error: the matmul 2x2x2, compiled in a fresh process" + message
@@ -370,7 +370,7 @@ def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
     png = tmp_path / "shapes.png"
     assert loom_bench.main(["--shapes", "--shapes-list", "3", "--pipeline", "naive", "--plot", str(png)]) == 1
     out, err = capsys.readouterr()
-    assert err.strip() == "loom-bench: error: " + bench.MATPLOTLIB_MISSING
+    assert err.strip() == "loom-bench: error: " + common.MATPLOTLIB_MISSING
     assert "pip install 'loomir[bench]'" in err and "Traceback" not in err
     assert out == "" and not png.exists()  # refused before the benchmark ran
 
@@ -416,7 +416,7 @@ def test_compile_table(capsys):
 
 def test_timed_compile_names_a_repeated_pass():
     timings = {}
-    compile(bench.matmul_source(4), pipeline=f"{IKJ},{IKJ}", timings=timings)
+    compile(common.matmul_source(4), pipeline=f"{IKJ},{IKJ}", timings=timings)
     assert "loom-interchange" in timings and "loom-interchange#2" in timings
 
 
@@ -425,14 +425,14 @@ def test_timed_compile_is_the_kernel_checked(monkeypatch):
     (the 1,000-op chain was compiled twice, once to time, once to check)."""
     calls = []
     monkeypatch.setattr(runner, "compile", lambda *a, **k: calls.append(k.get("timings")) or compile(*a, **k))
-    row = bench.checked_compile("chain", bench.chain_source(3), "naive")
+    row = compile_time.checked_compile("chain", compile_time.chain_source(3), "naive")
     assert len(calls) == 1 and calls[0] is row.stages and row.ok
     assert list(row.stages)[:2] == ["parse+verify", "set-up"] and "machine code" in row.stages
 
 
 def test_timed_compile_is_never_a_cache_hit():
     """compile(timings=...) times a real compile: it neither uses nor fills the cache."""
-    source = bench.chain_source(2)
+    source = compile_time.chain_source(2)
     cached = compile(source)
     timings = {}
     timed = compile(source, timings=timings)
@@ -446,7 +446,7 @@ def test_compile_unknown_pipeline_is_a_clean_error(capsys):
 
 
 def test_chain_source():
-    src = bench.chain_source(3, shape=(2, 5), dtype="f64")
+    src = compile_time.chain_source(3, shape=(2, 5), dtype="f64")
     assert src.startswith("func.func @chain(%x0: tensor<2x5xf64>, %b: tensor<2x5xf64>) -> tensor<2x5xf64> {")
     assert "%x3 = loom.add %x2, %b : (tensor<2x5xf64>, tensor<2x5xf64>) -> tensor<2x5xf64>" in src
     assert src.count("loom.add") == 3 and "func.return %x3" in src

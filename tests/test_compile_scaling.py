@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import compiler
-from tools.bench import matmul as bench
+from tools.bench import compile_time
 from compiler import driver
 from passes.support import session
 from compiler.jit import engine as jit
@@ -71,9 +71,9 @@ def distinct_source(n: int) -> str:
 def test_chain_compile_time_grows_linearly():
     """naive, 120 vs 480 chained adds: the whole compile and LLVM's part (O3 and code
     generation: 400 ops took 4.3 s of O3 in one function, 800 took 22 s) grow about 4x."""
-    _stages(bench.chain_source(2), "naive")  # lazy imports, LLVM's set-up
-    small = _best_of_three(bench.chain_source(120), "naive")
-    large = _best_of_three(bench.chain_source(480), "naive")
+    _stages(compile_time.chain_source(2), "naive")  # lazy imports, LLVM's set-up
+    small = _best_of_three(compile_time.chain_source(120), "naive")
+    large = _best_of_three(compile_time.chain_source(480), "naive")
     assert _cpu(large) / _cpu(small) < GROWTH_BOUND, (small, large)
     llvm = {"LLVM O3", "machine code"}
     assert _cpu(large, llvm) / _cpu(small, llvm) < GROWTH_BOUND, (small, large)
@@ -96,7 +96,7 @@ def test_distinct_nests_schedule_linearly():
 @pytest.mark.parametrize("pipeline", ["naive", "default"])
 def test_outlined_chain_numerics_and_one_function(pipeline):
     """40 adds alike: one function, no_inline, called 40 times; the result is numpy's."""
-    source = bench.chain_source(40, shape=(24, 40))
+    source = compile_time.chain_source(40, shape=(24, 40))
     kernel = compiler.compile(source, pipeline=pipeline)
     outlined = [line for line in kernel.llvm_ir.splitlines() if line.startswith("define internal")]
     assert len(outlined) == 1 and kernel.llvm_ir.count("call void @chain_nest0(") == 40

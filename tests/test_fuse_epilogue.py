@@ -311,7 +311,7 @@ def test_fusion_bench_rows_check_and_print(monkeypatch, capsys):
     come fused and checked, the table and the JSON print. Speed is never asserted."""
     import json
 
-    from tools.bench import matmul as bench
+    from tools.bench import fusion as bench
 
     from tools.bench import conv as bench_conv
     from tools import loom_bench

@@ -81,7 +81,6 @@ any check fails.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -92,7 +91,7 @@ SIZES = "8,32,128,256,512,1024"
 #: is parsed before numpy (hence compiler) is imported, see tools.numpy_env
 SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
 ABLATION_SHAPES = "1024,127x255x511"
-CHAIN = "1000"  # tools.bench.matmul.CHAIN_LENGTHS
+CHAIN = "1000"  # tools.bench.compile_time.CHAIN_LENGTHS
 MODELS = ("resnet18", "mlp")  # tools.bench.models.MODELS
 
 
@@ -227,16 +226,17 @@ def main(argv=None) -> int:
     from tools.numpy_env import prepare_numpy_for_timing
 
     blas = prepare_numpy_for_timing(args.threads)
-    from tools.bench import matmul as bench
+    # the modes import numpy (and compiler): only now, once OpenBLAS's environment is set
+    from tools.bench import common
 
     if args.plot:
         try:
-            bench.require_matplotlib()  # before the benchmark, not after minutes of it
-        except bench.MissingMatplotlib as e:
+            common.require_matplotlib()  # before the benchmark, not after minutes of it
+        except common.MissingMatplotlib as e:
             print(f"loom-bench: error: {e}", file=sys.stderr)
             return 1
     try:
-        return _run_mode(args, bench, blas)
+        return _run_mode(args, blas)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # bad input (a kernel too big for memory, say) or a bug: one line
@@ -244,196 +244,25 @@ def main(argv=None) -> int:
         return 1
 
 
-def _run_mode(args, bench, blas: str) -> int:
-    """Run the mode asked for and print its table; the exit status."""
+def _run_mode(args, blas: str) -> int:
+    """Run the mode asked for (tools/bench/*), which prints its table; the exit status."""
+    from tools.bench import common, compile_time, conv, fusion, matmul, models
+
     if args.stages:
-        rows = run_stages(args, bench)
-    elif args.shapes:
-        rows = bench.run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat,
-                                budget=args.budget, rounds=args.rounds, threads=args.threads,
-                                transposed=args.transposed, on_row=None if args.json else _progress)
-    elif args.compile:
-        return _compile_mode(args, bench, blas)
-    elif args.peak:
-        return _peak_mode(args, bench)
-    elif args.fusion:
-        return _fusion_mode(args, bench, blas)
-    elif args.model:
-        return _model_mode(args, bench, blas)
-    elif args.conv:
-        return _conv_mode(args, bench, blas)
-    else:
-        rows = bench.run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
-                                  on_row=None if args.json else _progress_ablation)
-    machine = bench.bench_machine()
-    table, as_json = {
-        "stages": (bench.markdown, bench.as_json),
-        "shapes": (bench.markdown_shapes, bench.shapes_json),
-        "ablation": (bench.markdown_ablation, bench.ablation_json),
-    }["stages" if args.stages else "shapes" if args.shapes else "ablation"]
-    threads = args.threads if args.shapes else 1
-    if args.json:
-        print(json.dumps({"machine": machine, "blas": blas, "rows": as_json(rows)}, indent=1))
-    else:
-        print(f"machine: {machine}\n{bench.peak_line(threads)}\n{blas}\n")
-        if args.shapes:
-            b = ", B = W.T (x @ w.T, W an N x K array)" if args.transposed else ""
-            print(f"pipeline: {args.pipeline}, threads: {args.threads}{b}\n")
-        print(table(rows))
-    if args.plot:
-        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
-        if not _write_plot(args.plot, lambda: bench.plot_shapes(
-                rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, {threads}\n{machine}\n{blas}")):
-            return 1
-    return 0 if all(r.ok for r in rows) else 1
-
-
-def _conv_mode(args, bench, blas: str) -> int:
-    from tools.bench import conv as bench_conv
-
-    def progress(m) -> None:
-        torch = "" if m.torch_seconds is None else f", torch {m.gflops(m.torch_seconds):.1f}"
-        print(f"  {m.name:<20} {m.strategy:<6} {m.seconds:.4g} s  {m.gflops(m.seconds):7.1f} GFLOP/s  (numpy im2col "
-              f"{m.gflops(m.numpy_seconds):.1f}{torch})  compile {m.compile_seconds:.2f} s"
-              f"{'' if m.ok else '  MISMATCH'}", file=sys.stderr)
-
-    rows = bench_conv.run_conv(bench_conv.LAYERS[args.layers], threads=args.threads, budget=args.budget,
-                               repeat=args.repeat, rounds=args.rounds, layout=args.layout,
-                               on_row=None if args.json else progress)
-    machine = bench.bench_machine()
-    if args.json:
-        print(json.dumps({"machine": machine, "blas": blas, "rows": bench_conv.conv_json(rows)}, indent=1))
-    else:
-        print(f"machine: {machine}\n{bench.peak_line(args.threads)}\n{blas}\n\npipeline: default, "
-              f"threads: {args.threads}, f32, {args.layout.upper()}\n")
-        print(bench_conv.markdown_conv(rows))
-    if args.plot:
-        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
-        if not _write_plot(args.plot, lambda: bench_conv.plot_conv(
-                rows, args.plot, title=f"Loom (default) vs torch and numpy im2col: f32 conv2d "
-                                       f"{args.layout.upper()}, {threads}\n{machine}\n{blas}")):
-            return 1
-    return 0 if all(r.ok for r in rows) else 1
-
-
-def _fusion_mode(args, bench, blas: str) -> int:
-    def progress(r) -> None:
-        print(f"  {r.name:<44} fused {r.gflops(r.fused):6.1f}  unfused {r.gflops(r.unfused):6.1f}  alone "
-              f"{r.gflops(r.alone):6.1f} GFLOP/s{'' if r.ok else '  MISMATCH or not fused'}", file=sys.stderr)
-
-    rows = bench.run_fusion(bench.FUSION_DENSE, bench.FUSION_CONVS, budget=args.budget, repeat=args.repeat,
-                            rounds=args.rounds, on_row=None if args.json else progress)
-    machine = bench.bench_machine()
-    if args.json:
-        print(json.dumps({"machine": machine, "blas": blas, "rows": bench.fusion_json(rows)}, indent=1))
-    else:
-        print(f"machine: {machine}\n{bench.peak_line(1)}\n{blas}\n\nepilogue fusion, one thread, f32, "
-              f"{args.rounds} round{'s' * (args.rounds != 1)} (GFLOP/s of the matmul's or conv2d's flops)\n")
-        print(bench.markdown_fusion(rows))
-    return 0 if all(r.ok for r in rows) else 1
-
-
-def _model_mode(args, bench, blas: str) -> int:
-    try:
-        import torch
-    except ImportError:
-        print("loom-bench: error: --model needs torch (pip install 'loomir[bench]')", file=sys.stderr)
-        return 1
-    from tools.bench import models as bench_model
-
-    def progress(r) -> None:
-        print(f"  {r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}: Loom {r.loom * 1e3:.2f} ms, "
-              f"eager {r.eager * 1e3:.2f} ms, compile {r.cold:.1f} s cold, {r.warm:.1f} s warm"
-              f"{'' if r.ok else '  MISMATCH'}", file=sys.stderr)
-
-    rows = bench_model.run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
-                                  repeat=args.repeat, rounds=args.rounds, on_row=None if args.json else progress)
-    machine = bench.bench_machine()
-    if args.json:
-        print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": bench_model.models_json(rows)},
-                         indent=1))
-    else:
-        print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
-              f"torch_backend), inference, f32, {args.rounds} round{'s' * (args.rounds != 1)}\n")
-        print(bench_model.markdown_models(rows))
-    return 0 if all(r.ok for r in rows) else 1
-
-
-def _peak_mode(args, bench) -> int:
-    """Measure the FMA peak afresh, f32 and f64, on one thread and on --threads; the cache
-    keeps the best figure known."""
-    from compiler.measure.peak import ITERATIONS, RUNS, cache_path, remeasure, vector_shape
-
-    counts = sorted({1, args.threads})
-    rows = {t: {dtype: remeasure(dtype, t) for dtype in ("f32", "f64")} for t in counts}
-    machine = bench.bench_machine()
-    if args.json:
-        figures = []
-        for t, row in rows.items():
-            figure: dict[str, float] = {"threads": t}
-            for dtype, (fresh, best) in row.items():
-                figure.update({dtype: fresh, f"{dtype}_best": best})
-            figures.append(figure)
-        print(json.dumps({"machine": machine, "cache": str(cache_path()), "peak": figures}, indent=1))
-        return 0
-    lanes32, chains = vector_shape("f32")
-    print(f"machine: {machine}\nFMA peak: {chains} independent chains of vector FMAs ({lanes32} f32 lanes, "
-          f"{lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs (compiler/measure/peak.py)\n")
-    print("| threads | f32 GFLOP/s | f64 GFLOP/s |\n|---:|---:|---:|")
-    for t, row in rows.items():
-        cells = [f"{fresh:.1f}" + (f" (best known {best:.1f})" if best > fresh * 1.005 else "")
-                 for fresh, best in row.values()]
-        print(f"| {t} | {' | '.join(cells)} |")
-    print(f"\ncached (the best known) in {cache_path()}")
-    return 0
-
-
-def _write_plot(path: str, draw) -> bool:
-    """Run `draw`, which writes the plot to `path`; False (with the error said) when it cannot."""
-    try:
-        draw()
-    except OSError as e:
-        print(f"loom-bench: error: cannot write the plot {path}: {e.strerror or e}", file=sys.stderr)
-        return False
-    print(f"plot: {path}", file=sys.stderr)
-    return True
-
-
-def run_stages(args, bench):
-    shown: set[str] = set()
-
-    def on_row(row, info):
-        if not args.json:
-            print(f"  N={row.n:<5} {row.stage:<40} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
-                  f"  (numpy {row.numpy_gflops:.2f})", file=sys.stderr)
-        if args.show_ir and row.stage not in shown:
-            shown.add(row.stage)
-            print(f"\n// ----- {row.stage}: pipeline {row.pipeline!r}, N={row.n}", file=sys.stderr)
-            affine_ir = [ir for name, ir in info["stages"].items() if "affine.for" in ir]
-            print(affine_ir[-1] if affine_ir else "", file=sys.stderr)
-
-    return bench.run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row,
-                            keep_stages=args.show_ir)
-
-
-def _progress(row) -> None:
-    from tools.bench.matmul import shape_label
-
-    torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
-    rounds = f", loom/numpy {min(row.ratios):.3f}-{max(row.ratios):.3f} over {len(row.ratios)} rounds" if row.ratios else ""
-    serial = f", {row.speedup:.2f}x Loom's one thread" if row.speedup is not None else ""
-    print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
-          f"  (numpy {row.numpy_gflops:.2f}{torch}{rounds}{serial})  compile {row.compile_seconds:.2f} s"
-          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
-
-
-def _progress_ablation(row) -> None:
-    from tools.bench.matmul import shape_label
-
-    m = row.m
-    print(f"  {shape_label(m.shape):<14} {row.variant:<24} {m.seconds:.4g} s  {m.gflops:7.2f} GFLOP/s"
-          f"  (numpy {m.numpy_gflops:.2f})  x{row.slowdown:.2f} vs default"
-          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
+        return matmul.stages_mode(args, blas)
+    if args.shapes:
+        return matmul.shapes_mode(args, blas)
+    if args.ablation:
+        return matmul.ablation_mode(args, blas)
+    if args.compile:
+        return compile_time.compile_mode(args, blas)
+    if args.conv:
+        return conv.conv_mode(args, blas)
+    if args.fusion:
+        return fusion.fusion_mode(args, blas)
+    if args.model:
+        return models.model_mode(args)
+    return common.peak_mode(args)
 
 
 def _parse_compile_args(p: argparse.ArgumentParser, args) -> None:
@@ -466,34 +295,6 @@ def _parse_compile_args(p: argparse.ArgumentParser, args) -> None:
         except ValueError as e:
             p.error(f"--matmul: {e}")
     args.pipeline = args.pipeline or "default"
-
-
-def _compile_mode(args, bench, blas: str) -> int:
-    rows, imported = bench.run_compile(args.examples, chains=args.chain, pipeline=args.pipeline,
-                                       matmul=args.matmul, on_row=None if args.json else _progress_compile)
-    disk = bench.disk_hit(args.matmul) if args.matmul else None
-    machine = bench.bench_machine()
-    if args.json:
-        print(json.dumps({"machine": machine, "blas": blas, "pipeline": args.pipeline,
-                          **bench.compile_json(rows, imported), "disk_cache": disk}, indent=1))
-    else:
-        print(f"machine: {machine}\npipeline: {args.pipeline} (the matmul's: default)\n")
-        print(bench.markdown_compile(rows, imported))
-        if disk:
-            print(f"\n{bench.markdown_disk_hit(disk)}")
-    return 0 if all(r.ok for r in rows) and (disk is None or disk["ok"]) else 1
-
-
-def _progress_compile(row) -> None:
-    slowest = max(row.stages.items(), key=lambda kv: kv[1][0])
-    print(f"  {row.name:<40} {row.cpu:7.3f} s CPU  {row.wall:7.3f} s wall  (most: {slowest[0]} "
-          f"{slowest[1][0]:.3f} s){'' if row.ok else '  MISMATCH'}", file=sys.stderr)
-
-
-def bench_machine() -> str:
-    from tools.bench.matmul import bench_machine
-
-    return bench_machine()
 
 
 entry = console_entry(main)

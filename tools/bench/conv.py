@@ -11,16 +11,18 @@ The table names the strategy the default pipeline chose per layer (its remark).
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from tools.bench.matmul import compile_fresh
-from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
+from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
+from tools.bench.common import bar_chart, bench_machine, compile_fresh, peak_line, write_plot
 
 #: (n, c, h, w, f, r, s, strides, padding, dilations)
 Layer = tuple[int, int, int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
@@ -214,8 +216,6 @@ def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
 def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
     """A PNG bar chart of GFLOP/s per layer: Loom beside torch and numpy's im2col, each
     group's strategy and loom/torch speed above it."""
-    from tools.bench.matmul import bar_chart
-
     series = [("Loom", [m.gflops(m.seconds) for m in rows]), ("numpy im2col", [m.gflops(m.numpy_seconds) for m in rows])]
     if any(m.torch_seconds is not None for m in rows):
         series.append(("torch", [m.gflops(m.torch_seconds) or 0.0 for m in rows]))
@@ -223,3 +223,30 @@ def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
     bar_chart(path, [m.name for m in rows], series, notes,
               xlabel=f"layer ({rows[0].layout.upper()}); above each group: Loom's strategy, loom/torch speed",
               threads=max(m.threads for m in rows), title=title)
+
+
+def conv_mode(args, blas: str) -> int:
+    """`loom-bench --conv`: the table, and the plot with --plot."""
+
+    def progress(m) -> None:
+        torch = "" if m.torch_seconds is None else f", torch {m.gflops(m.torch_seconds):.1f}"
+        print(f"  {m.name:<20} {m.strategy:<6} {m.seconds:.4g} s  {m.gflops(m.seconds):7.1f} GFLOP/s  (numpy im2col "
+              f"{m.gflops(m.numpy_seconds):.1f}{torch})  compile {m.compile_seconds:.2f} s"
+              f"{'' if m.ok else '  MISMATCH'}", file=sys.stderr)
+
+    rows = run_conv(LAYERS[args.layers], threads=args.threads, budget=args.budget, repeat=args.repeat,
+                    rounds=args.rounds, layout=args.layout, on_row=None if args.json else progress)
+    machine = bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "rows": conv_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{peak_line(args.threads)}\n{blas}\n\npipeline: default, "
+              f"threads: {args.threads}, f32, {args.layout.upper()}\n")
+        print(markdown_conv(rows))
+    if args.plot:
+        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+        if not write_plot(args.plot, lambda: plot_conv(
+                rows, args.plot, title=f"Loom (default) vs torch and numpy im2col: f32 conv2d "
+                                       f"{args.layout.upper()}, {threads}\n{machine}\n{blas}")):
+            return 1
+    return 0 if all(r.ok for r in rows) else 1

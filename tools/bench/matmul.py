@@ -15,7 +15,8 @@ Every kernel is checked against the float64 numpy product within `error_bound`.
 
 from __future__ import annotations
 
-import os
+import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,8 +25,10 @@ from itertools import groupby
 import numpy as np
 
 from compiler.driver import compile
-from compiler.jit.engine import Timings
-from compiler.measure.runner import SETTLE, error_bound, run_and_check, timed_rounds
+from compiler.measure.runner import SETTLE, error_bound, timed_rounds
+from tools.bench.common import (
+    Shape, _fmt, bar_chart, bench_machine, compile_fresh, matmul_source, peak_line, shape_label, write_plot,
+)
 
 
 @dataclass(frozen=True)
@@ -52,24 +55,6 @@ STAGES: list[Stage] = [
 ]
 
 SIZES = [8, 32, 128, 256, 512, 1024]
-
-
-def matmul_source(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "f32",
-                  transposed: bool = False) -> str:
-    """`@matmul`: C[M, N] = A[M, K] @ B[K, N]; `matmul_source(n)` is the square n x n x n.
-    `transposed`: the function takes W[N, K] and multiplies by its transpose (`x @ w.T`, a
-    linear layer's weight as torch stores it: B a view, never copied by the caller)."""
-    n = m if n is None else n
-    k = m if k is None else k
-    ta, tb, tc, tw = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((m, k), (k, n), (m, n), (n, k)))
-    if transposed:
-        return (f"func.func @matmul(%a: {ta}, %w: {tw}) -> {tc} {{\n"
-                f"  %b = loom.transpose %w {{perm = array<i64: 1, 0>}} : {tw} -> {tb}\n"
-                f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
-                f"  func.return %c : {tc}\n}}\n")
-    return (f"func.func @matmul(%a: {ta}, %b: {tb}) -> {tc} {{\n"
-            f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
-            f"  func.return %c : {tc}\n}}\n")
 
 
 @dataclass
@@ -142,9 +127,25 @@ def as_json(rows: list[Row]) -> list[dict]:
     return [{**asdict(r), "ok": r.ok} for r in rows]
 
 
-# --------------------------------------------------------------------------- shapes
+def stages_mode(args, blas: str) -> int:
+    """`loom-bench --stages`: the table, and each stage's loop nest with --show-ir."""
+    shown: set[str] = set()
 
-Shape = tuple[int, int, int]  # (M, N, K): C[M, N] = A[M, K] @ B[K, N]
+    def on_row(row, info):
+        if not args.json:
+            print(f"  N={row.n:<5} {row.stage:<40} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
+                  f"  (numpy {row.numpy_gflops:.2f})", file=sys.stderr)
+        if args.show_ir and row.stage not in shown:
+            shown.add(row.stage)
+            print(f"\n// ----- {row.stage}: pipeline {row.pipeline!r}, N={row.n}", file=sys.stderr)
+            affine_ir = [ir for name, ir in info["stages"].items() if "affine.for" in ir]
+            print(affine_ir[-1] if affine_ir else "", file=sys.stderr)
+
+    rows = run_stages(args.sizes, repeat=args.repeat, budget=args.budget, on_row=on_row, keep_stages=args.show_ir)
+    return _report(args, blas, rows, markdown, as_json)
+
+
+# --------------------------------------------------------------------------- shapes
 
 #: `loom-bench --shapes`: square sizes, then transformer-like and awkward (odd, prime-ish,
 #: matrix-vector) shapes.
@@ -153,11 +154,6 @@ SHAPES: list[Shape] = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512
                        (127, 255, 511), (1, 4096, 4096)]
 #: `loom-bench --ablation`: one square size and one with remainders everywhere.
 ABLATION_SHAPES: list[Shape] = [(1024, 1024, 1024), (127, 255, 511)]
-
-
-def shape_label(shape: Shape) -> str:
-    """(M, N, K) -> `MxNxK`, what `loom-bench --shapes-list` reads."""
-    return "x".join(map(str, shape))
 
 
 def torch_matmul(a: np.ndarray, b: np.ndarray, threads: int = 1) -> Callable[[], object] | None:
@@ -170,14 +166,6 @@ def torch_matmul(a: np.ndarray, b: np.ndarray, threads: int = 1) -> Callable[[],
     torch.set_num_threads(threads)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     return lambda: torch.matmul(ta, tb)
-
-
-def compile_fresh(source: str, pipeline: str, num_threads: int | None = None, remarks: bool = False):
-    """compile() and its wall time, a real compile: a compile asked for its timings is
-    never served from the cache."""
-    t0 = time.perf_counter()
-    kernel = compile(source, pipeline=pipeline, num_threads=num_threads, timings={}, remarks=remarks)
-    return kernel, time.perf_counter() - t0
 
 
 @dataclass
@@ -297,10 +285,6 @@ def run_shapes(
     return rows
 
 
-def _fmt(x: float | None, spec: str = ".2f") -> str:
-    return "-" if x is None else format(x, spec)
-
-
 def markdown_shapes(rows: list[Measurement]) -> str:
     """The table; with rounds, loom/numpy is their median and a column gives their range;
     with threads, Loom's one-thread GFLOP/s and the speedup over it."""
@@ -328,6 +312,34 @@ def shapes_json(rows: list[Measurement]) -> list[dict]:
              "threads": r.threads, "one_thread_seconds": r.one_thread_seconds, "speedup": r.speedup,
              "transposed": r.transposed}
             for r in rows]
+
+
+def shapes_mode(args, blas: str) -> int:
+    """`loom-bench --shapes`: the table, and the plot with --plot."""
+    rows = run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
+                      rounds=args.rounds, threads=args.threads, transposed=args.transposed,
+                      on_row=None if args.json else _progress)
+    return _report(args, blas, rows, markdown_shapes, shapes_json)
+
+
+def _progress(row) -> None:
+    torch = "" if row.torch_gflops is None else f", torch {row.torch_gflops:.2f}"
+    rounds = f", loom/numpy {min(row.ratios):.3f}-{max(row.ratios):.3f} over {len(row.ratios)} rounds" if row.ratios else ""
+    serial = f", {row.speedup:.2f}x Loom's one thread" if row.speedup is not None else ""
+    print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.gflops:7.2f} GFLOP/s"
+          f"  (numpy {row.numpy_gflops:.2f}{torch}{rounds}{serial})  compile {row.compile_seconds:.2f} s"
+          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
+
+
+def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
+    """A PNG bar chart of GFLOP/s per shape: Loom beside numpy (and torch), the loom/numpy
+    ratio above each group."""
+    series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
+    if any(r.torch_gflops is not None for r in rows):
+        series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
+    bar_chart(path, [shape_label(r.shape) for r in rows], series, [(f"{r.ratio:.2f}x", r.ok) for r in rows],
+              xlabel="shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed",
+              threads=max(r.threads for r in rows), title=title)
 
 
 # --------------------------------------------------------------------------- ablation
@@ -391,455 +403,36 @@ def ablation_json(rows: list[AblationRow]) -> list[dict]:
             for r, d in zip(rows, shapes_json([r.m for r in rows]))]
 
 
-# --------------------------------------------------------------------------- compile time
-
-#: `loom-bench --compile`: the chains' lengths (elementwise ops in a row)
-CHAIN_LENGTHS = [1000]
-
-
-def chain_source(n: int, shape: tuple[int, ...] = (64, 64), dtype: str = "f32") -> str:
-    """`@chain`: n elementwise adds in a row, %x(k) = %x(k-1) + %b, the last one returned
-    (how a network's elementwise tail grows: one loop nest per op)."""
-    t = f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
-    lines = [f"func.func @chain(%x0: {t}, %b: {t}) -> {t} {{"]
-    lines += [f"  %x{k} = loom.add %x{k - 1}, %b : ({t}, {t}) -> {t}" for k in range(1, n + 1)]
-    lines.append(f"  func.return %x{n} : {t}\n}}\n")
-    return "\n".join(lines)
-
-
-@dataclass
-class CompileRow:
-    """One kernel's compile time by stage, and its compile() checked against numpy."""
-
-    name: str
-    pipeline: str
-    stages: Timings
-    compile_seconds: float  # wall seconds of compile() itself, for the kernel checked
-    max_err: float
-    bound: float
-
-    @property
-    def cpu(self) -> float:
-        return sum(c for c, _ in self.stages.values())
-
-    @property
-    def wall(self) -> float:
-        return sum(w for _, w in self.stages.values())
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.max_err <= self.bound)
-
-
-def checked_compile(name: str, source: str, pipeline: str) -> CompileRow:
-    """Compile `source` once, timed stage by stage (`compile(timings=...)`: a real
-    compile, never a cache hit), and check the kernel against the float64 reference on
-    random inputs."""
-    timings: Timings = {}
-    report = run_and_check(source, filename=name, pipeline=pipeline, repeat=3, budget=1e-3, rounds=1,
-                           timings=timings)
-    return CompileRow(name, pipeline, timings, report.compile_seconds, report.max_err, report.bound)
-
-
-#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul compiled
-#: cold (the first compile: lazy imports, LLVM's set-up) and warm, the warm one checked
-_COLD_PROBE = """
-import json, sys, time
-cpu, wall = time.process_time(), time.perf_counter()
-import compiler
-imported = (time.process_time() - cpu, time.perf_counter() - wall)
-from tools.bench.matmul import checked_compile, matmul_source
-source = matmul_source(*json.loads(sys.argv[1]))
-cold = {}
-try:
-    compiler.compile(source, pipeline="default", timings=cold)
-    warm = checked_compile("matmul", source, "default")
-except (ValueError, TypeError, MemoryError) as e:  # a matmul too big for memory, say
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-    sys.exit(0)
-print(json.dumps({"import": imported, "cold": cold, "warm": warm.stages, "compile_seconds": warm.compile_seconds,
-                  "max_err": warm.max_err, "bound": warm.bound}))
-"""
-
-
-def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
-    """In a fresh Python process: the CPU and wall seconds of `import compiler` ("import"),
-    and the stages of the default pipeline's matmul of `shape` compiled first ("cold")
-    and again ("warm"); the warm kernel's compile() seconds and check ("compile_seconds",
-    "max_err", "bound")."""
-    import json
-    import subprocess
-    import sys
-
-    from passes.support.diagnostics import LoomError
-
-    done = subprocess.run([sys.executable, "-c", _COLD_PROBE, json.dumps(list(shape))],
-                          capture_output=True, text=True, check=False)
-    what = f"the matmul {shape_label(shape)}, compiled in a fresh process"
-    if done.returncode != 0:  # a crash or a bug: its traceback's last line
-        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
-        raise LoomError(f"{what}, failed (exit status {done.returncode}): {last.strip()}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if "error" in result:
-        raise LoomError(f"{what}: {result['error']}")
-    for when in ("cold", "warm"):
-        result[when] = {stage: tuple(t) for stage, t in result[when].items()}
-    result["import"] = tuple(result["import"])
-    return result
-
-
-#: run by `disk_hit` in fresh processes sharing one cache folder: `import compiler`, then
-#: compile() of the matmul (a miss that fills the disk cache in the first process, a hit
-#: in the later ones), the kernel checked
-_DISK_PROBE = """
-import json, sys, time
-wall = time.perf_counter()
-import compiler
-imported = time.perf_counter() - wall
-from compiler.jit.disk_cache import disk_cache
-from tools.bench.matmul import matmul_source
-m, n, k = json.loads(sys.argv[1])
-source = matmul_source(m, n, k)
-wall = time.perf_counter()
-kernel = compiler.compile(source, pipeline="default")
-seconds = time.perf_counter() - wall
-import numpy as np
-from compiler.measure.runner import error_bound
-rng = np.random.default_rng(0)
-a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
-want = a.astype(np.float64) @ b
-ok = float(np.abs(kernel(a, b) - want).max()) <= error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
-print(json.dumps({"import": imported, "compile": seconds, "stats": dict(disk_cache.stats), "ok": ok}))
-"""
-
-
-def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
-    """compile() of the default pipeline's matmul of `shape` in a fresh process with an
-    empty disk cache ("miss": it compiles and stores), then in `hits` more processes that
-    find it there; the wall seconds of `import compiler` and of compile() in each, and
-    whether every kernel checked against numpy."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import tempfile
-
-    from passes.support.diagnostics import LoomError
-
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="loom-bench-cache-") as folder:
-        environment = {**os.environ, "LOOM_CACHE_DIR": folder}
-        environment.pop("LOOM_CACHE_MAX_BYTES", None)
-        for _ in range(1 + hits):
-            done = subprocess.run([sys.executable, "-c", _DISK_PROBE, json.dumps(list(shape))], capture_output=True,
-                                  text=True, env=environment, check=False)
-            if done.returncode != 0:
-                last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
-                raise LoomError(f"the disk cache probe failed (exit status {done.returncode}): {last.strip()}")
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return {"shape": list(shape), "miss": runs[0], "hits": runs[1:],
-            "ok": all(r["ok"] for r in runs) and all(r["stats"].get("hit") for r in runs[1:])}
-
-
-def markdown_disk_hit(result: dict) -> str:
-    """One line per process: import and compile() wall milliseconds, and what the cache did."""
-    hits = sorted(r["compile"] for r in result["hits"])
-    label = "x".join(map(str, result["shape"]))
-    out = [f"disk cache, matmul {label} (default pipeline), each a fresh process:",
-           "| process | import compiler (ms) | compile() (ms) | disk cache |", "|---|---:|---:|---|"]
-    for i, r in enumerate([result["miss"], *result["hits"]]):
-        what = ", ".join(f"{k} {v}" for k, v in sorted(r["stats"].items()))
-        out.append(f"| {'first' if i == 0 else f'then {i}'} | {r['import'] * 1e3:.1f} | {r['compile'] * 1e3:.1f} | "
-                   f"{what}{'' if r['ok'] else ', MISMATCH'} |")
-    out.append(f"\na hit: median {hits[len(hits) // 2] * 1e3:.1f} ms, best {hits[0] * 1e3:.1f} ms beyond import")
-    return "\n".join(out)
-
-
-def run_compile(
-    examples: Sequence[tuple[str, str]] = (), *, chains: Sequence[int] = CHAIN_LENGTHS, pipeline: str = "default",
-    matmul: Shape | None = (1024, 1024, 1024), on_row: Callable[[CompileRow], None] | None = None,
-) -> tuple[list[CompileRow], tuple[float, float] | None]:
-    """Compile time by stage: each example (name, source) and each chain of `chains` ops
-    with `pipeline`, in this process after a warm-up compile; then, in a fresh process,
-    the default pipeline's matmul of shape `matmul` cold and warm. Every kernel is
-    checked (the one compile timed). Returns the rows and the (CPU, wall) seconds of
-    `import compiler` in the fresh process (None without `matmul`)."""
-    compile_fresh(chain_source(2), pipeline)  # lazy imports and LLVM's set-up: not the rows' cost
-    rows: list[CompileRow] = []
-
-    def add(row: CompileRow) -> None:
-        rows.append(row)
-        if on_row:
-            on_row(row)
-
-    for name, source in examples:
-        add(checked_compile(name, source, pipeline))
-    for n in chains:
-        add(checked_compile(f"chain of {n} adds", chain_source(n), pipeline))
-    if matmul is None:
-        return rows, None
-    probe = cold_compile(matmul)
-    label = f"matmul {shape_label(matmul)}"
-    for when in ("cold", "warm"):
-        add(CompileRow(f"{label} ({when})", "default", probe[when], probe["compile_seconds"], probe["max_err"],
-                       probe["bound"]))
-    return rows, probe["import"]
-
-
-def _stage_names(rows: list[CompileRow]) -> list[str]:
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row.stages))
-    return list(names)
-
-
-def markdown_compile(rows: list[CompileRow], imported: tuple[float, float] | None = None) -> str:
-    """Stages down, kernels across: CPU seconds (the wall seconds of the total too: on a
-    shared machine they can differ)."""
-    out = ["| stage (CPU s) | " + " | ".join(r.name for r in rows) + " |",
-           "|---|" + "---:|" * len(rows)]
-    for stage in _stage_names(rows):
-        out.append(f"| {stage} | " + " | ".join(_fmt(r.stages[stage][0], ".3f") if stage in r.stages else "-"
-                                               for r in rows) + " |")
-    out.append("| **total CPU** | " + " | ".join(f"**{r.cpu:.3f}**" for r in rows) + " |")
-    out.append("| total wall | " + " | ".join(f"{r.wall:.3f}" for r in rows) + " |")
-    out.append("| compile() wall | " + " | ".join(f"{r.compile_seconds:.3f}" for r in rows) + " |")
-    out.append("| check | " + " | ".join("ok" if r.ok else "MISMATCH" for r in rows) + " |")
-    if imported is not None:
-        out.append(f"\nimport compiler (a fresh process): {imported[1]:.3f} s wall, {imported[0]:.3f} s CPU")
-    return "\n".join(out)
-
-
-def compile_json(rows: list[CompileRow], imported: tuple[float, float] | None = None) -> dict:
-    return {
-        "import": None if imported is None else {"cpu": imported[0], "wall": imported[1]},
-        "rows": [{"name": r.name, "pipeline": r.pipeline,
-                  "stages": {s: {"cpu": c, "wall": w} for s, (c, w) in r.stages.items()},
-                  "cpu": r.cpu, "wall": r.wall, "compile_seconds": r.compile_seconds,
-                  "max_err": r.max_err, "bound": r.bound, "ok": r.ok} for r in rows],
-    }
-
-
-# --------------------------------------------------------------------------- plot
-
-MATPLOTLIB_MISSING = "--plot needs matplotlib, which is not installed: pip install 'loomir[bench]'"
-
-
-class MissingMatplotlib(RuntimeError):
-    pass
-
-
-def require_matplotlib() -> None:
-    """Raise MissingMatplotlib (with the install hint) unless matplotlib imports."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise MissingMatplotlib(MATPLOTLIB_MISSING) from None
-
-
-def plot_shapes(rows: list[Measurement], path, *, title: str = "") -> None:
-    """A PNG bar chart of GFLOP/s per shape: Loom beside numpy (and torch), the loom/numpy
-    ratio above each group."""
-    series = [("Loom", [r.gflops for r in rows]), ("numpy", [r.numpy_gflops for r in rows])]
-    if any(r.torch_gflops is not None for r in rows):
-        series.append(("torch", [r.torch_gflops or 0.0 for r in rows]))
-    bar_chart(path, [shape_label(r.shape) for r in rows], series, [(f"{r.ratio:.2f}x", r.ok) for r in rows],
-              xlabel="shape M×N×K (C = A[M,K] @ B[K,N]); above each group: loom/numpy speed",
-              threads=max(r.threads for r in rows), title=title)
-
-
-def bar_chart(path, labels: list[str], series: list[tuple[str, list[float]]], notes: list[tuple[str, bool]], *,
-              xlabel: str, threads: int, title: str = "") -> None:
-    """A PNG bar chart of GFLOP/s on `threads` threads: one group of bars per label, one
-    bar per series, each group's note (text, ok) above it (red with MISMATCH when not
-    ok). Drawn with the Agg canvas (no display, no pyplot state)."""
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(max(7.0, 1.0 + 0.9 * len(labels)), 4.8), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    width = 0.8 / len(series)
-    x = np.arange(len(labels))
-    for i, (name, values) in enumerate(series):
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name)
-    top = max([max(v) for _, v in series] + [1e-9])
-    for xi, (text, ok) in zip(x, notes):
-        height = max(v[xi] for _, v in series)
-        ax.annotate(text + ("" if ok else "\nMISMATCH"), (xi, height + 0.01 * top), ha="center", va="bottom",
-                    fontsize=8, color="black" if ok else "red")
-    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"GFLOP/s ({'one thread' if threads == 1 else f'{threads} threads'})")
-    ax.set_ylim(0, top * 1.15)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the plot: never over a bar's note
-    if title:
-        ax.set_title(title, fontsize=8)
-    fig.savefig(path, dpi=120)
-
-
-def bench_machine() -> str:
-    import platform
-
-    from passes.support.target import machine
-
-    return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {machine().cpu}"
-
-
-def peak_figures(threads: int = 1) -> dict[str, float]:
-    """The machine's FMA peak in GFLOP/s on `threads` threads, f32 and f64 (compiler/measure/peak.py:
-    measured once per machine, then cached), for the tables to quote shares of."""
-    from compiler.measure.peak import peak_gflops
-
-    return {dtype: peak_gflops(dtype, threads) for dtype in ("f32", "f64")}
-
-
-def peak_line(threads: int = 1) -> str:
-    """`peak: ...`, the line under a table's machine line."""
-    figures = peak_figures(threads)
-    return (f"peak: {figures['f32']:.1f} GFLOP/s f32, {figures['f64']:.1f} f64 (vector FMA, {threads} "
-            f"thread{'s' * (threads != 1)}; measured once per machine, compiler/measure/peak.py)")
-
-
-# --------------------------------------------------------------------------- epilogue fusion
-
-#: `loom-bench --fusion`: the dense layer of issue 12's target, relu(x @ w + b) at
-#: "128x768x3072", as M x N x K (this project's shape notation: K = 3072) and as a
-#: transformer's feed-forward layer reads it (x 128x768 @ w 768x3072: N = 3072, K = 768)
-FUSION_DENSE: list[Shape] = [(128, 768, 3072), (128, 3072, 768)]
-#: and conv2d + bias + relu on these layers of tools/bench/conv.py
-FUSION_CONVS = ["3x3 C64 56x56", "3x3 C128 28x28", "1x1 C256 14x14", "3x3 C3 32x32 N32"]
-
-
-@dataclass
-class FusionRow:
-    """One kernel with an epilogue: Loom fused (`default`), unfused (`loom-default{skip=fuse}`)
-    and the producer alone (the matmul or conv2d with no epilogue: what fusion tends to),
-    numpy's expression and product alone for the dense layer, interleaved, by rounds."""
-
-    name: str
-    flops: float  # the matmul's or conv2d's
-    fused: float
-    unfused: float
-    alone: float
-    numpy: float | None
-    numpy_alone: float | None
-    #: per round: unfused / fused and numpy / fused seconds (above 1, fusion wins)
-    over_unfused: tuple[float, ...]
-    over_numpy: tuple[float, ...]
-    max_err: float
-    bound: float
-    remark: str  # loom-fuse-epilogue's remark (what was fused)
-
-    def gflops(self, seconds: float | None) -> float | None:
-        return None if seconds is None else self.flops / seconds / 1e9
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.max_err <= self.bound) and "] fused" in self.remark
-
-
-def dense_epilogue_source(m: int, n: int, k: int) -> tuple[str, str]:
-    """`@dense`: relu(x @ w + b), b over the rows; and `@matmul`, x @ w alone."""
-    tx, tw, ty_ = (f"tensor<{r}x{c}xf32>" for r, c in ((m, k), (k, n), (m, n)))
-    dense = (f"func.func @dense(%x: {tx}, %w: {tw}, %b: tensor<{n}xf32>) -> {ty_} {{\n"
-             f"  %c = loom.matmul %x, %w : ({tx}, {tw}) -> {ty_}\n"
-             f"  %s = loom.add %c, %b : ({ty_}, tensor<{n}xf32>) -> {ty_}\n"
-             f"  %r = loom.relu %s : {ty_}\n  func.return %r : {ty_}\n}}\n")
-    return dense, matmul_source(m, n, k)
-
-
-def conv_epilogue_source(layer, layout: str) -> tuple[str, str]:
-    """conv2d + a bias per output channel (F x 1 x 1 in NCHW, F in NHWC) + relu; and the
-    conv2d alone."""
-    from tools.bench.conv import conv_source, layer_shapes
-
-    alone = conv_source(layer, layout)
-    y = layer_shapes(layer, layout)[2]
-    f = layer[4]
-    ty_, tb = f"tensor<{'x'.join(map(str, y))}xf32>", f"tensor<{f}x1x1xf32>" if layout == "nchw" else f"tensor<{f}xf32>"
-    head, _, _ = alone.partition("  func.return")
-    head = head.replace(") -> ", f", %b: {tb}) -> ", 1)
-    return (head + f"  %s = loom.add %y, %b : ({ty_}, {tb}) -> {ty_}\n  %r = loom.relu %s : {ty_}\n"
-            f"  func.return %r : {ty_}\n}}\n", alone)
-
-
-def _fusion_row(name: str, source: str, alone_source: str, args: list[np.ndarray], alone_args: list[np.ndarray],
-                flops: float, k: int, numpy_fns: list | None, *, budget: float, repeat: int, rounds: int) -> FusionRow:
-    from compiler.driver import reference
-
-    fused = compile(source, pipeline="default", num_threads=1, remarks=True, cache=False)
-    unfused = compile(source, pipeline="loom-default{skip=fuse}", num_threads=1, cache=False)
-    alone = compile(alone_source, pipeline="default", num_threads=1, cache=False)
-    want = reference(source, *args)
-    got = fused(*args)
-    err = max(float(np.abs(got - want).max()), float(np.abs(unfused(*args) - want).max()))
-    bound = error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
-    fns = [lambda: fused(*args), lambda: unfused(*args), lambda: alone(*alone_args), *(numpy_fns or [])]
-    for f in fns[1:]:
-        f()
-    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds)
-    remark = next((r for r in fused.remarks if "[loom-fuse-epilogue]" in r), "")
-    return FusionRow(name, flops, timing.median(0), timing.median(1), timing.median(2),
-                     timing.median(3) if numpy_fns else None, timing.median(4) if numpy_fns else None,
-                     timing.ratios(1), timing.ratios(3) if numpy_fns else (), err, bound, remark)
-
-
-def run_fusion(dense: Sequence[Shape] = FUSION_DENSE, convs: Sequence[str] = FUSION_CONVS,
-               layouts: Sequence[str] = ("nchw", "nhwc"), *, budget: float = 2.0, repeat: int = 20, rounds: int = 5,
-               seed: int = 0, on_row: Callable[[FusionRow], None] | None = None) -> list[FusionRow]:
-    """Each dense shape beside numpy's `np.maximum(x @ w + b, 0)`, and each conv2d layer in
-    each layout, fused against unfused (one thread, interleaved, medians of `rounds`)."""
-    from tools.bench.conv import LAYERS, layer_shapes
-
-    rows = []
-    rng = np.random.default_rng(seed)
-    for m, n, k in dense:
-        x, w = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-        b = rng.standard_normal(n).astype(np.float32)
-        source, alone = dense_epilogue_source(m, n, k)
-        numpy_fns = [lambda: np.maximum(x @ w + b, 0), lambda: x @ w]
-        rows.append(_fusion_row(f"relu(x @ w + b) {m}x{n}x{k}", source, alone, [x, w, b], [x, w], 2.0 * m * n * k,
-                                k, numpy_fns, budget=budget, repeat=repeat, rounds=rounds))
-        if on_row:
-            on_row(rows[-1])
-    for name in convs:
-        layer = LAYERS["all"][name]
-        for layout in layouts:
-            x_shape, w_shape, y_shape = layer_shapes(layer, layout)
-            x = rng.standard_normal(x_shape).astype(np.float32)
-            w = rng.standard_normal(w_shape).astype(np.float32)
-            f = layer[4]
-            b = rng.standard_normal((f, 1, 1) if layout == "nchw" else (f,)).astype(np.float32)
-            source, alone = conv_epilogue_source(layer, layout)
-            c, r, s = layer[1], layer[5], layer[6]
-            flops = 2.0 * float(np.prod(y_shape)) * c * r * s
-            rows.append(_fusion_row(f"conv2d {name} {layout.upper()} + bias + relu", source, alone, [x, w, b], [x, w],
-                                    flops, c * r * s, None, budget=budget, repeat=repeat, rounds=rounds))
-            if on_row:
-                on_row(rows[-1])
-    return rows
-
-
-def markdown_fusion(rows: list[FusionRow]) -> str:
-    """GFLOP/s of the producer's flops (the matmul's or conv2d's): fused, unfused, the
-    producer alone, numpy's expression and product; fused over unfused and over numpy's
-    expression (medians of the rounds' ratios, with their range)."""
-    out = ["| kernel | fused GFLOP/s | unfused GFLOP/s | fused/unfused | alone GFLOP/s | numpy expr GFLOP/s "
-           "| fused/numpy expr | numpy x@w GFLOP/s | check |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in rows:
-        def spread(ratios: tuple[float, ...]) -> str:
-            return f"{np.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "-"
-
-        out.append(f"| {r.name} | {r.gflops(r.fused):.1f} | {r.gflops(r.unfused):.1f} | {spread(r.over_unfused)} "
-                   f"| {r.gflops(r.alone):.1f} | {_fmt(r.gflops(r.numpy), '.1f')} | {spread(r.over_numpy)} "
-                   f"| {_fmt(r.gflops(r.numpy_alone), '.1f')} | {'ok' if r.ok else 'MISMATCH or not fused'} |")
-    return "\n".join(out)
-
-
-def fusion_json(rows: list[FusionRow]) -> list[dict]:
-    return [{**asdict(r), "fused_gflops": r.gflops(r.fused), "unfused_gflops": r.gflops(r.unfused),
-             "alone_gflops": r.gflops(r.alone), "numpy_gflops": r.gflops(r.numpy),
-             "numpy_alone_gflops": r.gflops(r.numpy_alone), "ok": r.ok} for r in rows]
+def ablation_mode(args, blas: str) -> int:
+    """`loom-bench --ablation`: the table."""
+    rows = run_ablation(args.shapes_list, repeat=args.repeat, budget=args.budget,
+                        on_row=None if args.json else _progress_ablation)
+    return _report(args, blas, rows, markdown_ablation, ablation_json)
+
+
+def _progress_ablation(row) -> None:
+    m = row.m
+    print(f"  {shape_label(m.shape):<14} {row.variant:<24} {m.seconds:.4g} s  {m.gflops:7.2f} GFLOP/s"
+          f"  (numpy {m.numpy_gflops:.2f})  x{row.slowdown:.2f} vs default"
+          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
+
+
+def _report(args, blas: str, rows, table, as_json) -> int:
+    """Print the rows of --stages, --shapes or --ablation (`table` or `as_json`), draw the
+    plot asked for; the exit status."""
+    machine = bench_machine()
+    threads = args.threads if args.shapes else 1
+    if args.json:
+        print(json.dumps({"machine": machine, "blas": blas, "rows": as_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{peak_line(threads)}\n{blas}\n")
+        if args.shapes:
+            b = ", B = W.T (x @ w.T, W an N x K array)" if args.transposed else ""
+            print(f"pipeline: {args.pipeline}, threads: {args.threads}{b}\n")
+        print(table(rows))
+    if args.plot:
+        threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+        if not write_plot(args.plot, lambda: plot_shapes(
+                rows, args.plot, title=f"Loom ({args.pipeline}) vs numpy: f32 matmul, {threads}\n{machine}\n{blas}")):
+            return 1
+    return 0 if all(r.ok for r in rows) else 1

@@ -13,7 +13,9 @@ from the disk cache). Needs torch (and torchvision for ResNet-18): the `bench` e
 from __future__ import annotations
 
 import functools
+import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from compiler.measure.runner import timed_rounds
+from tools.bench.common import bench_machine
 
 MODELS = ("resnet18", "mlp")
 
@@ -140,3 +143,28 @@ def markdown_models(rows: list[ModelRow]) -> str:
 
 def models_json(rows: list[ModelRow]) -> list[dict]:
     return [{**asdict(r), "speedup": float(np.median(r.speedups)), "ok": r.ok} for r in rows]
+
+
+def model_mode(args) -> int:
+    """`loom-bench --model`: the table (an error line when torch is not installed)."""
+    try:
+        import torch
+    except ImportError:
+        print("loom-bench: error: --model needs torch (pip install 'loomir[bench]')", file=sys.stderr)
+        return 1
+
+    def progress(r) -> None:
+        print(f"  {r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}: Loom {r.loom * 1e3:.2f} ms, "
+              f"eager {r.eager * 1e3:.2f} ms, compile {r.cold:.1f} s cold, {r.warm:.1f} s warm"
+              f"{'' if r.ok else '  MISMATCH'}", file=sys.stderr)
+
+    rows = run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
+                      repeat=args.repeat, rounds=args.rounds, on_row=None if args.json else progress)
+    machine = bench_machine()
+    if args.json:
+        print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": models_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
+              f"torch_backend), inference, f32, {args.rounds} round{'s' * (args.rounds != 1)}\n")
+        print(markdown_models(rows))
+    return 0 if all(r.ok for r in rows) else 1
