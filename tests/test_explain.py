@@ -14,7 +14,9 @@ import pytest
 
 import compiler
 from compiler.measure import peak
-from compiler.explain import Report, explain_source, loop_nest, parse_remark
+from compiler.explain.decisions import parse_remark
+from compiler.explain.loop_nest import loop_nest
+from compiler.explain.report import Report, explain_source
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"

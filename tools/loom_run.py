@@ -10,7 +10,7 @@ larger buffers); then the median time and GFLOP/s, timed like loom-bench: R roun
 (default 3) of as many runs as fit S seconds (default 0.5; at least 3, at most N), with
 numpy's runs interleaved under --numpy, whose loom/numpy speed is the median of the
 rounds' ratios, printed with their range. With --explain, each file's report follows
-(compiler/explain.py): the loop nests stage by stage, the schedule's decisions and their
+(compiler/explain/): the loop nests stage by stage, the schedule's decisions and their
 reasons, the estimated traffic per memory level, the GFLOP/s against the machine's peak.
 With --no-cache, kernels are compiled afresh: the kernel caches (in memory and on disk,
 compiler/jit/disk_cache.py) are neither read nor written.
@@ -69,7 +69,7 @@ def run_file(path: str, args) -> bool:
     )
     print(report.format())
     if args.explain:
-        from compiler.explain import explain_source
+        from compiler.explain.report import explain_source
 
         print()
         print(explain_source(text, filename=path, entry=report.entry, pipeline=args.pipeline,

@@ -587,20 +587,6 @@ class TorchProgram:
                 lines.append(f"  {op}{f' x{count}' if count > 1 else ''}: {reason}")
         return "\n".join(lines)
 
-    def explain(self, *args, **options) -> str:
-        """The partition report and each Loom kernel's (`compiler.explain`), from a call with `args`."""
-        return explain_torch(self, *args, **options)
-
-    def describe(self, **options) -> str:
-        """The partition report, then each Loom kernel's report on the arrays of its last call."""
-        from compiler.explain import explain
-
-        parts = [self.report()]
-        for p in self.partitions:
-            if p.error is None and p.last_arrays is not None:
-                parts.append(f"== loom kernel {p.name} ==\n{explain(p.jit, *p.last_arrays, **options)}")
-        return "\n\n".join(parts)
-
 
 @contextlib.contextmanager
 def recording():
@@ -612,17 +598,6 @@ def recording():
         yield ran
     finally:
         _recording.programs = previous
-
-
-def explain_torch(fn: Callable, *args, **options) -> str:
-    """`compiler.explain` of a torch.compile'd model (or a from_torch program): call it on
-    `args`, then report on each graph that ran through the backend."""
-    with recording() as ran, torch.no_grad():
-        fn(*args)
-    if not ran:
-        return "no graph ran through Loom's backend (torch.compile(model, backend=compiler.torch_backend)?)"
-    return "\n\n".join(f"=== graph {i} ===\n{p.describe(**options)}" if len(ran) > 1 else p.describe(**options)
-                       for i, p in enumerate(ran))
 
 
 def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
