@@ -13,6 +13,7 @@ import threadpoolctl
 
 from compiler.driver import compile
 from compiler.measure import runner
+from passes.schedule import loom_default
 from tools import loom_bench
 from tools.bench import common, compile_time
 from tools.bench import matmul as bench
@@ -338,7 +339,7 @@ def test_ablation_with_injected_steps():
 def test_ablation_command_line(monkeypatch, capsys):
     """The CLI's steps come from passes.schedule.loom_default and its pipelines from
     bench.default_minus: both stand-ins here."""
-    monkeypatch.setitem(sys.modules, "passes.schedule.loom_default", types.SimpleNamespace(MATMUL_STEPS=("interchange", "hoist")))
+    monkeypatch.setattr(loom_default, "MATMUL_STEPS", ("interchange", "hoist"))
     monkeypatch.setattr(bench, "default_minus", PIPELINES.get)
     assert loom_bench.main(["--ablation", "--shapes-list", "6", *FAST]) == 0
     out = capsys.readouterr().out

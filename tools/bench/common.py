@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import sys
 import time
 
 import numpy as np
 
 from compiler.driver import compile
+from compiler.measure.peak import ITERATIONS, RUNS, cache_path, peak_gflops, remeasure, vector_shape
+from passes.support.target import machine
 
 Shape = tuple[int, int, int]  # (M, N, K): C[M, N] = A[M, K] @ B[K, N]
 
@@ -47,7 +50,8 @@ def compile_fresh(source: str, pipeline: str, num_threads: int | None = None, re
     return kernel, time.perf_counter() - t0
 
 
-def _fmt(x: float | None, spec: str = ".2f") -> str:
+def cell(x: float | None, spec: str) -> str:
+    """A table's cell: `x` formatted, or "-" where there is no figure."""
     return "-" if x is None else format(x, spec)
 
 
@@ -113,18 +117,12 @@ def write_plot(path: str, draw) -> bool:
 # --------------------------------------------------------------------------- the machine
 
 def bench_machine() -> str:
-    import platform
-
-    from passes.support.target import machine
-
     return f"{platform.machine()}, {os.cpu_count()} cores, LLVM host CPU {machine().cpu}"
 
 
 def peak_figures(threads: int = 1) -> dict[str, float]:
     """The machine's FMA peak in GFLOP/s on `threads` threads, f32 and f64 (compiler/measure/peak.py:
     measured once per machine, then cached), for the tables to quote shares of."""
-    from compiler.measure.peak import peak_gflops
-
     return {dtype: peak_gflops(dtype, threads) for dtype in ("f32", "f64")}
 
 
@@ -138,8 +136,6 @@ def peak_line(threads: int = 1) -> str:
 def peak_mode(args) -> int:
     """`loom-bench --peak`: measure the FMA peak afresh, f32 and f64, on one thread and on
     --threads; the cache keeps the best figure known."""
-    from compiler.measure.peak import ITERATIONS, RUNS, cache_path, remeasure, vector_shape
-
     counts = sorted({1, args.threads})
     rows = {t: {dtype: remeasure(dtype, t) for dtype in ("f32", "f64")} for t in counts}
     machine = bench_machine()

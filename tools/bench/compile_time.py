@@ -7,13 +7,17 @@ kernel timed is the kernel checked against the float64 reference."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from compiler.jit.engine import Timings
 from compiler.measure.runner import run_and_check
-from tools.bench.common import Shape, _fmt, bench_machine, compile_fresh, shape_label
+from passes.support.diagnostics import LoomError
+from tools.bench.common import Shape, bench_machine, cell, compile_fresh, shape_label
 
 #: `loom-bench --compile`: the chains' lengths (elementwise ops in a row)
 CHAIN_LENGTHS = [1000]
@@ -63,6 +67,21 @@ def checked_compile(name: str, source: str, pipeline: str) -> CompileRow:
     return CompileRow(name, pipeline, timings, report.compile_seconds, report.max_err, report.bound)
 
 
+def _in_fresh_process(probe: str, argv: list[str], what: str, environment: dict[str, str] | None = None) -> dict:
+    """Run the Python program `probe` with `argv` in a fresh interpreter; the JSON object on
+    its last line of output. A LoomError names `what` with the error the probe reports
+    ({"error": ...}), or with the last line of its traceback when it dies."""
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=environment,
+                          check=False)
+    if done.returncode != 0:  # a crash or a bug: its traceback's last line
+        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+        raise LoomError(f"{what}, failed (exit status {done.returncode}): {last.strip()}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if "error" in result:
+        raise LoomError(f"{what}: {result['error']}")
+    return result
+
+
 #: run in a fresh process by `cold_compile`: the import of Loom, then the matmul compiled
 #: cold (the first compile: lazy imports, LLVM's set-up) and warm, the warm one checked
 _COLD_PROBE = """
@@ -90,21 +109,8 @@ def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     and the stages of the default pipeline's matmul of `shape` compiled first ("cold")
     and again ("warm"); the warm kernel's compile() seconds and check ("compile_seconds",
     "max_err", "bound")."""
-    import json
-    import subprocess
-    import sys
-
-    from passes.support.diagnostics import LoomError
-
-    done = subprocess.run([sys.executable, "-c", _COLD_PROBE, json.dumps(list(shape))],
-                          capture_output=True, text=True, check=False)
-    what = f"the matmul {shape_label(shape)}, compiled in a fresh process"
-    if done.returncode != 0:  # a crash or a bug: its traceback's last line
-        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
-        raise LoomError(f"{what}, failed (exit status {done.returncode}): {last.strip()}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if "error" in result:
-        raise LoomError(f"{what}: {result['error']}")
+    result = _in_fresh_process(_COLD_PROBE, [json.dumps(list(shape))],
+                               f"the matmul {shape_label(shape)}, compiled in a fresh process")
     for when in ("cold", "warm"):
         result[when] = {stage: tuple(t) for stage, t in result[when].items()}
     result["import"] = tuple(result["import"])
@@ -141,25 +147,11 @@ def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
     empty disk cache ("miss": it compiles and stores), then in `hits` more processes that
     find it there; the wall seconds of `import compiler` and of compile() in each, and
     whether every kernel checked against numpy."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import tempfile
-
-    from passes.support.diagnostics import LoomError
-
-    runs = []
     with tempfile.TemporaryDirectory(prefix="loom-bench-cache-") as folder:
         environment = {**os.environ, "LOOM_CACHE_DIR": folder}
         environment.pop("LOOM_CACHE_MAX_BYTES", None)
-        for _ in range(1 + hits):
-            done = subprocess.run([sys.executable, "-c", _DISK_PROBE, json.dumps(list(shape))], capture_output=True,
-                                  text=True, env=environment, check=False)
-            if done.returncode != 0:
-                last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
-                raise LoomError(f"the disk cache probe failed (exit status {done.returncode}): {last.strip()}")
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        runs = [_in_fresh_process(_DISK_PROBE, [json.dumps(list(shape))], "the disk cache probe", environment)
+                for _ in range(1 + hits)]
     return {"shape": list(shape), "miss": runs[0], "hits": runs[1:],
             "ok": all(r["ok"] for r in runs) and all(r["stats"].get("hit") for r in runs[1:])}
 
@@ -167,8 +159,7 @@ def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
 def markdown_disk_hit(result: dict) -> str:
     """One line per process: import and compile() wall milliseconds, and what the cache did."""
     hits = sorted(r["compile"] for r in result["hits"])
-    label = "x".join(map(str, result["shape"]))
-    out = [f"disk cache, matmul {label} (default pipeline), each a fresh process:",
+    out = [f"disk cache, matmul {shape_label(result['shape'])} (default pipeline), each a fresh process:",
            "| process | import compiler (ms) | compile() (ms) | disk cache |", "|---|---:|---:|---|"]
     for i, r in enumerate([result["miss"], *result["hits"]]):
         what = ", ".join(f"{k} {v}" for k, v in sorted(r["stats"].items()))
@@ -222,7 +213,7 @@ def markdown_compile(rows: list[CompileRow], imported: tuple[float, float] | Non
     out = ["| stage (CPU s) | " + " | ".join(r.name for r in rows) + " |",
            "|---|" + "---:|" * len(rows)]
     for stage in _stage_names(rows):
-        out.append(f"| {stage} | " + " | ".join(_fmt(r.stages[stage][0], ".3f") if stage in r.stages else "-"
+        out.append(f"| {stage} | " + " | ".join(cell(r.stages[stage][0], ".3f") if stage in r.stages else "-"
                                                for r in rows) + " |")
     out.append("| **total CPU** | " + " | ".join(f"**{r.cpu:.3f}**" for r in rows) + " |")
     out.append("| total wall | " + " | ".join(f"{r.wall:.3f}" for r in rows) + " |")

@@ -22,7 +22,7 @@ import numpy as np
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
-from tools.bench.common import bar_chart, bench_machine, compile_fresh, peak_line, write_plot
+from tools.bench.common import bar_chart, bench_machine, cell, compile_fresh, peak_line, write_plot
 
 #: (n, c, h, w, f, r, s, strides, padding, dilations)
 Layer = tuple[int, int, int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
@@ -184,10 +184,6 @@ def _median(values: Sequence[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _f(x: float | None, spec: str = ".1f") -> str:
-    return "-" if x is None else format(x, spec)
-
-
 def markdown_conv(rows: list[ConvMeasurement]) -> str:
     out = ["| layer | N×C×H×W, F×R×S, stride, pad, dil | strategy | Loom GFLOP/s | torch GFLOP/s | loom/torch | "
            "numpy im2col GFLOP/s | loom/numpy | compile s | check |",
@@ -198,8 +194,8 @@ def markdown_conv(rows: list[ConvMeasurement]) -> str:
         torch_ratio = _median(m.torch_ratios) if m.torch_ratios else (
             None if m.torch_seconds is None else m.torch_seconds / m.seconds)
         numpy_ratio = _median(m.numpy_ratios) or m.numpy_seconds / m.seconds
-        out.append(f"| {m.name} | {shape} | {m.strategy} | {_f(m.gflops(m.seconds))} | {_f(m.gflops(m.torch_seconds))} | "
-                   f"{_f(torch_ratio, '.2f')} | {_f(m.gflops(m.numpy_seconds))} | {numpy_ratio:.2f} | "
+        out.append(f"| {m.name} | {shape} | {m.strategy} | {cell(m.gflops(m.seconds), '.1f')} | {cell(m.gflops(m.torch_seconds), '.1f')} | "
+                   f"{cell(torch_ratio, '.2f')} | {cell(m.gflops(m.numpy_seconds), '.1f')} | {numpy_ratio:.2f} | "
                    f"{m.compile_seconds:.2f} | {'ok' if m.ok else 'MISMATCH'} |")
     return "\n".join(out)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from compiler.driver import compile, reference
 from compiler.measure.runner import error_bound, timed_rounds
-from tools.bench.common import Shape, _fmt, bench_machine, matmul_source, peak_line
+from tools.bench.common import Shape, bench_machine, cell, matmul_source, peak_line
 from tools.bench.conv import LAYERS, conv_source, layer_shapes
 
 #: `loom-bench --fusion`: the dense layer of issue 12's target, relu(x @ w + b) at
@@ -142,8 +142,8 @@ def markdown_fusion(rows: list[FusionRow]) -> str:
             return f"{np.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "-"
 
         out.append(f"| {r.name} | {r.gflops(r.fused):.1f} | {r.gflops(r.unfused):.1f} | {spread(r.over_unfused)} "
-                   f"| {r.gflops(r.alone):.1f} | {_fmt(r.gflops(r.numpy), '.1f')} | {spread(r.over_numpy)} "
-                   f"| {_fmt(r.gflops(r.numpy_alone), '.1f')} | {'ok' if r.ok else 'MISMATCH or not fused'} |")
+                   f"| {r.gflops(r.alone):.1f} | {cell(r.gflops(r.numpy), '.1f')} | {spread(r.over_numpy)} "
+                   f"| {cell(r.gflops(r.numpy_alone), '.1f')} | {'ok' if r.ok else 'MISMATCH or not fused'} |")
     return "\n".join(out)
 
 

@@ -26,8 +26,9 @@ import numpy as np
 
 from compiler.driver import compile
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
+from passes.schedule import loom_default
 from tools.bench.common import (
-    Shape, _fmt, bar_chart, bench_machine, compile_fresh, matmul_source, peak_line, shape_label, write_plot,
+    Shape, bar_chart, bench_machine, cell, compile_fresh, matmul_source, peak_line, shape_label, write_plot,
 )
 
 
@@ -300,7 +301,7 @@ def markdown_shapes(rows: list[Measurement]) -> str:
         one = (f" {r.problem_gflops(r.one_thread_seconds):.2f} | {r.speedup:.2f}x |"
                if r.one_thread_seconds is not None else " - | - |" * (threads > 1))
         out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} |{low_high}"
-                   f"{one} {_fmt(r.torch_gflops)} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
+                   f"{one} {cell(r.torch_gflops, '.2f')} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
     return "\n".join(out)
 
 
@@ -370,8 +371,7 @@ def run_ablation(
     """At each shape, `pipeline_for(None)` (the default pipeline), then
     `pipeline_for(step)` for each step (the default without it), each timed beside numpy.
     `steps` defaults to `passes.schedule.loom_default.MATMUL_STEPS`, `pipeline_for` to `default_minus`."""
-    if steps is None:
-        from passes.schedule.loom_default import MATMUL_STEPS as steps
+    steps = loom_default.MATMUL_STEPS if steps is None else steps
     pipeline_for = pipeline_for or default_minus
     rows = []
     rng = np.random.default_rng(seed)

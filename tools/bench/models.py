@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from compiler.driver import kernel_cache
 from compiler.measure.runner import timed_rounds
 from tools.bench.common import bench_machine
 
@@ -84,8 +85,6 @@ def _build(model, x, threads: int):
 def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
                   cache_folder: str) -> ModelRow:
     import torch
-
-    from compiler.driver import kernel_cache
 
     torch.set_num_threads(threads)
     model, x = build_model(name, batch)
