@@ -281,13 +281,43 @@ def test_located_errors_and_loom_debug(monkeypatch, capsys, tmp_path):
 
 def test_disk_hit_reports_a_miss_then_hits():
     """`loom-bench --compile`'s disk cache probe: the first fresh process compiles and
-    stores, the next finds what it stored on disk; each checked."""
+    stores, the next finds what it stored on disk; each times import, compile() and one
+    call, and is checked. The start-up rows come from the hits: each beside its target."""
     result = compile_time.disk_hit((8, 16, 24), hits=1)
     stored = result["miss"]["stats"]["stored"]
     assert result["ok"] and stored >= 1 and result["miss"]["stats"] == {"miss": stored, "stored": stored}
-    assert result["hits"][0]["stats"] == {"hit": stored}
+    (hit,) = result["hits"]
+    assert hit["stats"] == {"hit": stored}
+    assert all(r[what] > 0 for r in (result["miss"], hit) for what in ("import", "compile", "call"))
     text = compile_time.markdown_disk_hit(result)
+    assert "| process | import compiler (ms) | compile() (ms) | one call (ms) | end to end (ms) | disk cache |" in text
     assert "| first |" in text and "| then 1 |" in text and "a hit: median" in text
+    (line,) = [x for x in text.splitlines() if x.startswith("| then 1 |")]
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert float(cells[4]) == pytest.approx(sum(float(c) for c in cells[1:4]), abs=0.2) and cells[5] == f"hit {stored}"
+    figures = compile_time.startup(result)
+    assert figures == {"runs": 1, "kernel": "matmul 8x16x24", "import": hit["import"], "import_target": 0.2,
+                       "served": hit["import"] + hit["compile"] + hit["call"], "served_target": 0.3}
+    table = compile_time.markdown_startup(figures).splitlines()
+    assert table[:3] == ["start-up, wall seconds in a fresh process (median of 1):", "| start-up | seconds | target |",
+                         "|---|---:|---:|"]
+    assert table[3] == f"| import compiler | {hit['import']:.3f} | ≤ 0.2 |"
+    assert table[4] == (f"| matmul 8x16x24 from the disk cache, end to end (import, compile(), one call) "
+                        f"| {figures['served']:.3f} | ≤ 0.3 |")
+
+
+def test_startup_is_the_median_of_the_hits():
+    """The start-up figures are medians over the processes that found the kernel on disk
+    (the first process, which compiled it, is not one)."""
+    def run(imported, compiled, called):
+        return {"import": imported, "compile": compiled, "call": called, "stats": {"hit": 1}, "ok": True}
+
+    result = {"shape": [4, 4, 4], "miss": run(9.0, 9.0, 9.0), "ok": True,
+              "hits": [run(0.5, 0.25, 0.25), run(0.125, 0.125, 0.25), run(0.25, 0.5, 0.5)]}
+    figures = compile_time.startup(result)
+    assert (figures["runs"], figures["import"], figures["served"]) == (3, 0.25, 1.0)
+    assert "| matmul 4x4x4 from the disk cache, end to end (import, compile(), one call) | 1.000 | ≤ 0.3 |" in (
+        compile_time.markdown_startup(figures))
 
 
 @pytest.mark.parametrize("probe, message", [
@@ -402,6 +432,10 @@ def test_compile_json(capsys):
         assert all(s["cpu"] >= 0 and s["wall"] >= 0 for s in row["stages"].values())
     assert data["import"]["cpu"] > 0 and data["import"]["wall"] > 0
     assert data["pipeline"] == "naive" and "machine" in data
+    disk, startup = data["disk_cache"], data["startup"]
+    assert disk["ok"] and len(disk["hits"]) == 5 and all(r["call"] > 0 for r in disk["hits"])
+    assert startup == compile_time.startup(disk) and startup["runs"] == 5 and startup["kernel"] == "matmul 8x8x8"
+    assert (startup["import_target"], startup["served_target"]) == (0.2, 0.3)
 
 
 def test_compile_table(capsys):
@@ -411,7 +445,7 @@ def test_compile_table(capsys):
     assert f"| stage (CPU s) | {EXAMPLE} | chain of 2 adds | chain of 4 adds |" in out
     for stage in ("parse+verify", "loom-lower-affine", "LLVM emission", "LLVM O3", "machine code", "check"):
         assert f"| {stage} |" in out
-    assert "| check | ok | ok | ok |" in out and "import compiler" not in out
+    assert "| check | ok | ok | ok |" in out and "import compiler" not in out and "start-up" not in out
     assert "chain of 4 adds" in err  # progress, as rows come
 
 

@@ -43,7 +43,9 @@ and for the default pipeline's matmul (`--matmul`, 1024 by default; `none` skips
 a fresh process, cold (its first compile) and warm, with the time `import compiler`
 takes there; then that matmul's compile() in fresh processes sharing an empty disk cache:
 the first compiles and stores it, the next five find it on disk (a hit's milliseconds
-beyond import).
+beyond import); each times `import compiler`, compile() and one call. From those five,
+start-up beside its targets: the median wall seconds of `import compiler` (0.2 s) and of
+the kernel served from the disk cache end to end, import + compile() + one call (0.3 s).
 
 `--conv` times the default pipeline's conv2d on ResNet-like layers (`--layers resnet`:
 the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x3, a

@@ -1,13 +1,16 @@
 """`loom-bench --compile`: compile time, stage by stage (CPU seconds: parse and verify,
 set-up, each pass, LLVM emission, LLVM's O3, machine code), for example kernels, for
 chains of elementwise ops and for the default pipeline's matmul in a fresh process, cold
-and warm; then that matmul's compile() in fresh processes sharing a disk cache. Every
-kernel timed is the kernel checked against the float64 reference."""
+and warm; then that matmul's compile() and one call in fresh processes sharing a disk
+cache, and from those, start-up against its targets (`import compiler`, and the kernel
+served from the disk cache end to end). Every kernel timed is the kernel checked against
+the float64 reference."""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -17,10 +20,14 @@ from dataclasses import dataclass
 from compiler.jit.engine import Timings
 from compiler.measure.runner import run_and_check
 from passes.support.diagnostics import LoomError
-from tools.bench.common import Shape, bench_machine, cell, compile_fresh, shape_label
+from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label
 
 #: `loom-bench --compile`: the chains' lengths (elementwise ops in a row)
 CHAIN_LENGTHS = [1000]
+#: start-up targets (issue 26), wall seconds in a fresh process: `import compiler`, and a
+#: kernel served from the disk cache end to end (`import compiler`, compile(), one call)
+IMPORT_TARGET = 0.2
+SERVED_TARGET = 0.3
 
 
 def chain_source(n: int, shape: tuple[int, ...] = (64, 64), dtype: str = "f32") -> str:
@@ -82,19 +89,19 @@ def _in_fresh_process(probe: str, argv: list[str], what: str, environment: dict[
     return result
 
 
-#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul compiled
-#: cold (the first compile: lazy imports, LLVM's set-up) and warm, the warm one checked
+#: run in a fresh process by `cold_compile`: the import of Loom, then the matmul (its source
+#: text the argument: nothing of Loom's imported before) compiled cold (the first compile:
+#: lazy imports, LLVM's set-up) and warm, the warm one checked
 _COLD_PROBE = """
 import json, sys, time
 cpu, wall = time.process_time(), time.perf_counter()
 import compiler
 imported = (time.process_time() - cpu, time.perf_counter() - wall)
-from tools.bench.common import matmul_source
-from tools.bench.compile_time import checked_compile
-source = matmul_source(*json.loads(sys.argv[1]))
+source = sys.argv[1]
 cold = {}
 try:
     compiler.compile(source, pipeline="default", timings=cold)
+    from tools.bench.compile_time import checked_compile
     warm = checked_compile("matmul", source, "default")
 except (ValueError, TypeError, MemoryError) as e:  # a matmul too big for memory, say
     print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
@@ -109,7 +116,7 @@ def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     and the stages of the default pipeline's matmul of `shape` compiled first ("cold")
     and again ("warm"); the warm kernel's compile() seconds and check ("compile_seconds",
     "max_err", "bound")."""
-    result = _in_fresh_process(_COLD_PROBE, [json.dumps(list(shape))],
+    result = _in_fresh_process(_COLD_PROBE, [matmul_source(*shape)],
                                f"the matmul {shape_label(shape)}, compiled in a fresh process")
     for when in ("cold", "warm"):
         result[when] = {stage: tuple(t) for stage, t in result[when].items()}
@@ -117,56 +124,88 @@ def cold_compile(shape: Shape = (1024, 1024, 1024)) -> dict:
     return result
 
 
-#: run by `disk_hit` in fresh processes sharing one cache folder: `import compiler`, then
-#: compile() of the matmul (a miss that fills the disk cache in the first process, a hit
-#: in the later ones), the kernel checked
+#: run by `disk_hit` in fresh processes sharing one cache folder, as a program that uses a
+#: kernel does: `import compiler`, compile() of the matmul (its source text the first
+#: argument; a miss that fills the disk cache in the first process, a hit in the later
+#: ones), one call; each timed (wall seconds), nothing else of Loom's imported before the
+#: call returns, the result checked after
 _DISK_PROBE = """
 import json, sys, time
 wall = time.perf_counter()
 import compiler
 imported = time.perf_counter() - wall
-from compiler.jit.disk_cache import disk_cache
-from tools.bench.common import matmul_source
-m, n, k = json.loads(sys.argv[1])
-source = matmul_source(m, n, k)
 wall = time.perf_counter()
-kernel = compiler.compile(source, pipeline="default")
-seconds = time.perf_counter() - wall
+kernel = compiler.compile(sys.argv[1], pipeline="default")
+compiled = time.perf_counter() - wall
 import numpy as np
-from compiler.measure.runner import error_bound
+m, n, k = json.loads(sys.argv[2])
 rng = np.random.default_rng(0)
 a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+wall = time.perf_counter()
+c = kernel(a, b)
+called = time.perf_counter() - wall
+from compiler.jit.disk_cache import disk_cache
+from compiler.measure.runner import error_bound
 want = a.astype(np.float64) @ b
-ok = float(np.abs(kernel(a, b) - want).max()) <= error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
-print(json.dumps({"import": imported, "compile": seconds, "stats": dict(disk_cache.stats), "ok": ok}))
+ok = float(np.abs(c - want).max()) <= error_bound(k, np.dtype(np.float32), float(np.abs(want).max()))
+print(json.dumps({"import": imported, "compile": compiled, "call": called, "stats": dict(disk_cache.stats),
+                  "ok": ok}))
 """
 
 
 def disk_hit(shape: Shape = (1024, 1024, 1024), hits: int = 5) -> dict:
     """compile() of the default pipeline's matmul of `shape` in a fresh process with an
     empty disk cache ("miss": it compiles and stores), then in `hits` more processes that
-    find it there; the wall seconds of `import compiler` and of compile() in each, and
-    whether every kernel checked against numpy."""
+    find it there; the wall seconds of `import compiler`, of compile() and of one call in
+    each, and whether every kernel checked against numpy."""
     with tempfile.TemporaryDirectory(prefix="loom-bench-cache-") as folder:
         environment = {**os.environ, "LOOM_CACHE_DIR": folder}
         environment.pop("LOOM_CACHE_MAX_BYTES", None)
-        runs = [_in_fresh_process(_DISK_PROBE, [json.dumps(list(shape))], "the disk cache probe", environment)
-                for _ in range(1 + hits)]
+        argv = [matmul_source(*shape), json.dumps(list(shape))]
+        runs = [_in_fresh_process(_DISK_PROBE, argv, "the disk cache probe", environment) for _ in range(1 + hits)]
     return {"shape": list(shape), "miss": runs[0], "hits": runs[1:],
             "ok": all(r["ok"] for r in runs) and all(r["stats"].get("hit") for r in runs[1:])}
 
 
+def _end_to_end(run: dict) -> float:
+    """A disk cache probe's wall seconds from `import compiler` to its call's return."""
+    return run["import"] + run["compile"] + run["call"]
+
+
 def markdown_disk_hit(result: dict) -> str:
-    """One line per process: import and compile() wall milliseconds, and what the cache did."""
+    """One line per process: the wall milliseconds of import, compile() and one call, and
+    what the cache did."""
     hits = sorted(r["compile"] for r in result["hits"])
     out = [f"disk cache, matmul {shape_label(result['shape'])} (default pipeline), each a fresh process:",
-           "| process | import compiler (ms) | compile() (ms) | disk cache |", "|---|---:|---:|---|"]
+           "| process | import compiler (ms) | compile() (ms) | one call (ms) | end to end (ms) | disk cache |",
+           "|---|---:|---:|---:|---:|---|"]
     for i, r in enumerate([result["miss"], *result["hits"]]):
         what = ", ".join(f"{k} {v}" for k, v in sorted(r["stats"].items()))
         out.append(f"| {'first' if i == 0 else f'then {i}'} | {r['import'] * 1e3:.1f} | {r['compile'] * 1e3:.1f} | "
-                   f"{what}{'' if r['ok'] else ', MISMATCH'} |")
+                   f"{r['call'] * 1e3:.1f} | {_end_to_end(r) * 1e3:.1f} | {what}{'' if r['ok'] else ', MISMATCH'} |")
     out.append(f"\na hit: median {hits[len(hits) // 2] * 1e3:.1f} ms, best {hits[0] * 1e3:.1f} ms beyond import")
     return "\n".join(out)
+
+
+def startup(result: dict) -> dict:
+    """Start-up, from the processes of `disk_hit` that found the kernel on disk: the median
+    wall seconds of `import compiler`, and of the kernel served end to end (import,
+    compile() from the disk cache, one call), each with its target."""
+    hits = result["hits"]
+    return {"runs": len(hits), "kernel": f"matmul {shape_label(result['shape'])}",
+            "import": statistics.median(r["import"] for r in hits), "import_target": IMPORT_TARGET,
+            "served": statistics.median(_end_to_end(r) for r in hits), "served_target": SERVED_TARGET}
+
+
+def markdown_startup(figures: dict) -> str:
+    """The start-up rows: each median beside its target."""
+    return "\n".join([
+        f"start-up, wall seconds in a fresh process (median of {figures['runs']}):",
+        "| start-up | seconds | target |", "|---|---:|---:|",
+        f"| import compiler | {figures['import']:.3f} | ≤ {figures['import_target']} |",
+        f"| {figures['kernel']} from the disk cache, end to end (import, compile(), one call) "
+        f"| {figures['served']:.3f} | ≤ {figures['served_target']} |",
+    ])
 
 
 def run_compile(
@@ -239,15 +278,16 @@ def compile_mode(args, blas: str) -> int:
     rows, imported = run_compile(args.examples, chains=args.chain, pipeline=args.pipeline, matmul=args.matmul,
                                  on_row=None if args.json else _progress_compile)
     disk = disk_hit(args.matmul) if args.matmul else None
+    figures = startup(disk) if disk else None
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "pipeline": args.pipeline,
-                          **compile_json(rows, imported), "disk_cache": disk}, indent=1))
+                          **compile_json(rows, imported), "disk_cache": disk, "startup": figures}, indent=1))
     else:
         print(f"machine: {machine}\npipeline: {args.pipeline} (the matmul's: default)\n")
         print(markdown_compile(rows, imported))
         if disk:
-            print(f"\n{markdown_disk_hit(disk)}")
+            print(f"\n{markdown_disk_hit(disk)}\n\n{markdown_startup(figures)}")
     return 0 if all(r.ok for r in rows) and (disk is None or disk["ok"]) else 1
 
 
