@@ -48,6 +48,10 @@ from passes.analysis.loop_utils import (
     value_name,
 )
 
+#: the attribute that carries the thread count of a parallel loop from loom-parallelize to
+#: loom-lower-parallel
+NUM_THREADS = "loom.num_threads"
+
 _AFFINE = (affine.LoadOp, affine.StoreOp, affine.VectorLoadOp, affine.VectorStoreOp)
 _MASKED = (vector.MaskedLoadOp, vector.MaskedStoreOp)
 _PLAIN = (memref.LoadOp, memref.StoreOp)

@@ -64,8 +64,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from passes.support.diagnostics import LoomError
-from passes.schedule.loom_outline import outline_inputs
-from passes.schedule.loom_parallelize import NUM_THREADS
+from passes.analysis.live_ins import outline_inputs
+from passes.analysis.parallel_analysis import NUM_THREADS
 
 PASS = "loom-lower-parallel"
 #: the libgomp entry points the lowered code calls (compiler/jit/engine.py loads libgomp)

@@ -56,76 +56,17 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, func, memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects import affine, func
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
-from passes.analysis.loop_utils import is_pure
+from passes.analysis.live_ins import OutlineInputs, outline_inputs
 
 PASS = "loom-outline"
 _NESTS = (affine.ForOp, affine.ParallelOp)
-_BUFFERS = (memref.AllocOp, memref.AllocaOp)
-
-
-@dataclass
-class OutlineInputs:
-    """What a nest reads from outside it: the new function's arguments, and the pure ops
-    (constants, views) to rebuild inside it, in order."""
-
-    arguments: list[SSAValue]
-    rebuilt: list[Operation]
-
-
-def _defined_inside(nest: Operation) -> set[SSAValue]:
-    values: set[SSAValue] = set()
-    for op in nest.walk():
-        values.update(op.results)
-        for region in op.regions:
-            for block in region.blocks:
-                values.update(block.args)
-    return values
-
-
-def outline_inputs(nest: Operation, entry: Block, *, loop_values: bool = False) -> OutlineInputs | None:
-    """The nest's inputs, or None when a buffer it reads is not a whole buffer of the
-    function (an argument or an allocation) or a view of one. With `loop_values`, a
-    value of a loop around the nest (an iv, an iter_arg) that is not a memref is an
-    input too (loom-lower-parallel outlines loops nested in others)."""
-    inside = _defined_inside(nest)
-    found = OutlineInputs([], [])
-    seen: set[SSAValue] = set()
-
-    def visit(value: SSAValue) -> bool:
-        if value in inside or value in seen:
-            return True
-        seen.add(value)
-        owner = value.owner
-        if isinstance(value, BlockArgument):
-            if value.block is not entry and (not loop_values or isinstance(value.type, MemRefType)):
-                return False
-            found.arguments.append(value)
-            return True
-        assert isinstance(owner, Operation)
-        if isinstance(owner, _BUFFERS):
-            found.arguments.append(value)
-            return True
-        if not owner.regions and not owner.successors and is_pure(owner):
-            if not all(visit(v) for v in owner.operands):
-                return False
-            found.rebuilt.append(owner)
-            return True
-        if isinstance(value.type, MemRefType):
-            return False  # a buffer of unknown origin: it may alias another argument
-        found.arguments.append(value)
-        return True
-
-    for op in nest.walk():
-        if not all(visit(v) for v in op.operands):
-            return None
-    return found
 
 
 def _structure(block: Block) -> Hashable:

@@ -70,10 +70,8 @@ from passes.analysis.loop_utils import (
     perfect_band,
     select_nests,
 )
-from passes.analysis.parallel_analysis import carried_dependence
+from passes.analysis.parallel_analysis import NUM_THREADS, carried_dependence
 
-#: the attribute that carries the thread count to loom-lower-parallel
-NUM_THREADS = "loom.num_threads"
 #: collapse a parallel loop with the one inside it while its iterations split over the
 #: threads leave the busiest thread this much more work than the average
 MAX_IMBALANCE = 0.05
