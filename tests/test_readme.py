@@ -20,13 +20,13 @@ QUICK_START = (
 
 def python_blocks(path: Path) -> list[str]:
     """The ```python blocks of a Markdown page, each a program to run as written."""
-    return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.S | re.M)
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.DOTALL | re.MULTILINE)
 
 
 def run_block(block: str, name: str, monkeypatch) -> None:
     """Run one block from the repository's root (its examples name files under it); a
     block that imports torch needs torch installed (the `torch` extra)."""
-    if re.search(r"^import torch\b", block, re.M) and importlib.util.find_spec("torch") is None:
+    if re.search(r"^import torch\b", block, re.MULTILINE) and importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed (pip install -e '.[torch]')")
     monkeypatch.chdir(ROOT)
     exec(compile(block, name, "exec"), {})
