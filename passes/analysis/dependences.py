@@ -75,7 +75,16 @@ from xdsl.ir.affine import (
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.layout import layout_is_injective, memref_root, unknown_origin
-from passes.analysis.loop_utils import constant_bounds, describe_access, step_of, value_name
+from passes.analysis.loop_utils import (
+    AFFINE_ACCESSES,
+    AFFINE_LOADS,
+    AFFINE_STORES,
+    MASKED,
+    constant_bounds,
+    describe_access,
+    step_of,
+    value_name,
+)
 
 
 @dataclass
@@ -253,10 +262,6 @@ class _Access:
         return memref_root(self.memref)
 
 
-_AFFINE_ACCESSES = (affine.LoadOp, affine.StoreOp, affine.VectorLoadOp, affine.VectorStoreOp)
-_WRITES = (affine.StoreOp, affine.VectorStoreOp)
-
-
 class _Resolver:
     """Linear forms of index values and affine expressions over a band."""
 
@@ -326,7 +331,7 @@ def _accesses(band: Sequence[affine.ForOp]) -> list[_Access]:
     resolver = _Resolver(band)
     found: list[_Access] = []
     for op in band[-1].body.walk():
-        if isinstance(op, _AFFINE_ACCESSES):
+        if isinstance(op, AFFINE_ACCESSES):
             m = op.map.data
             subs = [resolver.expr(e, m.num_dims, op.indices) for e in m.results]
             width = 1
@@ -337,11 +342,11 @@ def _accesses(band: Sequence[affine.ForOp]) -> list[_Access]:
                 width = shape[0] if len(shape) == 1 else 0  # 0: not analysed
             analysable = all(s is not None for s in subs) and width > 0
             found.append(_Access(
-                op, op.memref, isinstance(op, _WRITES),
+                op, op.memref, isinstance(op, AFFINE_STORES),
                 tuple(subs) if analysable else None, max(width, 1),  # type: ignore[arg-type]
             ))
             continue
-        if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+        if isinstance(op, MASKED):
             # its indices as they are, its full width (the mask only leaves lanes out)
             n = len(op.indices)
             subs = [resolver.expr(AffineExpr.dimension(i), n, op.indices) for i in range(n)]
@@ -374,9 +379,9 @@ def _accumulations(accesses: Sequence[_Access]) -> set[Operation]:
     """Loads and stores that form `x = load M[f]; ...; store x + y, M[f]` pairs in one
     block, the partial sum used by nothing but the chain of adds."""
     members: set[Operation] = set()
-    loads = [a for a in accesses if isinstance(a.op, affine.LoadOp | affine.VectorLoadOp) and a.subscripts is not None]
+    loads = [a for a in accesses if isinstance(a.op, AFFINE_LOADS) and a.subscripts is not None]
     for st in accesses:
-        if not isinstance(st.op, affine.StoreOp | affine.VectorStoreOp) or st.subscripts is None:
+        if not isinstance(st.op, AFFINE_STORES) or st.subscripts is None:
             continue
         block = st.op.parent_block()
         for ld in loads:
@@ -595,7 +600,7 @@ def _unique(deps: list[Dependence]) -> list[Dependence]:
 
 def access_text(op: Operation) -> str:
     """`store %A[%i, %j + 1] (line 12)`: the access as written, for messages."""
-    if isinstance(op, _AFFINE_ACCESSES):
+    if isinstance(op, AFFINE_ACCESSES):
         text = f"{op.name.removeprefix('affine.')} {describe_access(op)}"  # type: ignore[arg-type]
     else:
         memrefs = [value_name(v) for v in op.operands if isinstance(v.type, MemRefType)]

@@ -38,6 +38,18 @@ from passes.support.remarks import remark
 
 TAG = "loom.tag"
 
+#: the loads and stores that address their memref (`op.memref`) through an affine map of
+#: their operands (`op.map`, `op.indices`)
+AFFINE_LOADS = (affine.LoadOp, affine.VectorLoadOp)
+AFFINE_STORES = (affine.StoreOp, affine.VectorStoreOp)
+AFFINE_ACCESSES = (*AFFINE_LOADS, *AFFINE_STORES)
+#: vector's masked load and store (loom-vectorize's remainders): their memref is `op.base`,
+#: their subscripts the index operands themselves
+MASKED = (vector.MaskedLoadOp, vector.MaskedStoreOp)
+#: every load and store of the loop nests (`access_memref` and `accessed_type` take each)
+LOADS = (*AFFINE_LOADS, vector.MaskedLoadOp)
+STORES = (*AFFINE_STORES, vector.MaskedStoreOp)
+
 
 def nest_tag(loop: affine.ForOp) -> str | None:
     tag = loop.attributes.get(TAG)
@@ -156,7 +168,7 @@ def statement_loops(root: affine.ForOp) -> list[affine.ForOp]:
     `affine.vector_store` / `vector.maskedstore` after loom-vectorize, the last of those), outermost
     first: the perfect band for a nest as convert-loom-to-affine makes it, and the
     compute loops still after loom-pack put copy nests beside them."""
-    stores = [o for o in root.walk() if isinstance(o, affine.StoreOp | affine.VectorStoreOp | vector.MaskedStoreOp)]
+    stores = [o for o in root.walk() if isinstance(o, STORES)]
     if not stores:
         return perfect_band(root)
     # the deepest (the compute's, not a copy nest's or a masked remainder's), the last of those
@@ -353,7 +365,7 @@ def defined_outside(value: SSAValue, loop: Operation) -> bool:
 
 def access_memref(op: Operation) -> SSAValue:
     """The memref a load or store (affine, affine vector, vector masked) accesses."""
-    return op.base if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp) else op.memref  # type: ignore[attr-defined]
+    return op.base if isinstance(op, MASKED) else op.memref  # type: ignore[attr-defined]
 
 
 def accessed_type(op: Operation) -> Attribute:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from xdsl.dialects import affine, memref, vector
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
@@ -37,6 +37,9 @@ from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import FootprintError, LinearForm, iv_bounds, map_forms, value_form
 from passes.analysis.dependences import access_text
 from passes.analysis.loop_utils import (
+    AFFINE_ACCESSES,
+    MASKED,
+    STORES,
     accessed_type,
     constant_bounds,
     defined_outside,
@@ -52,10 +55,8 @@ from passes.analysis.loop_utils import (
 #: loom-lower-parallel
 NUM_THREADS = "loom.num_threads"
 
-_AFFINE = (affine.LoadOp, affine.StoreOp, affine.VectorLoadOp, affine.VectorStoreOp)
-_MASKED = (vector.MaskedLoadOp, vector.MaskedStoreOp)
 _PLAIN = (memref.LoadOp, memref.StoreOp)
-_WRITES = (affine.StoreOp, affine.VectorStoreOp, vector.MaskedStoreOp, memref.StoreOp)
+_WRITES = (*STORES, memref.StoreOp)
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,13 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
     no memory."""
     if isinstance(op, PrefetchOp) or is_pure(op):
         return None
-    if isinstance(op, _AFFINE):
+    if isinstance(op, AFFINE_ACCESSES):
         forms: list[LinearForm | None] = map_forms(op.map.data, op.indices)  # type: ignore[arg-type]
         iterations = [None if f is None else _iteration_number(f, loop) for f in forms]
         numbered = tuple(n is not None for n in iterations)
         forms = [f if n is None else n for f, n in zip(forms, iterations)]
         mem = op.memref
-    elif isinstance(op, _MASKED):
+    elif isinstance(op, MASKED):
         forms, mem = [value_form(v) for v in op.indices], op.base
     elif isinstance(op, _PLAIN):
         forms, mem = [value_form(v) for v in op.indices], op.memref
@@ -153,7 +154,7 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
         last = slices[-1]
         slices = (*slices[:-1], _Slice(last.form, last.lo, last.hi + width - 1))
     return _Touch(op, mem, isinstance(op, _WRITES), slices,
-                  numbered if isinstance(op, _AFFINE) else (False,) * len(slices))
+                  numbered if isinstance(op, AFFINE_ACCESSES) else (False,) * len(slices))
 
 
 def _iteration_number(form: LinearForm, loop: affine.ForOp) -> LinearForm | None:

@@ -120,6 +120,10 @@ from passes.analysis.affine_forms import (
     value_form,
 )
 from passes.analysis.loop_utils import (
+    AFFINE_STORES,
+    LOADS,
+    MASKED,
+    STORES,
     access_memref,
     accessed_type,
     constant_bounds,
@@ -148,9 +152,6 @@ EPILOGUES = ("add", "mul", "relu")
 #: the most elementwise nests one epilogue takes: each adds its ops to every store of
 #: the register block (a longer chain keeps its other nests)
 MAX_STEPS = 8
-
-_LOADS = (affine.LoadOp, affine.VectorLoadOp, vector.MaskedLoadOp)
-_STORES = (affine.StoreOp, affine.VectorStoreOp, vector.MaskedStoreOp)
 
 
 class _Refused(Exception):
@@ -307,7 +308,7 @@ def _writes(op: Operation, root: SSAValue) -> bool:
     """Whether `op` (or an op inside it) may write `root`'s buffer: anything other than a
     load, a prefetch, a view or a dealloc given a memref that reaches it."""
     for inner in op.walk():
-        if isinstance(inner, (*_LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
+        if isinstance(inner, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
             continue
         if any(_reaches(v, root) for v in inner.operands):
             return True
@@ -371,7 +372,7 @@ class _Access:
 
 
 def _subscripts(op: Operation) -> list[LinearForm | None]:
-    if isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+    if isinstance(op, MASKED):
         return [value_form(v) for v in op.indices]
     return map_forms(op.map.data, op.indices)  # type: ignore[attr-defined]
 
@@ -379,7 +380,7 @@ def _subscripts(op: Operation) -> list[LinearForm | None]:
 def _lanes(op: Operation) -> tuple[int, bool]:
     vtype = accessed_type(op)
     width = vtype.get_shape()[0] if isinstance(vtype, VectorType) else 1
-    if not isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+    if not isinstance(op, MASKED):
         return width, True
     make = op.mask.owner
     if isinstance(make, vector.CreateMaskOp) and len(make.mask_dim_sizes) == 1:
@@ -423,11 +424,11 @@ class _Analysis:
 
     def _collect(self, nest: affine.ForOp) -> None:
         for op in nest.walk():
-            if isinstance(op, (*_LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
+            if isinstance(op, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
                 continue
             if not any(_reaches(v, self.root) for v in op.operands):
                 continue
-            if not isinstance(op, _STORES):
+            if not isinstance(op, STORES):
                 raise _Refused(f"nest '{nest_tag(nest)}' writes {value_name(self.root)} by '{op.name}'")
             forms = _subscripts(op)
             if any(f is None for f in forms):
@@ -454,7 +455,7 @@ class _Analysis:
     def _check_loads(self, nest: affine.ForOp) -> None:
         """Every load of the result is followed, in its block, by a store of the same
         elements: the nest reads it only to accumulate, never after the last write."""
-        for load in (o for o in nest.walk() if isinstance(o, _LOADS) and _reaches(access_memref(o), self.root)):
+        for load in (o for o in nest.walk() if isinstance(o, LOADS) and _reaches(access_memref(o), self.root)):
             forms, lanes = _subscripts(load), _lanes(load)
             if any(f is None for f in forms):
                 raise _Refused(f"a load of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
@@ -726,7 +727,7 @@ def _disjoint(a: list[tuple[list[LinearForm], list[LinearForm]]],
 
 
 def _access_text(op: Operation) -> str:
-    if isinstance(op, affine.StoreOp | affine.VectorStoreOp):
+    if isinstance(op, AFFINE_STORES):
         return f"the store of {describe_access(op)}{_line(op)}"
     return f"the store of {value_name(access_memref(op))}{_line(op)}"
 
@@ -855,7 +856,7 @@ def _producer_results(nest: affine.ForOp, block: Block) -> list[tuple[SSAValue, 
     """The buffers `nest` reads that a producer nest wrote before it, with the nests
     that write each; the one written last first."""
     found = []
-    for load in (o for o in nest.walk() if isinstance(o, _LOADS)):
+    for load in (o for o in nest.walk() if isinstance(o, LOADS)):
         root = memref_root(access_memref(load))
         if root is None or any(root is r for r, _ in found):
             continue
@@ -1019,7 +1020,7 @@ class _Rewriter:
             if not _line(op):
                 op.location = store.location
         store.parent_block().insert_ops_before(ops, store)  # type: ignore[union-attr]
-        store.operands[0 if isinstance(store, affine.StoreOp | affine.VectorStoreOp) else len(store.operands) - 1] = new
+        store.operands[0 if isinstance(store, AFFINE_STORES) else len(store.operands) - 1] = new
 
     def _drop_fill(self) -> None:
         """The loads that read the zero fill read a zero instead (no load at all where
@@ -1260,7 +1261,7 @@ def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> 
     several) or the producer's (the main nest and its peeled copies; not the direct
     convolution's copy of its wide result into Y, which reads it); nothing after them
     may write it again. `filled`: the results seen already (one try per result)."""
-    store = next((o for o in init.walk() if isinstance(o, _STORES)), None)
+    store = next((o for o in init.walk() if isinstance(o, STORES)), None)
     root = memref_root(access_memref(store)) if store is not None else None
     if root is None or root in filled:
         return

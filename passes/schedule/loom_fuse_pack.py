@@ -75,6 +75,10 @@ from passes.support.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import (
+    AFFINE_LOADS,
+    AFFINE_STORES,
+    LOADS,
+    STORES,
     constant_trip_count,
     defined_outside,
     describe_access,
@@ -93,8 +97,6 @@ from passes.analysis.loop_utils import (
 from passes.schedule.loom_prefetch import LoomPrefetchPass
 from passes.schedule.loop_transforms import rebuild_loop
 
-_LOADS = (affine.LoadOp, affine.VectorLoadOp)
-_STORES = (affine.StoreOp, affine.VectorStoreOp)
 _STORE_OF = {affine.LoadOp: affine.StoreOp, affine.VectorLoadOp: affine.VectorStoreOp}
 _Address = tuple[Block, type, AffineMap, tuple[SSAValue, ...]]
 
@@ -148,7 +150,7 @@ class LoomFusePackPass(ModulePass):
         if not provably_nonempty(reader):
             return f"its reader %{iv_name(reader)} may run no iteration"
         reads = [o for o in reader.walk() if copy.buffer in o.operands and o is not reader]
-        if bad := next((o for o in reads if not isinstance(o, _LOADS)), None):
+        if bad := next((o for o in reads if not isinstance(o, AFFINE_LOADS)), None):
             return f"its reader %{iv_name(reader)} uses it other than by affine loads ({bad.name})"
         varying = _depends_on(reader)
         for read in reads:
@@ -236,7 +238,7 @@ def _next_copy_loop(nest: affine.ForOp) -> affine.ForOp | None:
 def _loads_of(loop: affine.ForOp, buffer: SSAValue) -> list[affine.LoadOp | affine.VectorLoadOp]:
     """The affine loads of `buffer` inside `loop`, in program order (a list: the callers
     rewrite them as they go)."""
-    return [o for o in loop.walk() if isinstance(o, _LOADS) and o.memref is buffer]
+    return [o for o in loop.walk() if isinstance(o, AFFINE_LOADS) and o.memref is buffer]
 
 
 def _address(op: affine.LoadOp | affine.VectorLoadOp) -> _Address:
@@ -253,9 +255,9 @@ def _copy_nest(loop: affine.ForOp) -> _Copy | None:
     for o in loop.walk():
         if isinstance(o, affine.ForOp):
             loops.append(o.body.block.args[0])
-        elif isinstance(o, _LOADS):
+        elif isinstance(o, AFFINE_LOADS):
             loads.append(o)
-        elif isinstance(o, _STORES):
+        elif isinstance(o, AFFINE_STORES):
             stores.append(o)
         elif not isinstance(o, affine.YieldOp | affine.ApplyOp | affine.MinOp):
             return None
@@ -308,14 +310,14 @@ def _reader(copy: _Copy) -> tuple[affine.ForOp | None, str]:
                 if not (copy.nest.is_ancestor(user) or op.is_ancestor(user) or isinstance(user, memref.DeallocOp)):
                     return None, f"{user.name} uses it outside the copy and its reader %{iv_name(op)}"
             return op, ""
-        if any(isinstance(o, _STORES) or (o.regions == [] and not _reads_only(o)) for o in op.walk()):
+        if any(isinstance(o, STORES) or (o.regions == [] and not _reads_only(o)) for o in op.walk()):
             return None, f"{op.name} between the copy and its reader may write memory"
         op = op.next_op
     return None, "no loop after it reads it"
 
 
 def _reads_only(op: Operation) -> bool:
-    return is_pure(op) or isinstance(op, _LOADS)
+    return is_pure(op) or isinstance(op, LOADS)
 
 
 def _depends_on(loop: affine.ForOp) -> set[SSAValue]:

@@ -70,6 +70,7 @@ from passes.schedule.loop_transforms import (
     promote_to_iter_args,
 )
 from passes.analysis.loop_utils import (
+    LOADS,
     UNMARKED_PURE,
     access_memref,
     accessed_type,
@@ -198,7 +199,7 @@ def _stored_roots(loop: affine.ForOp) -> tuple[set[SSAValue | None], str | None]
     stored: set[SSAValue | None] = set()
     anything = None
     for op in loop.walk():
-        if op.regions or isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp) or _speculatable(op):
+        if op.regions or isinstance(op, LOADS) or _speculatable(op):
             continue  # the ops inside regions are walked themselves
         effects = get_effects(op)
         if effects is not None and all(e.kind != MemoryEffectKind.WRITE for e in effects):

@@ -51,6 +51,8 @@ from passes.support.remarks import remark
 from dialects.loom import PrefetchOp
 from passes.schedule.loop_transforms import shift_map_operand
 from passes.analysis.loop_utils import (
+    AFFINE_LOADS,
+    AFFINE_STORES,
     constant_trip_count,
     describe_access,
     iv_name,
@@ -60,9 +62,6 @@ from passes.analysis.loop_utils import (
     step_of,
     used_positions,
 )
-
-_LOADS = (affine.LoadOp, affine.VectorLoadOp)
-_STORES = (affine.StoreOp, affine.VectorStoreOp)
 
 
 def _holds_loop(op: Operation) -> bool:
@@ -98,7 +97,7 @@ class LoomPrefetchPass(ModulePass):
         iv = body.args[0]
         ops = list(body.ops)
         last_loop = max((n for n, o in enumerate(ops) if _holds_loop(o)), default=0)
-        loads = [o for o in ops[:last_loop] if isinstance(o, _LOADS) and self._moves_with(o, iv)]
+        loads = [o for o in ops[:last_loop] if isinstance(o, AFFINE_LOADS) and self._moves_with(o, iv)]
         if not loads:
             return
         if any(isinstance(o, PrefetchOp) for o in ops):
@@ -107,7 +106,7 @@ class LoomPrefetchPass(ModulePass):
         if constant_trip_count(loop) == 1:
             remark(self.name, loop, f"loop %{iv_name(loop)} skipped: a single iteration, no next one to prefetch for")
             return
-        stored = {_address(o) for o in ops if isinstance(o, _STORES)}
+        stored = {_address(o) for o in ops if isinstance(o, AFFINE_STORES)}
         delta = self.distance * step_of(loop)
         seen: set[tuple[SSAValue, AffineMap, tuple[SSAValue, ...]]] = set()
         computed: dict[tuple[AffineExpr, int, int, tuple[SSAValue, ...]], SSAValue] = {}

@@ -36,6 +36,10 @@ from xdsl.traits import IsTerminator
 
 from passes.analysis.affine_forms import LinearForm, bound_map, distribute_divisions, tiles_are_full
 from passes.analysis.loop_utils import (
+    AFFINE_ACCESSES,
+    LOADS,
+    MASKED,
+    STORES,
     TAG,
     access_memref,
     accessed_type,
@@ -196,7 +200,7 @@ def _distribute_divisions(loop: affine.ForOp) -> None:
     copies of an unrolled body read `(%k + 3) floordiv 9` where %k, stepping by 9, is a
     multiple of 9."""
     for op in loop.body.walk():
-        if isinstance(op, (affine.LoadOp, affine.VectorLoadOp, affine.StoreOp, affine.VectorStoreOp, affine.ApplyOp)):
+        if isinstance(op, (*AFFINE_ACCESSES, affine.ApplyOp)):
             ((prop, start, count),) = _map_operand_groups(op)
             m = op.properties[prop].data
             if any(isinstance(e, AffineBinaryOpExpr) and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
@@ -552,7 +556,7 @@ def promote_to_iter_args(
     inits = []
     for group in groups:
         first = group[0]
-        if isinstance(first, vector.MaskedLoadOp | vector.MaskedStoreOp):
+        if isinstance(first, MASKED):
             pass_thru = _pass_thru(group, accessed_type(first), loop)
             load = vector.MaskedLoadOp(first.base, list(first.indices), first.mask, pass_thru)
         elif isinstance(first, affine.VectorLoadOp | affine.VectorStoreOp):
@@ -576,7 +580,7 @@ def promote_to_iter_args(
     _set_yield(block, [*_yield_of(block).operands, *final])
     after: Operation = new
     for result, group in zip(new.results[kept:], groups):
-        stores = [op for op in group if isinstance(op, affine.StoreOp | affine.VectorStoreOp | vector.MaskedStoreOp)]
+        stores = [op for op in group if isinstance(op, STORES)]
         if stores:
             last = stores[-1]
             if isinstance(last, vector.MaskedStoreOp):
@@ -613,7 +617,7 @@ def _thread_values(
     for op in list(block.ops):
         if op in group_of:
             i = group_of[op]
-            if isinstance(op, affine.LoadOp | affine.VectorLoadOp | vector.MaskedLoadOp):
+            if isinstance(op, LOADS):
                 # (a masked load's lanes outside the mask only reach lanes its group's
                 # masked stores skip: loom-hoist checks; so the carried value serves)
                 op.result.replace_all_uses_with(current[i])
