@@ -377,6 +377,13 @@ def accessed_type(op: Operation) -> Attribute:
     return op.results[0].type
 
 
+def line_suffix(op: Operation) -> str:
+    """` (line 12)`: where `op` was written, for messages (empty when unknown)."""
+    loc = op.location
+    line = getattr(getattr(loc, "line", None), "data", None)
+    return f" (line {line})" if line is not None else ""
+
+
 def iv_name(loop: affine.ForOp) -> str:
     iv = loop.body.block.args[0]
     return iv.name_hint or "?"

@@ -14,7 +14,7 @@ It works on the affine nests, after the matmul is scheduled (loom-default runs i
 step `fuse`, before the epilogue nests are vectorized and before the parallel step), so
 that the schedule passes see the textbook matmul nest: whatever they made of it, this
 pass finds the stores and loads of C and tells, for each, when it is the element's last
-write (first read):
+write (first read; passes/analysis/last_write.py):
 
 - an access's loops are *spatial* (their ivs, or the bounds of such loops, give the
   element it touches: i_t, i_r, j_t, j_r, ...) or *reductions* (k_t, k: every iteration
@@ -109,31 +109,20 @@ from xdsl.passes import ModulePass
 
 from passes.support.remarks import remark
 from dialects.layout import BUFFER_OPS, VIEW_OPS, memref_root, reshape_strides, static_strides
-from dialects.loom import PrefetchOp
-from passes.analysis.affine_forms import (
-    FootprintError,
-    LinearForm,
-    affine_exprs,
-    form_range,
-    iv_bounds,
-    map_forms,
-    value_form,
-)
+from passes.analysis.affine_forms import LinearForm, affine_exprs, map_forms
+from passes.analysis.last_write import INITS, Access, LastWriteAnalysis, Refused, may_write
 from passes.analysis.loop_utils import (
     AFFINE_STORES,
     LOADS,
-    MASKED,
     STORES,
     access_memref,
-    accessed_type,
     constant_bounds,
-    constant_trip_count,
     defined_outside,
     describe_access,
     iv_name,
+    line_suffix,
     nest_tag,
     perfect_band,
-    provably_nonempty,
     select_nests,
     step_of,
     value_name,
@@ -144,9 +133,6 @@ from passes.schedule.loom_vectorize import _ELEMENTWISE, _EXTREMA  # the ops loo
 #: loom-im2col made it one), the direct convolution's copy of its result into Y, and the
 #: textbook conv2d nest (refused: its stores sit under the padding guard)
 PRODUCERS = ("matmul", "direct.out", "conv2d")
-#: the zero fills of a producer's result (convert-loom-to-affine's), which its
-#: accumulation then overwrites: they zero the epilogue's result instead
-INITS = ("matmul.init", "conv2d.init")
 #: the elementwise nests an epilogue is made of
 EPILOGUES = ("add", "mul", "relu")
 #: the most elementwise nests one epilogue takes: each adds its ops to every store of
@@ -154,22 +140,12 @@ EPILOGUES = ("add", "mul", "relu")
 MAX_STEPS = 8
 
 
-class _Refused(Exception):
-    """Why an epilogue is not fused, or why its chain stops (the remark's words)."""
-
-
-def _line(op: Operation) -> str:
-    loc = op.location
-    line = getattr(getattr(loc, "line", None), "data", None)
-    return f" (line {line})" if line is not None else ""
-
-
 def _what(nest: Operation) -> str:
-    return f"{nest_tag(nest) or 'untagged'}{_line(nest)}"
+    return f"{nest_tag(nest) or 'untagged'}{line_suffix(nest)}"
 
 
 def _nest_text(nest: Operation) -> str:
-    return f"the '{nest_tag(nest) or 'untagged'}' nest{_line(nest)}"
+    return f"the '{nest_tag(nest) or 'untagged'}' nest{line_suffix(nest)}"
 
 
 # --------------------------------------------------------------------------------------
@@ -202,34 +178,34 @@ def _identity(forms: Sequence[LinearForm | None], ivs: Sequence[SSAValue]) -> bo
 
 
 def _parse_step(nest: affine.ForOp, source: SSAValue) -> _Step:
-    """`nest` as an epilogue step reading `source` (a memref value), or _Refused."""
+    """`nest` as an epilogue step reading `source` (a memref value), or Refused."""
     band = perfect_band(nest)
     if (any(constant_bounds(loop) is None or constant_bounds(loop)[0] != 0 or step_of(loop) != 1 for loop in band)
             or any(isinstance(r.type, VectorType) for o in nest.walk() for r in o.results)):
-        raise _Refused(f"{_what(nest)} is not the textbook elementwise nest (already scheduled: vectorized?)")
+        raise Refused(f"{_what(nest)} is not the textbook elementwise nest (already scheduled: vectorized?)")
     ivs = [loop.body.block.args[0] for loop in band]
     body = [o for o in band[-1].body.block.ops if not isinstance(o, affine.YieldOp)]
     store = body[-1] if body else None
     shape = [constant_bounds(loop)[1] for loop in band]  # type: ignore[index]
     if (not isinstance(store, affine.StoreOp) or list(store.memref.type.get_shape()) != shape
             or not _identity(map_forms(store.map.data, store.indices), ivs)):
-        raise _Refused(f"{_what(nest)} is not the textbook elementwise nest (one store, at its iteration's element)")
+        raise Refused(f"{_what(nest)} is not the textbook elementwise nest (one store, at its iteration's element)")
     step = _Step(nest, ivs, body[:-1], source, store)
     reads_source = False
     for op in step.ops:
         if not isinstance(op, affine.LoadOp) and any(defined_outside(v, band[-1]) for v in op.operands):
-            raise _Refused(f"{_what(nest)} computes with a value from outside its nest")
+            raise Refused(f"{_what(nest)} computes with a value from outside its nest")
         if isinstance(op, affine.LoadOp):
             reads_source |= _classify_load(step, op)
         elif isinstance(op, arith.SelectOp):
             step.extrema[op] = _extremum(step, op)
         elif not isinstance(op, (*_ELEMENTWISE, arith.CmpfOp)) and not _float_constant(op):
-            raise _Refused(f"{_what(nest)} holds '{op.name}', which has no vector form here")
+            raise Refused(f"{_what(nest)} holds '{op.name}', which has no vector form here")
     for cmp in (o for o in step.ops if isinstance(o, arith.CmpfOp)):
         if cmp not in step.extrema.values():
-            raise _Refused(f"{_what(nest)} compares values ('arith.cmpf') other than for a max or min")
+            raise Refused(f"{_what(nest)} compares values ('arith.cmpf') other than for a max or min")
     if not reads_source:
-        raise _Refused(f"{_what(nest)} does not read {value_name(source)}")
+        raise Refused(f"{_what(nest)} does not read {value_name(source)}")
     return step
 
 
@@ -238,11 +214,11 @@ def _classify_load(step: _Step, load: affine.LoadOp) -> bool:
     forms = map_forms(load.map.data, load.indices)
     if memref_root(load.memref) is memref_root(step.source) and memref_root(step.source) is not None:
         if load.memref is not step.source or not _identity(forms, step.ivs):
-            raise _Refused(f"{_what(step.nest)} reads {describe_access(load)}, not the element it writes "
+            raise Refused(f"{_what(step.nest)} reads {describe_access(load)}, not the element it writes "
                            f"(a transpose or a broadcast of {value_name(step.source)})")
         return True
     if any(f is None or any(v not in step.ivs for v in f.coeffs) for f in forms):
-        raise _Refused(f"{_what(step.nest)} reads {describe_access(load)}, at subscripts that are not its loops' "
+        raise Refused(f"{_what(step.nest)} reads {describe_access(load)}, at subscripts that are not its loops' "
                        "indices")
     step.operands.append(load)
     return False
@@ -260,7 +236,7 @@ def _extremum(step: _Step, select: arith.SelectOp) -> Operation:
             excluded = _EXTREMA[predicate][1]
             if c == c and not (c == 0.0 and str(c) == str(excluded)):
                 return cmp
-    raise _Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
+    raise Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
 
 
 def _float_constant(op: Operation) -> bool:
@@ -280,14 +256,6 @@ def _top(op: Operation, block: Block) -> Operation | None:
     return cur
 
 
-def _reaches(value: SSAValue, root: SSAValue) -> bool:
-    """Whether memref `value` may reach `root`'s buffer (an unknown origin may)."""
-    if not isinstance(value.type, MemRefType):
-        return False
-    found = memref_root(value)
-    return found is None or found is root
-
-
 def _users(root: SSAValue, block: Block) -> list[Operation]:
     """The ops of `block` that use `root` or a view of it, in block order (the view ops
     themselves included)."""
@@ -304,20 +272,9 @@ def _users(root: SSAValue, block: Block) -> list[Operation]:
     return sorted(found, key=block.get_operation_index)
 
 
-def _writes(op: Operation, root: SSAValue) -> bool:
-    """Whether `op` (or an op inside it) may write `root`'s buffer: anything other than a
-    load, a prefetch, a view or a dealloc given a memref that reaches it."""
-    for inner in op.walk():
-        if isinstance(inner, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
-            continue
-        if any(_reaches(v, root) for v in inner.operands):
-            return True
-    return False
-
-
 def _writers(root: SSAValue, before: Operation, block: Block) -> list[Operation]:
     return [o for o in _users(root, block) if block.get_operation_index(o) < block.get_operation_index(before)
-            and _writes(o, root)]
+            and may_write(o, root)]
 
 
 def _views_to_move(value: SSAValue, op: Operation, block: Block) -> list[Operation] | None:
@@ -348,391 +305,6 @@ def _defined_before(value: SSAValue, op: Operation, block: Block) -> bool:
 
 
 # --------------------------------------------------------------------------------------
-# The producer's writes of its result, and which of them is the last write
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Access:
-    """A store (or a load) of the producer's result in one of its nests."""
-
-    op: Operation
-    forms: list[LinearForm]
-    lanes: int  # elements it touches along the last dimension
-    exact: bool  # `lanes` is exact (not a mask of unknown count)
-    loops: list[affine.ForOp]  # its nest's outermost loop first
-    #: a store: the loops that must be in their last iteration for it to be the last
-    #: write of its elements (empty: always), or None: never the last write; a load: the
-    #: loops that must be in their first iteration for it to read the zero fill
-    when: list[affine.ForOp] | None = None
-
-    @property
-    def value(self) -> SSAValue:
-        return self.op.value_to_store if isinstance(self.op, vector.MaskedStoreOp) else self.op.value  # type: ignore[attr-defined]
-
-
-def _subscripts(op: Operation) -> list[LinearForm | None]:
-    if isinstance(op, MASKED):
-        return [value_form(v) for v in op.indices]
-    return map_forms(op.map.data, op.indices)  # type: ignore[attr-defined]
-
-
-def _lanes(op: Operation) -> tuple[int, bool]:
-    vtype = accessed_type(op)
-    width = vtype.get_shape()[0] if isinstance(vtype, VectorType) else 1
-    if not isinstance(op, MASKED):
-        return width, True
-    make = op.mask.owner
-    if isinstance(make, vector.CreateMaskOp) and len(make.mask_dim_sizes) == 1:
-        count = value_form(make.mask_dim_sizes[0])
-        if not count.coeffs:
-            return max(0, min(width, count.const)), True
-    return width, False
-
-
-class _Analysis:
-    """Which stores of `root` (in `nests`) are the last write of their elements, and
-    when (see the module's docstring); _Refused when that cannot be told exactly."""
-
-    def __init__(self, root: SSAValue, nests: list[affine.ForOp]):
-        self.root = root
-        self.writes: dict[Operation, _Access] = {}
-        self.loads: list[_Access] = []
-        self.disjoint_loops: dict[affine.ForOp, bool] = {}
-        #: why the zero fill stays ('' when every load that reads it is known: it goes)
-        self.keep_fill = ""
-        for nest in nests:
-            empty = next((loop for loop in nest.walk() if isinstance(loop, affine.ForOp)
-                          and constant_trip_count(loop) == 0), None)
-            if empty is not None and nest_tag(nest) not in INITS:
-                raise _Refused(f"loop %{iv_name(empty)} of nest '{nest_tag(nest)}' has no iterations (a zero-size "
-                               f"dimension): the zero fill would be the last write of {value_name(root)}")
-            self._collect(nest)
-        for nest in nests:
-            if nest_tag(nest) not in INITS:
-                self._check_loads(nest)
-        for write in self.writes.values():
-            if not _in_fill(write):
-                write.when = self._last(write)
-        try:
-            for load in self.loads:
-                load.when = self._first(load)
-        except _Refused as why:
-            self.keep_fill = str(why)
-        if not any(_in_fill(w) for w in self.writes.values()):
-            self.keep_fill = "no zero fill"
-
-    def _collect(self, nest: affine.ForOp) -> None:
-        for op in nest.walk():
-            if isinstance(op, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
-                continue
-            if not any(_reaches(v, self.root) for v in op.operands):
-                continue
-            if not isinstance(op, STORES):
-                raise _Refused(f"nest '{nest_tag(nest)}' writes {value_name(self.root)} by '{op.name}'")
-            forms = _subscripts(op)
-            if any(f is None for f in forms):
-                raise _Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
-                               "is not linear")
-            lanes, exact = _lanes(op)
-            self.writes[op] = _Access(op, forms, lanes, exact, self._loops(op, nest))  # type: ignore[arg-type]
-
-    def _loops(self, op: Operation, nest: affine.ForOp) -> list[affine.ForOp]:
-        """The loops around a store up to its nest's outermost one: affine.for only (a
-        store under an affine.if or in a parallel loop runs in some iterations only)."""
-        loops = []
-        cur = op.parent_op()
-        while cur is not None:
-            if not isinstance(cur, affine.ForOp):
-                raise _Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' sits under "
-                               f"'{cur.name}'{_line(cur)}: it runs in some iterations only")
-            loops.append(cur)
-            if cur is nest:
-                return loops[::-1]
-            cur = cur.parent_op()
-        raise AssertionError("a store inside its nest")
-
-    def _check_loads(self, nest: affine.ForOp) -> None:
-        """Every load of the result is followed, in its block, by a store of the same
-        elements: the nest reads it only to accumulate, never after the last write."""
-        for load in (o for o in nest.walk() if isinstance(o, LOADS) and _reaches(access_memref(o), self.root)):
-            forms, lanes = _subscripts(load), _lanes(load)
-            if any(f is None for f in forms):
-                raise _Refused(f"a load of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
-                               "is not linear")
-            self.loads.append(_Access(load, forms, *lanes, self._loops(load, nest)))  # type: ignore[arg-type]
-            later = load.next_op
-            while later is not None and not (
-                later in self.writes and self.writes[later].forms == forms
-                and (self.writes[later].lanes, self.writes[later].exact) == lanes and lanes[1]
-            ):
-                later = later.next_op
-            if later is None:
-                raise _Refused(f"nest '{nest_tag(nest)}' reads {value_name(self.root)} other than to accumulate into "
-                               f"it ({load.name}{_line(load)}: no store of the same elements after it)")
-
-    def _last(self, write: _Access) -> list[affine.ForOp] | None:
-        """The loops that must be in their last iteration for `write` to be the last
-        write of its elements, or None: never (a later store rewrites them)."""
-        reductions = self._reductions(write)
-        if self._touched(write, later=True):
-            return None
-        return reductions
-
-    def _first(self, load: _Access) -> list[affine.ForOp] | None:
-        """The loops that must be in their first iteration for `load` to read the zero
-        fill, or None: never (an earlier store of the producer wrote its elements)."""
-        reductions = self._reductions(load)
-        if self._touched(load, later=False):
-            return None
-        for loop in reductions:
-            if len(loop.lowerBoundMap.data.results) != 1:
-                raise _Refused(f"loop %{iv_name(loop)} starts at a max of bounds")
-        return reductions
-
-    def _reductions(self, access: _Access) -> list[affine.ForOp]:
-        """The loops around `access` in whose iterations it touches the same elements
-        again (of more than one iteration), checked so that their last (first) iteration
-        is the last (first) time: the loops inside each run in all its iterations, and
-        the iterations of the other loops touch different elements."""
-        spatial = self._spatial(access)
-        reductions = [loop for loop in access.loops if loop not in spatial and constant_trip_count(loop) != 1]
-        for loop in reductions:
-            for inner in access.loops[access.loops.index(loop) + 1:]:
-                if not provably_nonempty(inner):
-                    raise _Refused(f"cannot tell that loop %{iv_name(inner)} runs in every iteration of "
-                                   f"%{iv_name(loop)}, which accumulates into {value_name(self.root)}")
-        for loop in spatial:
-            if constant_trip_count(loop) != 1 and not self._iterations_disjoint(loop):
-                raise _Refused(f"cannot tell that the iterations of loop %{iv_name(loop)} write different elements "
-                               f"of {value_name(self.root)}")
-        return reductions
-
-    def _spatial(self, write: _Access) -> set[affine.ForOp]:
-        """The loops that choose the elements a store writes: those whose ivs are in its
-        subscripts, or in the bounds of such loops (a tile loop around its point loop)."""
-        ivs = {loop.body.block.args[0]: loop for loop in write.loops}
-        pending = [v for f in write.forms for v in f.coeffs]
-        for v in pending:
-            if v not in ivs and not defined_outside(v, write.loops[0]):
-                raise _Refused(f"a store of {value_name(self.root)} has a subscript computed in its nest "
-                               f"({value_name(v)})")
-        spatial: set[affine.ForOp] = set()
-        while pending:
-            loop = ivs.get(pending.pop())
-            if loop is None or loop in spatial:
-                continue
-            spatial.add(loop)
-            for m, operands in ((loop.lowerBoundMap.data, loop.lowerBoundOperands),
-                                (loop.upperBoundMap.data, loop.upperBoundOperands)):
-                forms = map_forms(m, operands)
-                pending += list(operands) if None in forms else [v for f in forms for v in f.coeffs]  # type: ignore[union-attr]
-        return spatial
-
-    def _iterations_disjoint(self, loop: affine.ForOp) -> bool:
-        """Whether different iterations of `loop` write different elements: along some
-        dimension, what all the stores inside write in one iteration lies in
-        [iv + a, iv + b] with b - a < the step."""
-        if loop not in self.disjoint_loops:
-            iv = loop.body.block.args[0]
-            stores = [self.writes[o] for o in loop.walk() if o in self.writes]
-            if len({id(access_memref(w.op)) for w in stores}) > 1:
-                self.disjoint_loops[loop] = False
-                return False
-            boxes = [self._box(w, _inside(w.loops, loop)) for w in stores]
-            windows = [_window(boxes, d, iv) for d in range(len(stores[0].forms))]
-            self.disjoint_loops[loop] = any(w is not None and w < step_of(loop) for w in windows)
-        return self.disjoint_loops[loop]
-
-    def _touched(self, access: _Access, later: bool) -> bool:
-        """Whether a store of the producer after `access` (`later`) or before it, in the
-        same iterations of their common loops (up to the function: another nest), writes
-        all its elements (True) or none of them (False); _Refused when it may write some.
-        The zero fill is not the producer's."""
-        cur: Operation = access.op
-        while True:
-            block = cur.parent_block()
-            assert block is not None
-            owner = block.parent_op()
-            within = _inside(access.loops, owner)
-            other_op = cur.next_op if later else cur.prev_op
-            while other_op is not None:
-                for other in (self.writes[o] for o in other_op.walk() if o in self.writes):
-                    if not _in_fill(other) and self._rewrites(access, within, other, _inside(other.loops, owner)):
-                        return True
-                other_op = other_op.next_op if later else other_op.prev_op
-            if owner not in access.loops:
-                return False
-            cur = owner  # type: ignore[assignment]
-
-    def _rewrites(self, write: _Access, within: Sequence[affine.ForOp], other: _Access,
-                  other_within: Sequence[affine.ForOp]) -> bool:
-        """Whether `other`, running after `write`, rewrites all of what it wrote (True) or
-        none of it (False); _Refused when it may rewrite some."""
-        if access_memref(other.op) is not access_memref(write.op):
-            raise _Refused(f"{_access_text(other.op)} and {_access_text(write.op)} write "
-                           f"{value_name(self.root)} through different views")
-        mine, theirs = self._box(write, within), self._box(other, other_within)
-        if _disjoint(mine, theirs):
-            return False
-        paired = _structural(write, within, other, other_within)
-        if paired is not None:
-            return paired == "same"
-        if self._covers(other, other_within, mine):
-            return True
-        raise _Refused(f"cannot tell whether {_access_text(other.op)} rewrites some of the elements "
-                       f"{_access_text(write.op)} wrote")
-
-    def _box(self, write: _Access, within: Sequence[affine.ForOp]) -> list[tuple[list[LinearForm], list[LinearForm]]]:
-        """Per dimension, bounds on what `write` writes over the iterations of the loops
-        `within`: at least each of the first forms, at most each of the second."""
-        bounds: dict[SSAValue, tuple[list[LinearForm], list[LinearForm]]] = {}
-        try:
-            for loop in within:
-                low, high = iv_bounds(loop, within)
-                bounds[loop.body.block.args[0]] = (low, [h - 1 for h in high])
-        except FootprintError as e:
-            raise _Refused(str(e)) from None
-        box = []
-        for d, form in enumerate(write.forms):
-            lows, highs = [form], [form]
-            for v in [v for v in form.coeffs if v in bounds]:
-                low, high = bounds[v]
-                up, down = (high, low) if form.coeff(v) > 0 else (low, high)
-                lows = [f.substitute(v, b) for f in lows for b in down]
-                highs = [f.substitute(v, b) for f in highs for b in up]
-            if d == len(write.forms) - 1:
-                highs = [h + (write.lanes - 1) for h in highs]
-            box.append((lows, highs))
-        return box
-
-    def _covers(self, other: _Access, within: Sequence[affine.ForOp],
-                box: list[tuple[list[LinearForm], list[LinearForm]]]) -> bool:
-        """Whether `other` writes every element of `box` while the loops `within` run:
-        each of its subscripts walked by one loop of constant bounds (a step no longer
-        than what one iteration writes), every such loop running at least once."""
-        if not other.exact or any(constant_trip_count(loop) in (None, 0) or constant_bounds(loop) is None
-                                  for loop in within):
-            return False
-        ivs = {loop.body.block.args[0]: loop for loop in within}
-        walked: set[SSAValue] = set()
-        for d, (form, (lows, highs)) in enumerate(zip(other.forms, box)):
-            inner = [v for v in form.coeffs if v in ivs]
-            width = other.lanes if d == len(other.forms) - 1 else 1
-            lo = hi = form
-            if inner:
-                (v,) = inner if len(inner) == 1 else (None,)
-                loop = ivs.get(v)  # type: ignore[arg-type]
-                trips = constant_trip_count(loop) if loop is not None else None
-                if loop is None or v in walked or form.coeff(v) != 1 or (step_of(loop) > width and trips != 1):
-                    return False
-                walked.add(v)
-                start, _ = constant_bounds(loop)  # type: ignore[misc]
-                lo = form.substitute(v, LinearForm(const=start))
-                hi = form.substitute(v, LinearForm(const=start + (constant_trip_count(loop) - 1) * step_of(loop)))  # type: ignore[operator]
-            hi = hi + (width - 1)
-            if not any(_nonnegative(low - lo) for low in lows) or not any(_nonnegative(hi - high) for high in highs):
-                return False
-        return True
-
-
-def _in_fill(access: _Access) -> bool:
-    return nest_tag(access.loops[0]) in INITS
-
-
-def _structural(write: _Access, within: Sequence[affine.ForOp], other: _Access,
-                other_within: Sequence[affine.ForOp]) -> str | None:
-    """What `other` writes, while the loops `other_within` run, beside what `write` writes
-    while `within` run, when their subscripts are walked by loops of the same constant
-    bounds and steps, paired dimension by dimension (a nest copied for the remainder of
-    an unroll-jammed k loop, or a vector beside another): "apart" (no element in common:
-    along some dimension the offsets differ by no multiple of the step within reach),
-    "same" (the same elements, and `other`'s loops all run), or None (not comparable)."""
-    mine = {loop.body.block.args[0]: loop for loop in within}
-    theirs = {loop.body.block.args[0]: loop for loop in other_within}
-    pairs: dict[SSAValue, SSAValue] = {}
-    same = write.exact and other.exact and all(
-        constant_trip_count(loop) not in (None, 0) and constant_bounds(loop) is not None for loop in other_within)
-    for d, (form, other_form) in enumerate(zip(write.forms, other.forms)):
-        a = [v for v in form.coeffs if v in mine]
-        b = [v for v in other_form.coeffs if v in theirs]
-        if len(a) != len(b) or len(a) > 1:
-            return None
-        reach = [0]
-        if a:
-            (v,), (u,) = a, b
-            lv, lu = mine[v], theirs[u]
-            if (pairs.setdefault(v, u) is not u or form.coeff(v) != other_form.coeff(u)
-                    or constant_bounds(lv) is None or constant_bounds(lv) != constant_bounds(lu)
-                    or step_of(lv) != step_of(lu)):
-                return None
-            stride, trips = abs(form.coeff(v)) * step_of(lv), constant_trip_count(lv) or 1
-            reach = [stride, trips]
-            form, other_form = form.substitute(v, LinearForm()), other_form.substitute(u, LinearForm())
-        delta = form - other_form
-        if delta.coeffs:
-            return None
-        last = d == len(write.forms) - 1
-        width, other_width = (write.lanes, other.lanes) if last else (1, 1)
-        # other's start - write's start lies in [low, high] where they overlap
-        low, high = delta.const - other_width + 1, delta.const + width - 1
-        if not _multiple_within(low, high, *reach):
-            return "apart"
-        same = same and delta.const == 0 and width == other_width
-    return "same" if same else None
-
-
-def _multiple_within(low: int, high: int, stride: int = 0, trips: int = 1) -> bool:
-    """Whether m * stride lies in [low, high] for some |m| < trips (m = 0 when stride is 0)."""
-    if stride == 0:
-        return low <= 0 <= high
-    first, last = -(-low // stride), high // stride
-    return max(first, -(trips - 1)) <= min(last, trips - 1)
-
-
-def _inside(loops: list[affine.ForOp], owner: Operation | None) -> list[affine.ForOp]:
-    """The loops of `loops` (outermost first) inside `owner` (all of them when `owner` is
-    not one of them: the function)."""
-    return loops[loops.index(owner) + 1:] if owner in loops else loops
-
-
-def _window(boxes: list[list[tuple[list[LinearForm], list[LinearForm]]]], d: int, iv: SSAValue) -> int | None:
-    """b - a, where every box lies in [iv + a, iv + b] along dimension d; None if one
-    has no bound of that form."""
-    lows, highs = [], []
-    for box in boxes:
-        low = [f.const for f in box[d][0] if f.coeffs == {iv: 1}]
-        high = [f.const for f in box[d][1] if f.coeffs == {iv: 1}]
-        if not low or not high:
-            return None
-        lows.append(max(low))
-        highs.append(min(high))
-    return max(highs) - min(lows)
-
-
-def _nonnegative(form: LinearForm) -> bool:
-    lo = form_range(form)[0]
-    return lo is not None and lo >= 0
-
-
-def _disjoint(a: list[tuple[list[LinearForm], list[LinearForm]]],
-              b: list[tuple[list[LinearForm], list[LinearForm]]]) -> bool:
-    """Whether two boxes provably share no element: apart along some dimension."""
-    for (a_lows, a_highs), (b_lows, b_highs) in zip(a, b):
-        if any(_nonnegative(low - high - 1) for low in b_lows for high in a_highs):
-            return True
-        if any(_nonnegative(low - high - 1) for low in a_lows for high in b_highs):
-            return True
-    return False
-
-
-def _access_text(op: Operation) -> str:
-    if isinstance(op, AFFINE_STORES):
-        return f"the store of {describe_access(op)}{_line(op)}"
-    return f"the store of {value_name(access_memref(op))}{_line(op)}"
-
-
-# --------------------------------------------------------------------------------------
 # Where the stores write: the producer's result, or a row-major view of it
 # --------------------------------------------------------------------------------------
 
@@ -757,7 +329,7 @@ def _row_major(t: MemRefType, offset: int = 0) -> bool:
 
 def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
     """None when the stores index the result itself; the view's shape when they index a
-    row-major reshape of it (a conv2d's Y as a matrix); _Refused for any other view."""
+    row-major reshape of it (a conv2d's Y as a matrix); Refused for any other view."""
     if store_memref is c:
         return None
     cast = store_memref.owner
@@ -766,7 +338,7 @@ def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
             and _row_major(c.type) and _row_major(store_memref.type)
             and _count(store_memref.type.get_shape()) == _count(c.type.get_shape())):
         return list(store_memref.type.get_shape())
-    raise _Refused(f"the producer stores {value_name(c)} through {value_name(store_memref)}, not a row-major "
+    raise Refused(f"the producer stores {value_name(c)} through {value_name(store_memref)}, not a row-major "
                    "reshape of it")
 
 
@@ -782,7 +354,7 @@ def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vec
     mtype = load.memref.type
     layout = static_strides(mtype) if isinstance(mtype, MemRefType) else None
     if layout is None:
-        raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} has no static strided layout")
+        raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} has no static strided layout")
     strides, offset = layout
     forms = [f for f in map_forms(load.map.data, load.indices) if f is not None]
     rows = [(tuple(f.coeff(v) for v in step.ivs), f.const) for f in forms]
@@ -795,13 +367,13 @@ def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vec
         shape = list(step.store.memref.type.get_shape())
         reshaped = reshape_strides(shape, logical, space)
         if reshaped is None:
-            raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)}, read as "
+            raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)}, read as "
                            f"{describe_access(load)}, has no view in the producer's index space {space} "
                            f"(its strides over {shape} are {logical})")
         identity = [(tuple(int(p == q) for q in range(len(space))), 0) for p in range(len(space))]
         operand = _Operand(load.memref, identity, reshaped[-1], (space, reshaped, start))
     if vectors and operand.lane_stride not in (0, 1):
-        raise _Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} is read {operand.lane_stride} "
+        raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} is read {operand.lane_stride} "
                        f"elements apart along the vector (only 0, a broadcast, or 1)")
     return operand
 
@@ -817,7 +389,7 @@ class _Fusion:
     c: SSAValue  # the producer's result, an allocation
     nests: list[affine.ForOp]  # the nests that write it (zero fills, the producer's)
     steps: list[_Step]
-    analysis: _Analysis
+    analysis: LastWriteAnalysis
     spaces: dict[SSAValue, list[int] | None]  # store memref -> its index space
     operands: dict[tuple[SSAValue, affine.LoadOp], _Operand] = field(default_factory=dict)
     stopped: str = ""  # why the chain ends before `stopped_at`, for the remark
@@ -844,7 +416,7 @@ def _plan(first: affine.ForOp, block: Block) -> _Fusion | None:
     c, nests = candidates[0]
     try:
         fusion = _first_step(first, block, c, nests)
-    except _Refused as why:
+    except Refused as why:
         producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
         remark(LoomFuseEpiloguePass.name, first, f"{_what(first)} not fused into {_nest_text(producer)}: {why}")
         return None
@@ -868,21 +440,21 @@ def _producer_results(nest: affine.ForOp, block: Block) -> list[tuple[SSAValue, 
 
 def _first_step(first: affine.ForOp, block: Block, c: SSAValue, writers: list[Operation]) -> _Fusion:
     if not isinstance(c.owner, BUFFER_OPS) or c.owner.parent_block() is not block:
-        raise _Refused(f"{value_name(c)} is a result of the function: it must still be written")
+        raise Refused(f"{value_name(c)} is a result of the function: it must still be written")
     nests: list[affine.ForOp] = []
     for w in writers:
         if not isinstance(w, affine.ForOp) or nest_tag(w) not in (*PRODUCERS, *INITS):
-            raise _Refused(f"{value_name(c)} is also written by {w.name}{_line(w)}")
+            raise Refused(f"{value_name(c)} is also written by {w.name}{line_suffix(w)}")
         nests.append(w)
     step = _parse_step(first, c)
     for user in _users(c, block):
         if user not in nests and user is not first and not isinstance(user, (*VIEW_OPS, memref.DeallocOp)):
-            raise _Refused(f"{value_name(c)} is also used by {_describe_op(user)}: it must still be written")
-    analysis = _Analysis(c, nests)
+            raise Refused(f"{value_name(c)} is also used by {_describe_op(user)}: it must still be written")
+    analysis = LastWriteAnalysis(c, nests)
     spaces = {access_memref(w.op): _space(access_memref(w.op), c) for w in analysis.writes.values()
               if w.when is not None}
     if not spaces:
-        raise _Refused(f"none of the stores of {value_name(c)} is the last write of its elements")
+        raise Refused(f"none of the stores of {value_name(c)} is the last write of its elements")
     fusion = _Fusion(block, c, nests, [], analysis, spaces)
     _accept(fusion, step)
     return fusion
@@ -890,39 +462,39 @@ def _first_step(first: affine.ForOp, block: Block, c: SSAValue, writers: list[Op
 
 def _describe_op(op: Operation) -> str:
     if isinstance(op, affine.ForOp):
-        return f"nest '{nest_tag(op) or 'untagged'}'{_line(op)}"
-    return f"'{op.name}'{_line(op)}"
+        return f"nest '{nest_tag(op) or 'untagged'}'{line_suffix(op)}"
+    return f"'{op.name}'{line_suffix(op)}"
 
 
 def _accept(fusion: _Fusion, step: _Step) -> None:
-    """Add `step` to the epilogue, or _Refused (nothing changed) saying why not."""
+    """Add `step` to the epilogue, or Refused (nothing changed) saying why not."""
     block, start = fusion.block, fusion.nests[0]
     out = step.out
     if out.type != fusion.c.type:
-        raise _Refused(f"its result {value_name(out)} is a {out.type}, not laid out as {fusion.c.type}")
+        raise Refused(f"its result {value_name(out)} is a {out.type}, not laid out as {fusion.c.type}")
     for user in _users(out, block):
         if user is not step.nest and block.get_operation_index(start) <= block.get_operation_index(user) \
                 < block.get_operation_index(step.nest):
-            raise _Refused(f"its result {value_name(out)} is used by {_describe_op(user)} before it")
+            raise Refused(f"its result {value_name(out)} is used by {_describe_op(user)} before it")
     if not _defined_before(out, start, block) and not isinstance(out.owner, BUFFER_OPS):
-        raise _Refused(f"its result {value_name(out)} is made after the producer")
+        raise Refused(f"its result {value_name(out)} is made after the producer")
     chain = [fusion.c, *(s.out for s in fusion.steps), out]
     moves: list[Operation] = []
     for load in step.operands:
         root = memref_root(load.memref)
         if root is None or any(root is memref_root(v) for v in chain):
-            raise _Refused(f"it reads {describe_access(load)}, a buffer the epilogue writes")
+            raise Refused(f"it reads {describe_access(load)}, a buffer the epilogue writes")
         views = _views_to_move(load.memref, start, block)
         if views is None:
-            raise _Refused(f"its operand {value_name(load.memref)} is made after the producer")
+            raise Refused(f"its operand {value_name(load.memref)} is made after the producer")
         moves += views
-        if any(_writes(nest, root) for nest in fusion.nests):
-            raise _Refused(f"its operand {value_name(load.memref)} is written by the producer's nests")
+        if any(may_write(nest, root) for nest in fusion.nests):
+            raise Refused(f"its operand {value_name(load.memref)} is written by the producer's nests")
         between = [o for o in _users(root, block)
                    if block.get_operation_index(start) <= block.get_operation_index(o)
-                   < block.get_operation_index(step.nest) and _writes(o, root)]
+                   < block.get_operation_index(step.nest) and may_write(o, root)]
         if between:
-            raise _Refused(f"its operand {value_name(load.memref)} is written by {_describe_op(between[0])} "
+            raise Refused(f"its operand {value_name(load.memref)} is written by {_describe_op(between[0])} "
                            "after the producer")
     operands = {}
     for store_memref, space in fusion.spaces.items():
@@ -948,11 +520,11 @@ def _extend(fusion: _Fusion) -> None:
         following = users[0]
         try:
             if not isinstance(out.owner, BUFFER_OPS):
-                raise _Refused(f"{value_name(out)} is a result of the function: it must still be written")
+                raise Refused(f"{value_name(out)} is a result of the function: it must still be written")
             if len(users) > 1:
-                raise _Refused(f"{value_name(out)} is also used by {_describe_op(users[1])}: it must still be written")
+                raise Refused(f"{value_name(out)} is also used by {_describe_op(users[1])}: it must still be written")
             _accept(fusion, _parse_step(following, out))
-        except _Refused as why:
+        except Refused as why:
             fusion.stopped = f"; {_what(following)} left as its own nest: {why}"
             fusion.stopped_at = following
             return
@@ -1005,7 +577,7 @@ class _Rewriter:
             buffer.owner.detach()  # type: ignore[union-attr]
             buffer.owner.erase()  # type: ignore[union-attr]
 
-    def _epilogue(self, write: _Access) -> None:
+    def _epilogue(self, write: Access) -> None:
         store, ops = write.op, []
         value = write.value
         guard = self._guard(write, ops)
@@ -1017,7 +589,7 @@ class _Rewriter:
             ops.append(select)
             new = select.result
         for op in ops:
-            if not _line(op):
+            if not line_suffix(op):
                 op.location = store.location
         store.parent_block().insert_ops_before(ops, store)  # type: ignore[union-attr]
         store.operands[0 if isinstance(store, AFFINE_STORES) else len(store.operands) - 1] = new
@@ -1072,14 +644,14 @@ class _Rewriter:
             self.cache[key] = made[-1].results[0]
         return self.cache[key]
 
-    def _guard(self, write: _Access, ops: list[Operation]) -> SSAValue | None:
+    def _guard(self, write: Access, ops: list[Operation]) -> SSAValue | None:
         """`true` when every loop of `write.when` is in its last iteration (None: always)."""
         if not write.when:
             return None
         block = write.op.parent_block()
         return self._cached(("guard", block, tuple(write.when)), lambda: _last_iteration(write.when), ops)
 
-    def _step(self, step: _Step, write: _Access, value: SSAValue, ops: list[Operation]) -> SSAValue:
+    def _step(self, step: _Step, write: Access, value: SSAValue, ops: list[Operation]) -> SSAValue:
         vtype = value.type if isinstance(value.type, VectorType) else None
         mapping: dict[SSAValue, SSAValue] = {}
         dropped = set(step.extrema.values())
@@ -1112,7 +684,7 @@ class _Rewriter:
                 ops.append(new)
         return mapping[step.store.value]
 
-    def _load(self, step: _Step, load: affine.LoadOp, write: _Access, vtype: VectorType | None,
+    def _load(self, step: _Step, load: affine.LoadOp, write: Access, vtype: VectorType | None,
               ops: list[Operation]) -> SSAValue:
         """The operand `load` reads, at what `write` stores: a scalar, a vector (masked
         like the store) or a broadcast scalar."""
@@ -1268,16 +840,16 @@ def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> 
     filled.add(root)
     users = [u for u in _users(root, block) if not isinstance(u, (*VIEW_OPS, memref.DeallocOp))]
     run = users[users.index(init):]
-    count = next((i for i, u in enumerate(run) if not (isinstance(u, affine.ForOp) and _writes(u, root)
+    count = next((i for i, u in enumerate(run) if not (isinstance(u, affine.ForOp) and may_write(u, root)
                                                        and nest_tag(u) in (*INITS, *PRODUCERS))), len(run))
     nests, later = run[:count], run[count:]
-    if not any(nest_tag(n) in PRODUCERS for n in nests) or any(_writes(u, root) for u in later):
+    if not any(nest_tag(n) in PRODUCERS for n in nests) or any(may_write(u, root) for u in later):
         return
     producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
     try:
-        analysis = _Analysis(root, nests)  # type: ignore[arg-type]
+        analysis = LastWriteAnalysis(root, nests)  # type: ignore[arg-type]
         kept = analysis.keep_fill
-    except _Refused as why:
+    except Refused as why:
         kept = str(why)
     if kept:
         remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {kept}")
