@@ -203,7 +203,7 @@ def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, Alloca
     the allocation sites loom-convert-to-llvm tagged (`ALLOC_SITE`)."""
     from xdsl.dialects import llvm
 
-    from passes.conversion.loom_convert_to_llvm import ALLOC_SITE, STATUS
+    from passes.conversion.to_llvm.abi import ALLOC_SITE, STATUS
 
     fn = next((op for op in module.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == entry), None)
     if fn is None:

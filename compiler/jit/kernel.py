@@ -52,7 +52,7 @@ def _significant(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
 def _memref_layout(name: str, t: MemRefType, op: Operation | None) -> tuple[tuple[int, ...], int]:
     """The element strides and offset of a memref argument, or a LoomError saying why a
     kernel cannot take it (dynamic sizes or layout, a memory space, a non-strided map)."""
-    from passes.conversion.loom_convert_to_llvm import memref_layout
+    from passes.conversion.to_llvm.abi import memref_layout
 
     if any(n < 0 for n in t.get_shape()):
         raise LoomError(f"argument {name} has a dynamic shape ({t}): kernels take static shapes only", op)

@@ -5,7 +5,8 @@ every call. glibc serves a request of more than its mmap threshold (128 KiB, gro
 use to at most 32 MiB) with fresh pages from the kernel, each faulted in and zeroed on
 first touch: the 59 MB patch matrix of a batch-8 ResNet stem cost as much again as the
 convolution itself. So loom-convert-to-llvm lowers an allocation of `MIN_BYTES` or more
-to `loom_take(align, bytes)` and its free to `loom_give(ptr, bytes)`:
+(passes/conversion/to_llvm/abi.py) to `loom_take(align, bytes)` and its free to
+`loom_give(ptr, bytes)`:
 
 - `loom_give` parks the buffer in one of `SLOTS` slots (the first empty one; with none
   empty it frees the buffer);
@@ -26,9 +27,6 @@ from __future__ import annotations
 import ctypes
 import functools
 
-#: allocations of at least this many bytes go through the pool (smaller ones come from
-#: malloc's own free lists, without page faults)
-MIN_BYTES = 64 * 1024
 SLOTS = 16
 _BUSY = 1  # a slot being filled or emptied
 
