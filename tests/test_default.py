@@ -686,7 +686,7 @@ def test_matrix_vector_columns_split_only_into_equal_blocks():
     whole vectors; columns that do not split so stay on one thread (a block of another
     width has a run-time trip count, whose vector remainder keeps k from being jammed:
     the loop over j then ran in parallel inside k, a fork per k)."""
-    from compiler.jit.loader import openmp_runtime
+    from passes.support.target import openmp_runtime
     from passes.schedule.loom_default import LoomDefaultPass
 
     if openmp_runtime() is None:

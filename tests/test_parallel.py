@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
 
 import compiler
-from compiler.jit.loader import openmp_runtime
+from passes.support.target import openmp_runtime
 from passes.analysis.cost_model import MIN_PARALLEL_WORK
 
 pytestmark = pytest.mark.skipif(openmp_runtime() is None, reason="libgomp is not installed")

@@ -10,7 +10,7 @@ import pytest
 
 from compiler.measure import peak
 from compiler.jit.engine import compile_ir
-from compiler.jit.loader import openmp_runtime
+from passes.support.target import openmp_runtime
 from passes.support.target import machine
 from tools import loom_bench
 from tools.bench import common

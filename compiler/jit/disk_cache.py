@@ -247,7 +247,7 @@ class Fingerprint:
 
         import compiler
         from compiler.jit.kernel import array_data_offset
-        from compiler.jit.loader import openmp_runtime
+        from passes.support.target import openmp_runtime
 
         self.sources = SourceState(package_roots())
         self.text = "\n".join([

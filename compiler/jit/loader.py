@@ -16,7 +16,6 @@ and the cache loads it through LLVM instead (`compiler.jit.engine.load_object`).
     load(obj, symbols, ...) -> LoadedModule    .function_address(name), .asm(), like a JITModule
     symbol_address(name) -> int | None          an external symbol: the process (libc,
                                                 libm), libgomp, libgcc_s, the buffer pool
-    openmp_runtime() -> CDLL | None             libgomp, where it is installed
 
 External symbols resolve as the JIT resolves them: from the process, then libgomp, then
 libgcc_s (compiler builtins), and the buffer pool's functions from its one copy per
@@ -37,6 +36,7 @@ import struct
 import threading
 
 from passes.support.diagnostics import LoomError
+from passes.support.target import find_library, openmp_runtime
 
 LOCK = threading.RLock()
 
@@ -81,34 +81,10 @@ def _process() -> ctypes.CDLL:
 
 
 @functools.cache
-def openmp_runtime() -> ctypes.CDLL | None:
-    """libgomp (GCC's OpenMP runtime: Debian's libgomp1), whose thread team runs the
-    parallel loops (passes/conversion/loom_lower_parallel.py); None where it is missing, and then
-    compile() makes serial code."""
-    try:
-        return ctypes.CDLL("libgomp.so.1")
-    except OSError:
-        return _find_library("gomp")  # runs ldconfig or a C compiler: only where the usual name fails
-
-
-@functools.cache
 def _gcc_s() -> ctypes.CDLL | None:
     """libgcc_s, for the compiler builtins code generation may call (__powisf2, __divti3);
     looked for only when a symbol is not in the process (find_library runs ldconfig)."""
-    return _find_library("gcc_s")
-
-
-def _find_library(name: str) -> ctypes.CDLL | None:
-    """Library `name` (without lib and .so) where ctypes.util.find_library finds it, or None."""
-    from ctypes.util import find_library
-
-    path = find_library(name)
-    if path:
-        try:
-            return ctypes.CDLL(path)
-        except OSError:
-            pass
-    return None
+    return find_library("gcc_s")
 
 
 def symbol_address(name: str) -> int | None:

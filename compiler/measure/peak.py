@@ -185,7 +185,7 @@ def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs:
     best of `runs` runs of `iterations` iterations per thread (after one warm-up run, which
     also starts libgomp's team and lets the clock ramp up)."""
     from compiler.jit.engine import compile_ir
-    from compiler.jit.loader import openmp_runtime
+    from passes.support.target import openmp_runtime
 
     name = dtype_name(dtype)
     _check_threads(threads)

@@ -81,7 +81,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
-from compiler.jit.loader import openmp_runtime
+from passes.support.target import openmp_runtime
 from passes.support.remarks import remark
 from passes.support.target import Target, host
 from dialects.layout import dimension_last, static_strides

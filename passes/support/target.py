@@ -9,7 +9,8 @@ CPU's features itself.
 
 `threads` is how many threads the `default` pipeline's parallel loops use:
 `OMP_NUM_THREADS`, else the cores this process may run on (`compile(num_threads=N)`
-overrides it per kernel).
+overrides it per kernel). Whether they can run in parallel at all is whether the host
+has libgomp (`openmp_runtime()`): without it loom-default plans serial code.
 
 `LOOM_TARGET` overrides fields of it, for tests and for planning another machine's
 kernels: `LOOM_TARGET="l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16"`
@@ -23,6 +24,7 @@ host, without the override.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -115,6 +117,30 @@ def default_threads() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+@cache
+def openmp_runtime() -> ctypes.CDLL | None:
+    """libgomp (GCC's OpenMP runtime: Debian's libgomp1), whose thread team runs the
+    parallel loops (passes/conversion/loom_lower_parallel.py); None where it is missing, and then
+    compile() makes serial code."""
+    try:
+        return ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        return find_library("gomp")  # runs ldconfig or a C compiler: only where the usual name fails
+
+
+def find_library(name: str) -> ctypes.CDLL | None:
+    """Library `name` (without lib and .so) where ctypes.util.find_library finds it, or None."""
+    from ctypes.util import find_library as find  # (it imports subprocess: only when a library is looked for)
+
+    path = find(name)
+    if path:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            pass
+    return None
 
 
 def vectors_of(features: Mapping[str, bool]) -> tuple[int, int]:
