@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.explain.report import Report, explain_source
+from compiler.explain.report import Report, explain_function, explain_source
+from compiler.jit.kernel import Kernel
 
 
 def explain(target, *args, **options) -> Report:
@@ -38,18 +39,13 @@ def explain(target, *args, **options) -> Report:
     `args` the arrays to time it on), or a Kernel compiled with `stages=True`. `options`
     go to `explain_source` (`pipeline=`, `num_threads=`, `entry=`, `stages=`, ...; a
     @compiler.jit function's own pipeline and threads by default)."""
-    from compiler.jit.kernel import Kernel
-
     if type(target).__module__.split(".")[0] == "torch" or type(target).__module__ == "compiler.frontends.torch_fx":
-        from compiler.explain.torch import explain_torch  # a torch.compile'd model, a from_torch program
+        # (imports torch, which `import compiler` does not)
+        from compiler.explain.torch import explain_torch
 
         return explain_torch(target, *args, **options)
     if hasattr(target, "specialize") and hasattr(target, "fn"):  # a @compiler.jit function
-        spec = target.specialize(*args)
-        options.setdefault("pipeline", target.pipeline)
-        options.setdefault("num_threads", target.num_threads)
-        options.setdefault("filename", f"<loom.jit {getattr(target.fn, '__qualname__', 'function')}>")
-        return explain_source(spec.source, *spec.inputs(args), **options)
+        return explain_function(target, *args, **options)
     if isinstance(target, Kernel):
         if "input" not in target.stages:
             raise TypeError("explain() needs the kernel's source: pass the MLIR text, or a Kernel compiled with "

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from xdsl.dialects import affine, func
+from xdsl.dialects import affine, func, memref, vector
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -27,15 +27,12 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-    AffineSymExpr,
-)
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineMap
+from xdsl.traits import Pure
+
+from compiler.driver import load_module
+from passes.analysis.affine_forms import LinearForm, expr_form
+from passes.analysis.loop_utils import AFFINE_ACCESSES, LOADS, STORES
 
 # --------------------------------------------------------------------------------------
 # Index expressions: linear forms over the names of values, with the constant marked
@@ -56,41 +53,12 @@ _MAX_EXPR = 2000
 _MAX_LINE = 400
 
 
-@dataclass
-class _Linear:
-    """`const + sum(coeff * term)` with terms named by their text (an SSA value's name,
-    or a floordiv/mod that is not linear)."""
+@dataclass(frozen=True)
+class _Term:
+    """A part of an index expression that is not linear (`i floordiv 2`, a product of two
+    values), a term of a linear form by its text: two with one text are one term."""
 
-    terms: dict[str, int] = field(default_factory=dict)
-    const: int = 0
-
-    def __add__(self, other: _Linear) -> _Linear:
-        terms = dict(self.terms)
-        for t, c in other.terms.items():
-            terms[t] = terms.get(t, 0) + c
-        return _Linear(terms, self.const + other.const)
-
-    def scaled(self, k: int) -> _Linear:
-        return _Linear({t: c * k for t, c in self.terms.items()}, self.const * k)
-
-    @property
-    def is_constant(self) -> bool:
-        return not any(self.terms.values())
-
-    def text(self, slot: bool = True) -> str:
-        """`i + j*8 - k` and the constant (marked when `slot`, see _SLOT)."""
-        parts = []
-        for t, c in self.terms.items():
-            if c == 0:
-                continue
-            atom = f"({t})" if " " in t and (parts or c != 1) else t
-            body = atom if abs(c) == 1 else f"{atom}*{abs(c)}"
-            parts.append(("-" if c < 0 else "") + body if not parts else (" - " if c < 0 else " + ") + body)
-        if not parts:
-            return f"{_ALONE}{self.const}{_END}" if slot else str(self.const)
-        if slot:
-            return "".join(parts) + f"{_SLOT}{self.const}{_END}"
-        return "".join(parts) + (f" + {self.const}" if self.const > 0 else f" - {-self.const}" if self.const else "")
+    text: str
 
 
 def _const_text(values: Sequence[int], alone: bool) -> str:
@@ -141,8 +109,9 @@ _PREDICATES = {0: "false", 1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 7
 _IPREDICATES = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 #: ops that read memory: a value one of them loads is named where it is loaded when it is
 #: used in a nested loop (a hoisted load), else printed where it is used
-_READS = {"affine.load", "affine.vector_load", "memref.load", "vector.load", "vector.maskedload"}
-_STORES = {"affine.store", "affine.vector_store", "memref.store", "vector.store", "vector.maskedstore"}
+#: (the nests' loads and stores, and the memref and vector ones lowering makes of them)
+_READS = {op.name for op in (*LOADS, memref.LoadOp, vector.LoadOp)}
+_STORES = {op.name for op in (*STORES, memref.StoreOp, vector.StoreOp)}
 _LOOPS = {"affine.for", "scf.for"}
 _PARALLEL = {"affine.parallel", "scf.parallel"}
 _TERMINATORS = {"affine.yield", "scf.yield", "scf.reduce", "func.return"}
@@ -227,59 +196,62 @@ class _FunctionPrinter:
 
     # ---- expressions
 
-    def linear(self, value: SSAValue) -> _Linear:
-        """An index value as a linear form (constants folded, affine.apply and the index
-        arithmetic of lowered code expanded)."""
+    def linear(self, value: SSAValue) -> LinearForm:
+        """An index value as a linear form (passes/analysis/affine_forms.py: constants
+        folded, affine.apply and the index arithmetic of lowered code expanded)."""
         op = value.owner
         if isinstance(op, Operation):
             if op.name == "arith.constant" and isinstance(op.properties.get("value"), IntegerAttr):
-                return _Linear(const=op.properties["value"].value.data)
+                return LinearForm(const=op.properties["value"].value.data)
             if isinstance(op, affine.ApplyOp) and len(op.map.data.results) == 1:
                 return self.map_linear(op.map.data, op.mapOperands)[0]
             if op.name in ("arith.index_cast", "arith.index_castui") and len(op.operands) == 1:
                 return self.linear(op.operands[0])
             if op.name in ("arith.addi", "arith.subi"):
                 a, b = self.linear(op.operands[0]), self.linear(op.operands[1])
-                return a + (b if op.name == "arith.addi" else b.scaled(-1))
+                return a + b if op.name == "arith.addi" else a - b
             if op.name == "arith.muli":
                 a, b = self.linear(op.operands[0]), self.linear(op.operands[1])
-                if a.is_constant or b.is_constant:
-                    return b.scaled(a.const) if a.is_constant else a.scaled(b.const)
-        return _Linear({self.expr(value, slot=False): 1})
+                if not a.coeffs or not b.coeffs:
+                    return b * a.const if not a.coeffs else a * b.const
+        return LinearForm.of(value)
 
-    def map_linear(self, m: AffineMap, operands: Sequence[SSAValue]) -> list[_Linear]:
+    def map_linear(self, m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm]:
+        """The results of `m` applied to `operands` as linear forms, a part that is not
+        linear a term of its own (`_Term`)."""
         values = [self.linear(v) for v in operands]
+        forms = [expr_form(e, values, m.num_dims, self._nonlinear) for e in m.results]
+        assert all(f is not None for f in forms), "_nonlinear gives every part a form"
+        return forms  # type: ignore[return-value]
 
-        def form(expr: AffineExpr) -> _Linear:
-            match expr:
-                case AffineConstantExpr(value=c):
-                    return _Linear(const=c)
-                case AffineDimExpr(position=p):
-                    return values[p]
-                case AffineSymExpr(position=p):
-                    return values[m.num_dims + p]
-                case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-                    a, b = form(lhs), form(rhs)
-                    if kind == AffineBinaryOpKind.Add:
-                        return a + b
-                    if kind == AffineBinaryOpKind.Mul and (a.is_constant or b.is_constant):
-                        return b.scaled(a.const) if a.is_constant else a.scaled(b.const)
-                    if a.is_constant and b.is_constant and b.const > 0:
-                        x, y = a.const, b.const
-                        folded = {AffineBinaryOpKind.FloorDiv: x // y, AffineBinaryOpKind.CeilDiv: -(-x // y),
-                                  AffineBinaryOpKind.Mod: x % y}
-                        return _Linear(const=folded.get(kind, 0))
-                    left, right = a.text(slot=False), b.text(slot=False)
-                    left = f"({left})" if " " in left else left
-                    right = f"({right})" if " " in right else right
-                    return _Linear({f"{left} {kind.get_token()} {right}": 1})
-            return _Linear({str(expr): 1})
+    def _nonlinear(self, expr: AffineBinaryOpExpr, a: LinearForm, b: LinearForm) -> LinearForm:
+        left, right = self.form_text(a, slot=False), self.form_text(b, slot=False)
+        left = f"({left})" if " " in left else left
+        right = f"({right})" if " " in right else right
+        return LinearForm({_Term(f"{left} {expr.kind.get_token()} {right}"): 1})  # type: ignore[dict-item]
 
-        return [form(e) for e in m.results]
+    def form_text(self, form: LinearForm, slot: bool = True) -> str:
+        """`i + j*8 - k` and the constant (marked when `slot`, see _SLOT)."""
+        parts = []
+        for term, c in form.coeffs.items():
+            t = term.text if isinstance(term, _Term) else self.expr(term, slot=False)
+            atom = f"({t})" if " " in t and (parts or c != 1) else t
+            body = atom if abs(c) == 1 else f"{atom}*{abs(c)}"
+            parts.append(("-" if c < 0 else "") + body if not parts else (" - " if c < 0 else " + ") + body)
+        if not parts:
+            return f"{_ALONE}{form.const}{_END}" if slot else str(form.const)
+        if slot:
+            return "".join(parts) + f"{_SLOT}{form.const}{_END}"
+        return "".join(parts) + (f" + {form.const}" if form.const > 0 else f" - {-form.const}" if form.const else "")
 
-    def subscripts(self, op: Operation) -> tuple[SSAValue, list[_Linear]]:
+    def bound(self, forms: Sequence[LinearForm], combine: str) -> str:
+        """A loop bound: one form, or the max or min (`combine`) of several."""
+        texts = [self.form_text(f, slot=False) for f in forms]
+        return texts[0] if len(texts) == 1 else f"{combine}({', '.join(texts)})"
+
+    def subscripts(self, op: Operation) -> tuple[SSAValue, list[LinearForm]]:
         """The buffer an access reads or writes, and its subscripts."""
-        if isinstance(op, affine.LoadOp | affine.StoreOp | affine.VectorLoadOp | affine.VectorStoreOp):
+        if isinstance(op, AFFINE_ACCESSES):
             return op.memref, self.map_linear(op.map.data, op.indices)
         buffer = next(v for v in op.operands if isinstance(v.type, MemRefType))
         first = list(op.operands).index(buffer) + 1
@@ -289,7 +261,7 @@ class _FunctionPrinter:
     def access(self, op: Operation, vector: VectorType | None = None) -> str:
         """`a[i, j:+16]`: the buffer and subscripts of a load or store."""
         buffer, indices = self.subscripts(op)
-        parts = [s.text() for s in indices]
+        parts = [self.form_text(s) for s in indices]
         if vector is not None and parts:
             parts[-1] += f":+{vector.get_shape()[-1]}"
         masked = " masked" if "masked" in op.name else ""
@@ -337,7 +309,7 @@ class _FunctionPrinter:
             return self.access(op, value.type if isinstance(value.type, VectorType) else None)
         if isinstance(op, affine.ApplyOp) or (name in ("arith.addi", "arith.subi", "arith.muli")
                                               and not isinstance(value.type, VectorType)):
-            return self.linear(value).text()
+            return self.form_text(self.linear(value))
         if name in ("arith.index_cast", "arith.index_castui", "arith.extf", "arith.truncf", "arith.sitofp",
                     "arith.uitofp", "arith.fptosi"):
             return self.expr(operands[0])
@@ -361,7 +333,7 @@ class _FunctionPrinter:
             return f"mask({', '.join(self.expr(v) for v in operands)})"
         if name in ("affine.min", "affine.max"):
             forms = self.map_linear(op.map.data, operands)
-            return f"{name[7:]}({', '.join(f.text() for f in forms)})"
+            return f"{name[7:]}({', '.join(self.form_text(f) for f in forms)})"
         if name in _LOOPS:  # a loop's result: the value carried in its iter_arg
             return self.name(op.regions[0].block.args[1 + value.index])
         return self.name(value)  # a value of an op printed as a statement of its own
@@ -454,13 +426,13 @@ class _FunctionPrinter:
         if isinstance(op, affine.ForOp):
             lows = self.map_linear(op.lowerBoundMap.data, op.lowerBoundOperands)
             highs = self.map_linear(op.upperBoundMap.data, op.upperBoundOperands)
-            low = _bound(lows, "max")
-            high = _bound(highs, "min")
+            low = self.bound(lows, "max")
+            high = self.bound(highs, "min")
             step = op.step.value.data
         else:
-            low, high = self.linear(op.operands[0]).text(slot=False), self.linear(op.operands[1]).text(slot=False)
+            low, high = (self.form_text(self.linear(v), slot=False) for v in op.operands[:2])
             step_form = self.linear(op.operands[2])
-            step = step_form.const if step_form.is_constant else step_form.text(slot=False)
+            step = step_form.const if not step_form.coeffs else self.form_text(step_form, slot=False)
         kind = "for"
         lanes = self.vector_lanes(op)
         if lanes and lanes == step:
@@ -472,7 +444,7 @@ class _FunctionPrinter:
     def vector_lanes(self, loop: Operation) -> int | None:
         """The width of the vectors the loop's body reads or writes along the loop's
         induction variable (in their last subscript, with coefficient 1), if any."""
-        iv_name = self.name(loop.regions[0].block.args[0], "l")
+        iv = loop.regions[0].block.args[0]
         stack = list(loop.regions[0].block.ops)
         while stack:
             op = stack.pop()
@@ -488,7 +460,7 @@ class _FunctionPrinter:
             if vector is None:
                 continue
             _, indices = self.subscripts(op)
-            if indices and indices[-1].terms.get(iv_name) == 1:
+            if indices and indices[-1].coeff(iv) == 1:
                 return vector.get_shape()[-1]
         return None
 
@@ -502,8 +474,8 @@ class _FunctionPrinter:
             ranges = []
             li = hi = 0
             for d, step in enumerate(s.value.data for s in op.steps.data):
-                low = _bound(lows[li:li + low_groups[d]], "max")
-                high = _bound(highs[hi:hi + high_groups[d]], "min")
+                low = self.bound(lows[li:li + low_groups[d]], "max")
+                high = self.bound(highs[hi:hi + high_groups[d]], "min")
                 li, hi = li + low_groups[d], hi + high_groups[d]
                 ranges.append(f"{low}..{high}" + (f" step {step}" if step != 1 else ""))
         else:
@@ -511,8 +483,8 @@ class _FunctionPrinter:
             ranges = []
             for d in range(n):
                 low, high, step = (self.linear(op.operands[d + k * n]) for k in range(3))
-                step_text = step.const if step.is_constant else step.text(slot=False)
-                ranges.append(f"{low.text(slot=False)}..{high.text(slot=False)}"
+                step_text = step.const if not step.coeffs else self.form_text(step, slot=False)
+                ranges.append(f"{self.form_text(low, slot=False)}..{self.form_text(high, slot=False)}"
                               + (f" step {step_text}" if step_text != 1 else ""))
         threads = op.attributes.get("loom.num_threads")
         on = f" ({threads.value.data} threads)" if isinstance(threads, IntegerAttr) and threads.value.data else ""
@@ -525,7 +497,7 @@ class _FunctionPrinter:
             s = op.condition.data
             forms = self.map_linear(AffineMap(s.num_dims, s.num_symbols, tuple(c.lhs - c.rhs for c in s.constraints)),
                                     op.args)
-            return " and ".join(f"{f.text(slot=False)} {c.kind.value} 0" for f, c in zip(forms, s.constraints))
+            return " and ".join(f"{self.form_text(f, slot=False)} {c.kind.value} 0" for f, c in zip(forms, s.constraints))
         return self.expr(op.operands[0], slot=False)
 
     def statements(self, op: Operation) -> list[str]:
@@ -630,8 +602,6 @@ class _FunctionPrinter:
 
 
 def _pure(op: Operation) -> bool:
-    from xdsl.traits import Pure
-
     return op.has_trait(Pure) or op.name.startswith(("arith.", "math.", "vector.broadcast", "vector.create_mask",
                                                      "vector.fma", "affine.apply", "affine.min", "affine.max"))
 
@@ -640,16 +610,9 @@ def _clip(line: str) -> str:
     return line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + "..."
 
 
-def _bound(forms: Sequence[_Linear], combine: str) -> str:
-    texts = [f.text(slot=False) for f in forms]
-    return texts[0] if len(texts) == 1 else f"{combine}({', '.join(texts)})"
-
-
 def loop_nest(source: str | ModuleOp) -> str:
     """Pseudo-code of a module's functions, one line per loop (see the module's
     docstring for the notation): what `explain` prints for each stage."""
-    from compiler.driver import load_module
-
     module = load_module(source) if isinstance(source, str) else source
     lines: list[str] = []
     for op in module.ops:

@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from compiler.driver import compile, load_module
 from compiler.explain.decisions import OpDecisions, PlannedMatmul, _kib, _split_top, schedule_decisions
 from compiler.explain.loop_nest import loop_nest
+from compiler.measure.peak import peak_gflops
+from compiler.measure.runner import random_inputs, timed_rounds
 from passes.support.diagnostics import LoomError
+from passes.support.target import host
 
 if TYPE_CHECKING:
     from compiler.jit.kernel import Kernel
@@ -199,8 +203,6 @@ def _signature(kernel: Kernel) -> str:
 def measure(kernel: Kernel, arrays: Sequence[np.ndarray], *, budget: float = 0.5) -> Measurement:
     """The kernel's median time on `arrays` (as many calls as fit `budget` seconds, at
     least 3), with the threads it runs on and the machine's peak on as many."""
-    from compiler.measure.runner import timed_rounds
-
     def call():
         kernel(*arrays)
 
@@ -213,9 +215,6 @@ def _measurement(kernel: Kernel, seconds: float, calls: int) -> Measurement:
     """`seconds` (the median of `calls` calls; 0 calls: a time measured elsewhere) set
     against the FMA peak on the threads the kernel runs on: its parallel loops' count, or
     1 when it has none."""
-    from compiler.measure.peak import peak_gflops
-    from passes.support.target import host
-
     parallel = "GOMP_parallel" in kernel.llvm_ir
     threads = (kernel.num_threads or host().threads) if parallel else 1
     spec = (kernel.outputs or kernel.inputs or [None])[0]
@@ -248,10 +247,6 @@ def explain_source(
     ones, seeded by `seed`, when none are given); `measure_time=False` leaves it out, and
     `seconds` gives a time measured elsewhere (loom-run's). `stages` picks the loop
     nests shown: `input`, `affine`, `schedule`, `lowered`."""
-    from compiler.driver import compile, load_module
-    from compiler.measure.runner import random_inputs
-    from passes.support.target import host
-
     kernel = compile(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=True, stages=True,
                      filename=filename)
     if "input" not in kernel.stages:
@@ -270,3 +265,13 @@ def explain_source(
             measurement = measure(kernel, inputs, budget=budget)
     return Report(kernel.entry, filename, pipeline, host().describe(), _signature(kernel), shown, note, decisions,
                   plans, measurement, list(kernel.remarks), kernel)
+
+
+def explain_function(fn, *args, **options) -> Report:
+    """The report on a `@compiler.jit` function called with `args` (its arguments):
+    `options` go to `explain_source`, the function's own pipeline and threads by default."""
+    spec = fn.specialize(*args)
+    options.setdefault("pipeline", fn.pipeline)
+    options.setdefault("num_threads", fn.num_threads)
+    options.setdefault("filename", f"<loom.jit {getattr(fn.fn, '__qualname__', 'function')}>")
+    return explain_source(spec.source, *spec.inputs(args), **options)

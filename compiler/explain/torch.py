@@ -8,17 +8,16 @@ from collections.abc import Callable
 
 import torch
 
+from compiler.explain.report import explain_function
 from compiler.frontends.torch_fx import TorchProgram, recording
 
 
 def describe(program: TorchProgram, **options) -> str:
     """The partition report, then each Loom kernel's report on the arrays of its last call."""
-    from compiler.explain import explain
-
     parts = [program.report()]
     for p in program.partitions:
         if p.error is None and p.last_arrays is not None:
-            parts.append(f"== loom kernel {p.name} ==\n{explain(p.jit, *p.last_arrays, **options)}")
+            parts.append(f"== loom kernel {p.name} ==\n{explain_function(p.jit, *p.last_arrays, **options)}")
     return "\n\n".join(parts)
 
 

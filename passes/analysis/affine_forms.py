@@ -18,7 +18,7 @@ loops (loom-pack), `access_stride` how it moves along one loop (loom-vectorize).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import gcd
 
@@ -138,6 +138,20 @@ def map_forms(m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm | N
     forms; None for a result that is not linear (a floordiv, ceildiv or mod of a value, a
     product of two values)."""
     values = [value_form(v) for v in operands]
+    return [expr_form(e, values, m.num_dims) for e in m.results]
+
+
+#: what `expr_form` makes of a part that is not linear (a floordiv, ceildiv or mod of a
+#: value, a product of two values): the expression and its operands' forms -> a form of
+#: its own, or None
+Nonlinear = Callable[[AffineBinaryOpExpr, LinearForm, LinearForm], LinearForm | None]
+
+
+def expr_form(expr: AffineExpr, values: Sequence[LinearForm], num_dims: int,
+              nonlinear: Nonlinear | None = None) -> LinearForm | None:
+    """`expr` as a linear form, its dims and then its symbols standing for `values`; None
+    where it is not linear, unless `nonlinear` gives that part a form (a reader that
+    keeps it as a term of its own, as explain prints `i floordiv 2`)."""
 
     def form(expr: AffineExpr) -> LinearForm | None:
         match expr:
@@ -146,19 +160,17 @@ def map_forms(m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm | N
             case AffineDimExpr(position=p):
                 return values[p]
             case AffineSymExpr(position=p):
-                return values[m.num_dims + p]
+                return values[num_dims + p]
             case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
                 a, b = form(lhs), form(rhs)
                 if a is None or b is None:
                     return None
                 if kind == AffineBinaryOpKind.Add:
                     return a + b
-                if kind == AffineBinaryOpKind.Mul:
-                    if a.coeffs and b.coeffs:
-                        return None
+                if kind == AffineBinaryOpKind.Mul and not (a.coeffs and b.coeffs):
                     return b * a.const if not a.coeffs else a * b.const
                 if a.coeffs or b.coeffs or b.const <= 0:
-                    return None
+                    return nonlinear(expr, a, b) if nonlinear is not None else None
                 match kind:
                     case AffineBinaryOpKind.FloorDiv:
                         return LinearForm(const=a.const // b.const)
@@ -168,7 +180,7 @@ def map_forms(m: AffineMap, operands: Sequence[SSAValue]) -> list[LinearForm | N
                         return LinearForm(const=a.const % b.const)
         return None
 
-    return [form(e) for e in m.results]
+    return form(expr)
 
 
 def _sum_terms(expr: AffineExpr) -> list[tuple[int, AffineExpr | None]]:
