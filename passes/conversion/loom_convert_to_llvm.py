@@ -16,7 +16,7 @@ How the pass works
    their LLVM types, with an `unrealized_conversion_cast` back to the old type so that
    the ops inside still see memref/index values (a memref load needs the memref type).
 2. Ops: one small pattern per source op or per family (tables). A pattern reads its
-   operands as LLVM values (`_Rewrite.value`, looking through the casts), builds llvm
+   operands as LLVM values (`Rewrite.value`, looking through the casts), builds llvm
    ops, and hands its results back through casts to the old types.
 3. Any non-llvm op left is refused by name and location; the casts then cancel out.
 
@@ -66,18 +66,18 @@ from passes.conversion.to_llvm.arith import (
     SelectLowering,
 )
 from passes.conversion.to_llvm.common import (
-    _Dispatch,
-    _Externals,
-    _Lowering,
-    _reconcile_casts,
-    _refuse_leftovers,
-    _share_constants,
+    Dispatch,
+    Externals,
+    Lowering,
+    reconcile_casts,
+    refuse_leftovers,
+    share_constants,
 )
 from passes.conversion.to_llvm.func import (
     CallLowering,
     FuncLowering,
     ReturnLowering,
-    _add_failure_paths,
+    add_failure_paths,
     failing_functions,
 )
 from passes.conversion.to_llvm.memref import (
@@ -109,12 +109,12 @@ class LoomConvertToLLVMPass(ModulePass):
         scf_op = next((o for o in op.walk() if o.name.startswith("scf.")), None)
         if scf_op is not None:
             raise LoomError(f"{PASS}: run convert-scf-to-cf first ('{scf_op.name}' is still here)", scf_op)
-        externals = _Externals()
+        externals = Externals()
         failing = failing_functions(op)
-        _share_constants(op)
+        share_constants(op)
         PatternRewriteWalker(FoldConstantMask()).rewrite_module(op)
         PatternRewriteWalker(FuncLowering(failing), apply_recursively=False).rewrite_module(op)
-        patterns: list[_Lowering] = [
+        patterns: list[Lowering] = [
             ReturnLowering(),
             CallLowering(failing),
             ConstantLowering(),
@@ -142,11 +142,11 @@ class LoomConvertToLLVMPass(ModulePass):
             ReductionLowering(),
             LaneLowering(),
         ]
-        PatternRewriteWalker(_Dispatch(patterns), apply_recursively=False).rewrite_module(op)
-        _refuse_leftovers(op)
-        _reconcile_casts(op)
+        PatternRewriteWalker(Dispatch(patterns), apply_recursively=False).rewrite_module(op)
+        refuse_leftovers(op)
+        reconcile_casts(op)
         for const in [o for o in op.walk(reverse=True) if isinstance(o, llvm.ConstantOp)]:
             if not const.result.uses:  # folded into addresses (constant indices, memref.dim)
                 Rewriter.erase_op(const)
-        _add_failure_paths(op, failing, externals)
+        add_failure_paths(op, failing, externals)
         externals.declare_in(op)

@@ -59,7 +59,7 @@ from passes.support.diagnostics import LoomError
 PASS = "loom-convert-to-llvm"
 
 _SCALARS = (IntegerType, Float16Type, Float32Type, Float64Type)
-_FLOATS = (Float16Type, Float32Type, Float64Type)  # bf16: xDSL's LLVM emitter has no bfloat
+FLOATS = (Float16Type, Float32Type, Float64Type)  # bf16: xDSL's LLVM emitter has no bfloat
 
 
 def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
@@ -70,7 +70,7 @@ def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
         if t.signedness.data != Signedness.SIGNLESS:
             raise LoomError(f"{PASS}: only signless integers can be lowered, got {t}", op)
         return t
-    if isinstance(t, _FLOATS):
+    if isinstance(t, FLOATS):
         return t
     if isinstance(t, VectorType):
         if t.get_num_scalable_dims():
@@ -107,7 +107,7 @@ class MemrefLayout:
         return self.span()[1] + 1
 
     def element_bytes(self) -> int:
-        return _byte_size(self.element_type)
+        return byte_size(self.element_type)
 
 
 def memref_layout(t: MemRefType, op: Operation | None = None) -> MemrefLayout:
@@ -144,7 +144,7 @@ def memref_layout(t: MemRefType, op: Operation | None = None) -> MemrefLayout:
 I64_MAX = 2**63 - 1
 
 
-def _byte_size(t: Attribute) -> int:
+def byte_size(t: Attribute) -> int:
     if isinstance(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     if isinstance(t, Float16Type):
@@ -154,7 +154,7 @@ def _byte_size(t: Attribute) -> int:
     if isinstance(t, Float64Type):
         return 8
     if isinstance(t, VectorType):
-        size = _byte_size(t.element_type) * t.element_count()
+        size = byte_size(t.element_type) * t.element_count()
         return 1 << (size - 1).bit_length()  # LLVM rounds vector allocations to a power of 2
     raise AssertionError(f"no byte size for {t}")
 

@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dialects.llvm_ext import FPToSIOp, FPToUIOp, UIToFPOp
 from passes.conversion.to_llvm.abi import mangle
-from passes.conversion.to_llvm.common import _Externals, _fastmath, _Lowering, _Rewrite
+from passes.conversion.to_llvm.common import Externals, Lowering, Rewrite, fastmath
 
 
 def _overflow(op: Operation) -> llvm.OverflowAttr:
@@ -33,7 +33,7 @@ def _overflow(op: Operation) -> llvm.OverflowAttr:
     return llvm.OverflowAttr("none")
 
 
-def _call_intrinsic(r: _Rewrite, name: str, args: Sequence[SSAValue], result: Attribute, fm: llvm.FastMathAttr) -> SSAValue:
+def _call_intrinsic(r: Rewrite, name: str, args: Sequence[SSAValue], result: Attribute, fm: llvm.FastMathAttr) -> SSAValue:
     """`llvm.call_intrinsic "<name>"(args)`; `name` is already mangled (llvm.maximum.f32)."""
     call = llvm.CallIntrinsicOp(name, args, [result])
     call.properties["fastmathFlags"] = fm
@@ -46,10 +46,10 @@ def _splat(value: float, t: Attribute) -> Attribute:
     return FloatAttr(value, t)
 
 
-class ConstantLowering(_Lowering):
+class ConstantLowering(Lowering):
     sources = (arith.ConstantOp,)
 
-    def lower(self, op: arith.ConstantOp, r: _Rewrite) -> None:
+    def lower(self, op: arith.ConstantOp, r: Rewrite) -> None:
         t = r.type(op.result.type)
         value = op.value
         if isinstance(value, IntegerAttr):
@@ -79,12 +79,12 @@ _INT_BINARY: dict[type[Operation], type[Operation]] = {
 }
 
 
-class IntBinaryLowering(_Lowering):
+class IntBinaryLowering(Lowering):
     """addi … shrui → the llvm op of the same name (nsw/nuw flags kept)."""
 
     sources = tuple(_INT_BINARY)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         target = _INT_BINARY[type(op)]
         lhs, rhs = r.values(op.operands)
         if issubclass(target, llvm.ArithmeticBinOpOverflow):
@@ -97,12 +97,12 @@ class IntBinaryLowering(_Lowering):
 _INT_MINMAX = {arith.MinSIOp: "slt", arith.MaxSIOp: "sgt", arith.MinUIOp: "ult", arith.MaxUIOp: "ugt"}
 
 
-class IntMinMaxLowering(_Lowering):
+class IntMinMaxLowering(Lowering):
     """minsi/maxsi/minui/maxui → icmp + select (vectors: llvm.smin/smax/umin/umax)."""
 
     sources = tuple(_INT_MINMAX)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         lhs, rhs = r.values(op.operands)
         if isinstance(lhs.type, VectorType):
             name = {"slt": "smin", "sgt": "smax", "ult": "umin", "ugt": "umax"}[_INT_MINMAX[type(op)]]
@@ -113,12 +113,12 @@ class IntMinMaxLowering(_Lowering):
         r.replace(r.result(llvm.SelectOp(cmp, lhs, rhs)))
 
 
-class RoundingDivLowering(_Lowering):
+class RoundingDivLowering(Lowering):
     """floordivsi/ceildivsi/ceildivui → div, rem, and a ±1 correction where rem ≠ 0."""
 
     sources = (arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         a, b = r.values(op.operands)
         t = a.type
         if isinstance(t, VectorType):
@@ -169,19 +169,19 @@ _FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
 }
 
 
-class FloatOpLowering(_Lowering):
+class FloatOpLowering(Lowering):
     """Elementwise float ops that have an llvm op of their own (fadd, fneg, llvm.intr.sqrt,
     …), fastmath flags carried over."""
 
     sources = (*_FLOAT_BINARY, *_FLOAT_UNARY, math.FmaOp, vector.FMAOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         target = _FLOAT_BINARY.get(type(op)) or _FLOAT_UNARY.get(type(op)) or llvm.FMAOp
         args = r.values(op.operands)
         new = target.create(
             operands=args,
             result_types=[args[0].type],
-            properties={"fastmathFlags": _fastmath(op)},
+            properties={"fastmathFlags": fastmath(op)},
         )
         r.replace(r.result(new))
 
@@ -205,13 +205,13 @@ _FLOAT_INTRINSICS: dict[type[Operation], str] = {
 }
 
 
-class FloatIntrinsicLowering(_Lowering):
+class FloatIntrinsicLowering(Lowering):
     sources = tuple(_FLOAT_INTRINSICS)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         args = r.values(op.operands)
         name = f"{_FLOAT_INTRINSICS[type(op)]}.{mangle(args[0].type)}"
-        r.replace(_call_intrinsic(r, name, args, args[0].type, _fastmath(op)))
+        r.replace(_call_intrinsic(r, name, args, args[0].type, fastmath(op)))
 
 
 # Float ops with no LLVM intrinsic: calls to libm (scalars only).
@@ -227,11 +227,11 @@ _LIBM: dict[type[Operation], str] = {
 
 
 @dataclass
-class LibmLowering(_Lowering):
-    externals: _Externals
+class LibmLowering(Lowering):
+    externals: Externals
     sources = tuple(_LIBM)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         args = r.values(op.operands)
         t = args[0].type
         if not isinstance(t, (Float32Type, Float64Type)):
@@ -241,23 +241,23 @@ class LibmLowering(_Lowering):
         r.replace(r.result(llvm.CallOp(name, *args, return_type=t)))
 
 
-class MathMiscLowering(_Lowering):
+class MathMiscLowering(Lowering):
     """rsqrt (1/sqrt), absi/ctlz/cttz/ctpop (integer intrinsics), fpowi (llvm.powi)."""
 
     sources = (math.RsqrtOp, math.AbsIOp, math.CountLeadingZerosOp, math.CountTrailingZerosOp, math.CtPopOp, math.FPowIOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         args = r.values(op.operands)
         t = args[0].type
         match op:
             case math.RsqrtOp():
-                fm = _fastmath(op)
+                fm = fastmath(op)
                 sqrt = r.result(llvm.FSqrtOp.create(operands=args, result_types=[t], properties={"fastmathFlags": fm}))
                 one = r.result(llvm.ConstantOp(_splat(1.0, t), t))
                 r.replace(r.result(llvm.FDivOp(one, sqrt, fm)))
             case math.FPowIOp():
                 name = f"llvm.powi.{mangle(t)}.{mangle(args[1].type)}"
-                r.replace(_call_intrinsic(r, name, args, t, _fastmath(op)))
+                r.replace(_call_intrinsic(r, name, args, t, fastmath(op)))
             case math.CtPopOp():
                 r.replace(_call_intrinsic(r, f"llvm.ctpop.{mangle(t)}", args, t, llvm.FastMathAttr(None)))
             case _:
@@ -266,19 +266,19 @@ class MathMiscLowering(_Lowering):
                 r.replace(_call_intrinsic(r, f"{base}.{mangle(t)}", [*args, poison], t, llvm.FastMathAttr(None)))
 
 
-class CmpiLowering(_Lowering):
+class CmpiLowering(Lowering):
     sources = (arith.CmpiOp,)
 
-    def lower(self, op: arith.CmpiOp, r: _Rewrite) -> None:
+    def lower(self, op: arith.CmpiOp, r: Rewrite) -> None:
         lhs, rhs = r.values(op.operands)
         pred = llvm.ICmpPredicateFlag(arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])
         r.replace(r.result(llvm.ICmpOp(lhs, rhs, IntegerAttr(pred.to_int(), i64))))
 
 
-class CmpfLowering(_Lowering):
+class CmpfLowering(Lowering):
     sources = (arith.CmpfOp,)
 
-    def lower(self, op: arith.CmpfOp, r: _Rewrite) -> None:
+    def lower(self, op: arith.CmpfOp, r: Rewrite) -> None:
         lhs, rhs = r.values(op.operands)
         name = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
         if isinstance(lhs.type, VectorType):
@@ -287,14 +287,14 @@ class CmpfLowering(_Lowering):
             r.replace(r.const(-1 if name == "true" else 0, i1))
             return
         cmp = llvm.FCmpOp(lhs, rhs, name)
-        cmp.properties["fastmathFlags"] = _fastmath(op)
+        cmp.properties["fastmathFlags"] = fastmath(op)
         r.replace(r.result(cmp))
 
 
-class SelectLowering(_Lowering):
+class SelectLowering(Lowering):
     sources = (arith.SelectOp,)
 
-    def lower(self, op: arith.SelectOp, r: _Rewrite) -> None:
+    def lower(self, op: arith.SelectOp, r: Rewrite) -> None:
         cond, lhs, rhs = r.values(op.operands)  # a vector<Nxi1> condition selects lane by lane
         r.replace(r.result(llvm.SelectOp(cond, lhs, rhs)))
 
@@ -319,12 +319,12 @@ def _width(t: Attribute) -> int:
     return t.width.data
 
 
-class CastLowering(_Lowering):
+class CastLowering(Lowering):
     """sitofp … bitcast → the llvm cast of the same meaning; index_cast → sext/trunc/nothing."""
 
     sources = (*_CASTS, arith.IndexCastOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         (arg,) = r.values(op.operands)
         to = r.type(op.results[0].type)
         if isinstance(op, arith.IndexCastOp):
@@ -343,10 +343,10 @@ class CastLowering(_Lowering):
 # --------------------------------------------------------------------------------------
 
 
-class BranchLowering(_Lowering):
+class BranchLowering(Lowering):
     sources = (cf.BranchOp, cf.ConditionalBranchOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         if isinstance(op, cf.BranchOp):
             new = llvm.BrOp(op.successor, *r.values(op.arguments))
         else:

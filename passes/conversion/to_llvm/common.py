@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     i64,
 )
-from xdsl.ir import Attribute, OpResult, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -24,18 +24,18 @@ from passes.conversion.to_llvm.abi import PASS, convert_type
 from passes.support.diagnostics import LoomError
 
 
-def _cast(value: SSAValue, to: Attribute) -> UnrealizedConversionCastOp:
+def unrealized_cast(value: SSAValue, to: Attribute) -> UnrealizedConversionCastOp:
     return UnrealizedConversionCastOp.get([value], [to])
 
 
-def _fastmath(op: Operation) -> llvm.FastMathAttr:
+def fastmath(op: Operation) -> llvm.FastMathAttr:
     flags = getattr(op, "fastmath", None)
     if isinstance(flags, arith.FastMathFlagsAttr) and flags.data:
         return llvm.FastMathAttr(tuple(flags.data))
     return llvm.FastMathAttr(None)
 
 
-class _Rewrite:
+class Rewrite:
     """One op's rewrite: LLVM-typed operands in, new ops inserted before it, results out.
 
     `value(v)` gives the LLVM-typed version of operand `v` (looking through the casts of
@@ -58,7 +58,7 @@ class _Rewrite:
         owner = v.owner
         if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == want:
             return owner.inputs[0]
-        return self.add(_cast(v, want)).results[0]
+        return self.add(unrealized_cast(v, want)).results[0]
 
     def values(self, vs: Sequence[SSAValue]) -> list[SSAValue]:
         return [self.value(v) for v in vs]
@@ -78,27 +78,27 @@ class _Rewrite:
         for old, new in zip(self.op.results, values, strict=True):
             if old.name_hint and not new.name_hint and isinstance(new, OpResult):
                 new.name_hint = old.name_hint  # %t = memref.alloc → %t = llvm.call
-            results.append(new if new.type == old.type else self.result(_cast(new, old.type)))
+            results.append(new if new.type == old.type else self.result(unrealized_cast(new, old.type)))
         self.rewriter.replace(self.op, [], results)
 
     def refuse(self, why: str) -> LoomError:
         return LoomError(f"{PASS}: cannot lower '{self.op.name}': {why}", self.op)
 
 
-class _Lowering(RewritePattern):
+class Lowering(RewritePattern):
     """A pattern that lowers the op types in `sources` with `lower(op, rewrite)`."""
 
     sources: ClassVar[tuple[type[Operation], ...]] = ()
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, self.sources):
-            self.lower(op, _Rewrite(op, rewriter))
+            self.lower(op, Rewrite(op, rewriter))
 
-    def lower(self, op, r: _Rewrite) -> None:  # noqa: ANN001 - each subclass narrows op
+    def lower(self, op, r: Rewrite) -> None:  # noqa: ANN001 - each subclass narrows op
         raise NotImplementedError
 
 
-def _share_constants(module: ModuleOp) -> None:
+def share_constants(module: ModuleOp) -> None:
     """One arith.constant per value and type in each function, at its entry: loom-lower-affine's
     expansions made one per map, and every op costs the lowering to LLVM time (LLVM would merge
     them anyway)."""
@@ -126,12 +126,12 @@ def _share_constants(module: ModuleOp) -> None:
             last = const
 
 
-class _Dispatch(RewritePattern):
+class Dispatch(RewritePattern):
     """The lowerings as one pattern that looks each op's type up in a table: one dict
     lookup per op instead of trying every pattern in turn (a faithful conversion, no DCE)."""
 
-    def __init__(self, patterns: Sequence[_Lowering]):
-        self.table: dict[type[Operation], _Lowering | None] = {}
+    def __init__(self, patterns: Sequence[Lowering]):
+        self.table: dict[type[Operation], Lowering | None] = {}
         for p in patterns:
             for source in p.sources:
                 self.table.setdefault(source, p)
@@ -141,11 +141,11 @@ class _Dispatch(RewritePattern):
         if kind not in self.table:  # a subclass of a source, or no lowering: looked up once
             self.table[kind] = next((p for t, p in self.table.items() if p and isinstance(op, t)), None)
         if (pattern := self.table[kind]) is not None:
-            pattern.lower(op, _Rewrite(op, rewriter))
+            pattern.lower(op, Rewrite(op, rewriter))
 
 
 @dataclass
-class _Externals:
+class Externals:
     """External functions the lowered code calls (declared once, after the walk)."""
 
     functions: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
@@ -161,7 +161,7 @@ class _Externals:
                 module.body.block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
 
 
-def _reconcile_casts(module: ModuleOp) -> None:
+def reconcile_casts(module: ModuleOp) -> None:
     """Drop the unrealized casts: each must now be a no-op (A→A) or undo another (A→B→A)."""
     changed = True
     while changed:
@@ -181,7 +181,7 @@ def _reconcile_casts(module: ModuleOp) -> None:
             raise LoomError(f"{PASS}: internal error: a {cast.inputs[0].type} value is used as {cast.results[0].type} by '{user.name}'", user)
 
 
-def _refuse_leftovers(module: ModuleOp) -> None:
+def refuse_leftovers(module: ModuleOp) -> None:
     for op in module.walk():
         if op is module or isinstance(op, UnrealizedConversionCastOp) or op.name.startswith("llvm."):
             continue

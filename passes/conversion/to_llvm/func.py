@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import Rewriter
 
 from passes.conversion.to_llvm.abi import ALLOC_SITE, PASS, STATUS, convert_type
-from passes.conversion.to_llvm.common import _cast, _Externals, _Lowering, _Rewrite
+from passes.conversion.to_llvm.common import Externals, Lowering, Rewrite, unrealized_cast
 from passes.support.diagnostics import LoomError
 
 
@@ -37,7 +37,7 @@ def _convert_block_args(block: Block, op: Operation) -> None:
             continue
         old_type = arg.type
         new_arg = Rewriter.replace_value_with_new_type(arg, want)
-        cast = _cast(new_arg, old_type)
+        cast = unrealized_cast(new_arg, old_type)
         if block.first_op is not None:
             block.insert_op_before(cast, block.first_op)
         else:
@@ -114,13 +114,13 @@ class FuncLowering(RewritePattern):
         rewriter.replace(op, new, [])
 
 
-class ReturnLowering(_Lowering):
+class ReturnLowering(Lowering):
     """func.return → llvm.return; in a function that returns a status (it had no
     results), `llvm.return 0`: success."""
 
     sources = (func.ReturnOp,)
 
-    def lower(self, op: func.ReturnOp, r: _Rewrite) -> None:
+    def lower(self, op: func.ReturnOp, r: Rewrite) -> None:
         if len(op.arguments) > 1:
             raise r.refuse("more than one returned value")
         fn = op.parent_op()
@@ -131,14 +131,14 @@ class ReturnLowering(_Lowering):
 
 
 @dataclass
-class CallLowering(_Lowering):
+class CallLowering(Lowering):
     """func.call → llvm.call; a call of a function that may fail gets its status (checked
-    by `_add_failure_paths`)."""
+    by `add_failure_paths`)."""
 
     failing: set[str]
     sources = (func.CallOp,)
 
-    def lower(self, op: func.CallOp, r: _Rewrite) -> None:
+    def lower(self, op: func.CallOp, r: Rewrite) -> None:
         if len(op.res) > 1:
             raise r.refuse("more than one result")
         callee = op.callee.string_value()
@@ -229,7 +229,7 @@ class _Cleanup:
     none returns the status. Shared between failure points, so that n allocations held
     one after another need n blocks, not n^2 frees."""
 
-    def __init__(self, fn: llvm.FuncOp, buffers: list[SSAValue], externals: _Externals):
+    def __init__(self, fn: llvm.FuncOp, buffers: list[SSAValue], externals: Externals):
         self.fn = fn
         self.buffers = buffers
         self.externals = externals
@@ -273,7 +273,7 @@ def _split_after(op: Operation) -> Block:
     return rest
 
 
-def _add_failure_paths(module: ModuleOp, failing: set[str], externals: _Externals) -> None:
+def add_failure_paths(module: ModuleOp, failing: set[str], externals: Externals) -> None:
     """After each call that may fail in a function that returns a status: if the
     allocation returned null (or the callee a nonzero status), branch (unlikely) to the
     cleanup of the buffers held, which returns the site number (the callee's status)."""

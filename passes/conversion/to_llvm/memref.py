@@ -28,14 +28,14 @@ from passes.conversion.to_llvm.abi import (
     MIN_BYTES,
     STATUS,
     MemrefLayout,
-    _byte_size,
+    byte_size,
     memref_layout,
 )
-from passes.conversion.to_llvm.common import _Externals, _Lowering, _Rewrite
+from passes.conversion.to_llvm.common import Externals, Lowering, Rewrite
 
 
 def _scalar_bytes(t: Attribute) -> int:
-    return _byte_size(t.element_type if isinstance(t, VectorType) else t)
+    return byte_size(t.element_type if isinstance(t, VectorType) else t)
 
 
 def _constant_int(value: SSAValue) -> int | None:
@@ -51,8 +51,8 @@ def _constant_int(value: SSAValue) -> int | None:
 NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
 
 
-def _element_pointer(
-    r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue], *, inbounds: bool = True,
+def element_pointer(
+    r: Rewrite, mem: SSAValue, indices: Sequence[SSAValue], *, inbounds: bool = True,
 ) -> tuple[SSAValue, MemrefLayout]:
     """`getelementptr inbounds T, ptr base, i64 (offset + Σ idx_k·stride_k)` (without
     `inbounds` for an address that may lie outside the memref: a prefetch's)."""
@@ -81,33 +81,33 @@ def _element_pointer(
     return r.result(gep), layout
 
 
-def _offset_pointer(r: _Rewrite, ptr: SSAValue, delta: int, element: Attribute) -> SSAValue:
+def _offset_pointer(r: Rewrite, ptr: SSAValue, delta: int, element: Attribute) -> SSAValue:
     if delta == 0:
         return ptr
     return r.result(llvm.GEPOp.from_mixed_indices(ptr, [delta], element, inbounds=True))
 
 
-class LoadStoreLowering(_Lowering):
+class LoadStoreLowering(Lowering):
     sources = (memref.LoadOp, memref.StoreOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         if isinstance(op, memref.LoadOp):
-            ptr, layout = _element_pointer(r, op.memref, op.indices)
+            ptr, layout = element_pointer(r, op.memref, op.indices)
             r.replace(r.result(llvm.LoadOp(ptr, layout.element_type, alignment=_scalar_bytes(layout.element_type))))
         else:
             assert isinstance(op, memref.StoreOp)
-            ptr, layout = _element_pointer(r, op.memref, op.indices)
+            ptr, layout = element_pointer(r, op.memref, op.indices)
             store = llvm.StoreOp(r.value(op.value), ptr, alignment=_scalar_bytes(layout.element_type))
             r.rewriter.replace(op, store, [])
 
 
-class PrefetchLowering(_Lowering):
+class PrefetchLowering(Lowering):
     """loom.prefetch → llvm.prefetch.p0(ptr, rw, locality, 1 = data cache)."""
 
     sources = (PrefetchOp,)
 
-    def lower(self, op: PrefetchOp, r: _Rewrite) -> None:
-        ptr, _ = _element_pointer(r, op.memref, op.indices, inbounds=False)
+    def lower(self, op: PrefetchOp, r: Rewrite) -> None:
+        ptr, _ = element_pointer(r, op.memref, op.indices, inbounds=False)
         flags = [int(bool(op.is_write.value.data)), op.locality.value.data, 1]
         args = [ptr, *(r.result(llvm.ConstantOp(IntegerAttr(f, i32), i32)) for f in flags)]
         r.rewriter.replace(op, llvm.CallIntrinsicOp("llvm.prefetch.p0", args, []), [])
@@ -120,16 +120,16 @@ def _heap_bytes(layout: MemrefLayout, align: int) -> int:
 
 
 @dataclass
-class AllocLowering(_Lowering):
+class AllocLowering(Lowering):
     """alloc → aligned_alloc(64, size rounded up to 64), tagged with its site number, name,
     type and size in bytes (`ALLOC_SITE`) for the runtime's message should it fail;
     dealloc → free; alloca → llvm.alloca."""
 
-    externals: _Externals
+    externals: Externals
     sites: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     sources = (memref.AllocOp, memref.AllocaOp, memref.DeallocOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         ptr = llvm.LLVMPointerType()
         if isinstance(op, memref.DeallocOp):
             size = _heap_bytes(memref_layout(op.memref.type, op), HEAP_ALIGNMENT)
@@ -160,7 +160,7 @@ class AllocLowering(_Lowering):
         r.replace(r.result(call))
 
 
-class ViewLowering(_Lowering):
+class ViewLowering(Lowering):
     """Views of a static buffer: the same base pointer (moved only if the result type's
     offset is not the offset the view implies)."""
 
@@ -173,7 +173,7 @@ class ViewLowering(_Lowering):
         memref.AssumeAlignmentOp,
     )
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         source = op.operands[0]
         result = op.results[0]
         if not isinstance(source.type, MemRefType) or not isinstance(result.type, MemRefType):
@@ -194,10 +194,10 @@ class ViewLowering(_Lowering):
         r.replace(_offset_pointer(r, r.value(source), implied - dst.offset, dst.element_type))
 
 
-class DimLowering(_Lowering):
+class DimLowering(Lowering):
     sources = (memref.DimOp,)
 
-    def lower(self, op: memref.DimOp, r: _Rewrite) -> None:
+    def lower(self, op: memref.DimOp, r: Rewrite) -> None:
         if not isinstance(op.source.type, MemRefType):
             raise r.refuse("unranked memrefs are not supported")
         layout = memref_layout(op.source.type, op)

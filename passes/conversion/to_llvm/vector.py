@@ -20,27 +20,27 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dialects.llvm_ext import ExtractElementOp, MaskedLoadOp
-from passes.conversion.to_llvm.abi import _FLOATS, MemrefLayout
-from passes.conversion.to_llvm.common import _fastmath, _Lowering, _Rewrite
-from passes.conversion.to_llvm.memref import _element_pointer
+from passes.conversion.to_llvm.abi import FLOATS, MemrefLayout
+from passes.conversion.to_llvm.common import Lowering, Rewrite, fastmath
+from passes.conversion.to_llvm.memref import element_pointer
 
 
-def _vector_pointer(r: _Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, MemrefLayout]:
+def _vector_pointer(r: Rewrite, mem: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, MemrefLayout]:
     """The address of a vector's first element; its lanes are the next elements of the
     last dimension, which must then have stride 1."""
-    ptr, layout = _element_pointer(r, mem, indices)
+    ptr, layout = element_pointer(r, mem, indices)
     if not layout.strides or layout.strides[-1] != 1:
         raise r.refuse(f"the last dimension of {mem.type} is not contiguous")
     return ptr, layout
 
 
-class VectorLoadStoreLowering(_Lowering):
+class VectorLoadStoreLowering(Lowering):
     """vector.load/store → llvm.load/store of the vector type at the first element,
     aligned to the element only (numpy buffers are only element-aligned)."""
 
     sources = (vector.LoadOp, vector.StoreOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         if isinstance(op, vector.LoadOp):
             ptr, layout = _vector_pointer(r, op.base, op.indices)
             r.replace(r.result(llvm.LoadOp(ptr, r.type(op.result.type), alignment=layout.element_bytes())))
@@ -50,13 +50,13 @@ class VectorLoadStoreLowering(_Lowering):
             r.rewriter.replace(op, llvm.StoreOp(r.value(op.vector), ptr, alignment=layout.element_bytes()), [])
 
 
-class MaskedLoadStoreLowering(_Lowering):
+class MaskedLoadStoreLowering(Lowering):
     """vector.maskedload/maskedstore → llvm.intr.masked.load/store at the first element
     (element-aligned); lanes off in the mask are not touched."""
 
     sources = (vector.MaskedLoadOp, vector.MaskedStoreOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         if isinstance(op, vector.MaskedLoadOp):
             ptr, layout = _vector_pointer(r, op.base, op.indices)
             load = MaskedLoadOp(ptr, r.value(op.mask), r.value(op.pass_thru), layout.element_bytes())
@@ -64,7 +64,7 @@ class MaskedLoadStoreLowering(_Lowering):
             return
         assert isinstance(op, vector.MaskedStoreOp)
         value = r.value(op.value_to_store)
-        if not isinstance(value.type.element_type, _FLOATS):  # type: ignore[union-attr]
+        if not isinstance(value.type.element_type, FLOATS):  # type: ignore[union-attr]
             raise r.refuse(f"xDSL's llvm.intr.masked.store takes float vectors only, got {value.type}")
         ptr, layout = _vector_pointer(r, op.base, op.indices)
         r.rewriter.replace(op, llvm.MaskedStoreOp(value, ptr, r.value(op.mask), layout.element_bytes()), [])
@@ -124,7 +124,7 @@ class FoldConstantMask(RewritePattern):
             rewriter.erase(mask.owner)  # type: ignore[arg-type]
 
 
-def _broadcast(r: _Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
+def _broadcast(r: Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
     """A vector with `scalar` in every lane: insertelement into lane 0, then a
     shufflevector of lane 0 (LLVM's splat idiom)."""
     undef = r.result(llvm.UndefOp(t))
@@ -133,10 +133,10 @@ def _broadcast(r: _Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
     return r.result(llvm.ShuffleVectorOp(lane0, undef, zeros, t))
 
 
-class BroadcastLowering(_Lowering):
+class BroadcastLowering(Lowering):
     sources = (vector.BroadcastOp,)
 
-    def lower(self, op: vector.BroadcastOp, r: _Rewrite) -> None:
+    def lower(self, op: vector.BroadcastOp, r: Rewrite) -> None:
         t = r.type(op.vector.type)
         assert isinstance(t, VectorType)
         source = r.value(op.source)
@@ -148,13 +148,13 @@ class BroadcastLowering(_Lowering):
             r.replace(_broadcast(r, source, t))
 
 
-class CreateMaskLowering(_Lowering):
+class CreateMaskLowering(Lowering):
     """vector.create_mask %n → icmp slt <0, 1, ..., w-1>, splat(%n): lanes below n are
     on (none for n <= 0, all for n >= w)."""
 
     sources = (vector.CreateMaskOp,)
 
-    def lower(self, op: vector.CreateMaskOp, r: _Rewrite) -> None:
+    def lower(self, op: vector.CreateMaskOp, r: Rewrite) -> None:
         if len(op.mask_dim_sizes) != 1:
             raise r.refuse("only 1-D masks are supported")
         width = r.type(op.mask_vector.type).element_count()  # type: ignore[union-attr]
@@ -165,38 +165,38 @@ class CreateMaskLowering(_Lowering):
         r.replace(r.result(llvm.ICmpOp(lanes, bound, slt)))
 
 
-class ReductionLowering(_Lowering):
+class ReductionLowering(Lowering):
     """vector.reduction <add> on floats → llvm.intr.vector.reduce.fadd(start, v), the
     start being the accumulator operand (or -0.0). The op's fastmath flags carry over:
     with `reassoc` LLVM sums as a tree, without it strictly in lane order."""
 
     sources = (vector.ReductionOp,)
 
-    def lower(self, op: vector.ReductionOp, r: _Rewrite) -> None:
+    def lower(self, op: vector.ReductionOp, r: Rewrite) -> None:
         if op.kind.data != vector.CombiningKindFlag.ADD:
             raise r.refuse(f"<{op.kind.data}> reductions are not supported (only <add>)")
         v = r.value(op.vector)
         element = v.type.element_type  # type: ignore[union-attr]
-        if not isinstance(element, _FLOATS):
+        if not isinstance(element, FLOATS):
             raise r.refuse(f"only float reductions are supported, got {v.type}")
         start = r.value(op.acc) if op.acc is not None else r.result(llvm.ConstantOp(FloatAttr(-0.0, element), element))
-        r.replace(r.result(llvm.VectorReduceFAddOp(start, v, _fastmath(op))))
+        r.replace(r.result(llvm.VectorReduceFAddOp(start, v, fastmath(op))))
 
 
-def _static_lane(r: _Rewrite, op: vector.ExtractOp | vector.InsertOp) -> int:
+def _static_lane(r: Rewrite, op: vector.ExtractOp | vector.InsertOp) -> int:
     positions = op.static_position.get_values()
     if op.dynamic_position or len(positions) != 1:
         raise r.refuse("only one static position in a 1-D vector is supported")
     return positions[0]
 
 
-class LaneLowering(_Lowering):
+class LaneLowering(Lowering):
     """vector.extract/insert of one lane → llvm.extractelement/insertelement;
     vector.shuffle → llvm.shufflevector."""
 
     sources = (vector.ExtractOp, vector.InsertOp, vector.ShuffleOp)
 
-    def lower(self, op: Operation, r: _Rewrite) -> None:
+    def lower(self, op: Operation, r: Rewrite) -> None:
         if isinstance(op, vector.ExtractOp):
             lane = r.const(_static_lane(r, op))
             r.replace(r.result(ExtractElementOp(r.value(op.vector), lane)))
