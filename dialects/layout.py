@@ -105,6 +105,13 @@ def is_row_major(shape: Sequence[int], strides: Sequence[int], offset: int) -> b
     return offset == 0 and all(s == r for n, s, r in zip(shape, strides, c) if n != 1)
 
 
+def contiguous(t: MemRefType) -> bool:
+    """Whether memref type `t` reaches its buffer as a C-contiguous array does (row-major
+    from offset 0): a static layout that `is_row_major`."""
+    layout = static_strides(t)
+    return layout is not None and is_row_major(t.get_shape(), *layout)
+
+
 def strided_memref(element: Attribute, shape: Sequence[int], strides: Sequence[int], offset: int) -> MemRefType:
     """The memref type of a static layout: the identity layout when it is row-major from
     offset 0 (`is_row_major`), so that equal layouts have equal types; else
@@ -169,6 +176,17 @@ def reinterpret(source: SSAValue, t: MemRefType) -> memref.ReinterpretCastOp:
     assert layout is not None, f"a view's layout is static: {t}"
     strides, offset = layout
     return memref.ReinterpretCastOp(source, [], [], [], [offset], t.get_shape(), strides, t)
+
+
+def strided_view(source: SSAValue, shape: Sequence[int], strides: Sequence[int],
+                 offset: int = 0) -> memref.ReinterpretCastOp:
+    """`source`'s buffer viewed with `shape`, `strides` and `offset` exactly as given (no
+    copy): the identity layout when they are the row-major ones from offset 0, else
+    `strided<[...], offset: o>` (where `strided_memref` gives size-1 dimensions their
+    row-major stride, so that equal layouts have equal types)."""
+    identity = offset == 0 and tuple(strides) == row_major_strides(shape)
+    layout = NoneAttr() if identity else StridedLayoutAttr(strides, offset)
+    return reinterpret(source, MemRefType(source.type.get_element_type(), shape, layout))  # type: ignore[attr-defined]
 
 
 def dimension_last(source: SSAValue, along: int) -> memref.ReinterpretCastOp:

@@ -136,7 +136,7 @@ class LastWriteAnalysis:
                           and constant_trip_count(loop) == 0), None)
             if empty is not None and nest_tag(nest) not in INITS:
                 raise Refused(f"loop %{iv_name(empty)} of nest '{nest_tag(nest)}' has no iterations (a zero-size "
-                               f"dimension): the zero fill would be the last write of {value_name(root)}")
+                              f"dimension): the zero fill would be the last write of {value_name(root)}")
             self._collect(nest)
         for nest in nests:
             if nest_tag(nest) not in INITS:
@@ -163,7 +163,7 @@ class LastWriteAnalysis:
             forms = _subscripts(op)
             if any(f is None for f in forms):
                 raise Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
-                               "is not linear")
+                              "is not linear")
             lanes, exact = _lanes(op)
             self.writes[op] = Access(op, forms, lanes, exact, self._loops(op, nest))  # type: ignore[arg-type]
 
@@ -175,7 +175,7 @@ class LastWriteAnalysis:
         while cur is not None:
             if not isinstance(cur, affine.ForOp):
                 raise Refused(f"a store of {value_name(self.root)} in nest '{nest_tag(nest)}' sits under "
-                               f"'{cur.name}'{line_suffix(cur)}: it runs in some iterations only")
+                              f"'{cur.name}'{line_suffix(cur)}: it runs in some iterations only")
             loops.append(cur)
             if cur is nest:
                 return loops[::-1]
@@ -189,7 +189,7 @@ class LastWriteAnalysis:
             forms, lanes = _subscripts(load), _lanes(load)
             if any(f is None for f in forms):
                 raise Refused(f"a load of {value_name(self.root)} in nest '{nest_tag(nest)}' has a subscript that "
-                               "is not linear")
+                              "is not linear")
             self.loads.append(Access(load, forms, *lanes, self._loops(load, nest)))  # type: ignore[arg-type]
             later = load.next_op
             while later is not None and not (
@@ -199,7 +199,7 @@ class LastWriteAnalysis:
                 later = later.next_op
             if later is None:
                 raise Refused(f"nest '{nest_tag(nest)}' reads {value_name(self.root)} other than to accumulate into "
-                               f"it ({load.name}{line_suffix(load)}: no store of the same elements after it)")
+                              f"it ({load.name}{line_suffix(load)}: no store of the same elements after it)")
 
     def _last(self, write: Access) -> list[affine.ForOp] | None:
         """The loops that must be in their last iteration for `write` to be the last
@@ -231,11 +231,11 @@ class LastWriteAnalysis:
             for inner in access.loops[access.loops.index(loop) + 1:]:
                 if not provably_nonempty(inner):
                     raise Refused(f"cannot tell that loop %{iv_name(inner)} runs in every iteration of "
-                                   f"%{iv_name(loop)}, which accumulates into {value_name(self.root)}")
+                                  f"%{iv_name(loop)}, which accumulates into {value_name(self.root)}")
         for loop in spatial:
             if constant_trip_count(loop) != 1 and not self._iterations_disjoint(loop):
                 raise Refused(f"cannot tell that the iterations of loop %{iv_name(loop)} write different elements "
-                               f"of {value_name(self.root)}")
+                              f"of {value_name(self.root)}")
         return reductions
 
     def _spatial(self, write: Access) -> set[affine.ForOp]:
@@ -246,7 +246,7 @@ class LastWriteAnalysis:
         for v in pending:
             if v not in ivs and not defined_outside(v, write.loops[0]):
                 raise Refused(f"a store of {value_name(self.root)} has a subscript computed in its nest "
-                               f"({value_name(v)})")
+                              f"({value_name(v)})")
         spatial: set[affine.ForOp] = set()
         while pending:
             loop = ivs.get(pending.pop())
@@ -301,7 +301,7 @@ class LastWriteAnalysis:
         none of it (False); Refused when it may rewrite some."""
         if access_memref(other.op) is not access_memref(write.op):
             raise Refused(f"{_access_text(other.op)} and {_access_text(write.op)} write "
-                           f"{value_name(self.root)} through different views")
+                          f"{value_name(self.root)} through different views")
         mine, theirs = self._box(write, within), self._box(other, other_within)
         if _disjoint(mine, theirs):
             return False
@@ -311,7 +311,7 @@ class LastWriteAnalysis:
         if self._covers(other, other_within, mine):
             return True
         raise Refused(f"cannot tell whether {_access_text(other.op)} rewrites some of the elements "
-                       f"{_access_text(write.op)} wrote")
+                      f"{_access_text(write.op)} wrote")
 
     def _box(self, write: Access, within: Sequence[affine.ForOp]) -> list[tuple[list[LinearForm], list[LinearForm]]]:
         """Per dimension, bounds on what `write` writes over the iterations of the loops

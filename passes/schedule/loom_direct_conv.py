@@ -59,14 +59,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import nest_tag, perfect_band
 from passes.conversion.convert_loom_to_affine import build_nest, matmul_nest, zero_nest
 from passes.schedule.loom_im2col import (
     Conv2DNest,
     bordered,
-    contiguous,
-    matrix_view,
     replace_nest,
     rewrite_conv2d_nests,
 )
@@ -202,7 +201,7 @@ def rewrite(conv: Conv2DNest) -> str:
         plane = conv.h * conv.width
         shape, strides = (([conv.n, 1, plane * conv.c], [plane * conv.c, 0, 1]) if nhwc else
                           ([conv.n, conv.c, 1, 1, plane], [conv.c * plane, plane, 0, 0, 1]))
-        planes = matrix_view(conv.x, shape, strides).results[0]
+        planes = strided_view(conv.x, shape, strides).results[0]
         ops.append(planes.owner)
         planes.name_hint = "x_planes"
         how = "X read in place (no padding, stride 1)"
@@ -227,8 +226,8 @@ def rewrite(conv: Conv2DNest) -> str:
         c_source = conv.y
         init = None
     w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
-    w = matrix_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
-    c = matrix_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])
+    w = strided_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
+    c = strided_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])
     w.results[0].name_hint, c.results[0].name_hint = "w_mat", "y_mat"
     windows = window_subscripts(conv, geometry, batched)
     if nhwc:  # the windows are A (rows: pixels), W is B

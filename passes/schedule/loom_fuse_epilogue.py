@@ -14,7 +14,7 @@ It works on the affine nests, after the matmul is scheduled (loom-default runs i
 step `fuse`, before the epilogue nests are vectorized and before the parallel step), so
 that the schedule passes see the textbook matmul nest: whatever they made of it, this
 pass finds the stores and loads of C and tells, for each, when it is the element's last
-write (first read; passes/analysis/last_write.py):
+write (first read):
 
 - an access's loops are *spatial* (their ivs, or the bounds of such loops, give the
   element it touches: i_t, i_r, j_t, j_r, ...) or *reductions* (k_t, k: every iteration
@@ -86,6 +86,7 @@ reason in the remark, at the first nest that would be refused.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -98,9 +99,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    NoneAttr,
-    ShapedType,
-    StridedLayoutAttr,
     VectorType,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -108,7 +106,15 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from passes.support.remarks import remark
-from dialects.layout import BUFFER_OPS, VIEW_OPS, memref_root, reshape_strides, static_strides
+from dialects.layout import (
+    BUFFER_OPS,
+    VIEW_OPS,
+    contiguous,
+    memref_root,
+    reshape_strides,
+    static_strides,
+    strided_view,
+)
 from passes.analysis.affine_forms import LinearForm, affine_exprs, map_forms
 from passes.analysis.last_write import INITS, Access, LastWriteAnalysis, Refused, may_write
 from passes.analysis.loop_utils import (
@@ -215,11 +221,11 @@ def _classify_load(step: _Step, load: affine.LoadOp) -> bool:
     if memref_root(load.memref) is memref_root(step.source) and memref_root(step.source) is not None:
         if load.memref is not step.source or not _identity(forms, step.ivs):
             raise Refused(f"{_what(step.nest)} reads {describe_access(load)}, not the element it writes "
-                           f"(a transpose or a broadcast of {value_name(step.source)})")
+                          f"(a transpose or a broadcast of {value_name(step.source)})")
         return True
     if any(f is None or any(v not in step.ivs for v in f.coeffs) for f in forms):
         raise Refused(f"{_what(step.nest)} reads {describe_access(load)}, at subscripts that are not its loops' "
-                       "indices")
+                      "indices")
     step.operands.append(load)
     return False
 
@@ -322,11 +328,6 @@ class _Operand:
     view: tuple[list[int], list[int], int] | None = None  # (sizes, strides, offset) of the view to make
 
 
-def _row_major(t: MemRefType, offset: int = 0) -> bool:
-    layout = static_strides(t)
-    return layout is not None and layout == (tuple(ShapedType.strides_for_shape(t.get_shape())), offset)
-
-
 def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
     """None when the stores index the result itself; the view's shape when they index a
     row-major reshape of it (a conv2d's Y as a matrix); Refused for any other view."""
@@ -335,18 +336,11 @@ def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
     cast = store_memref.owner
     if (isinstance(cast, memref.ReinterpretCastOp) and cast.source is c and not cast.offsets and not cast.sizes
             and not cast.strides and list(cast.static_offsets.get_values()) == [0]
-            and _row_major(c.type) and _row_major(store_memref.type)
-            and _count(store_memref.type.get_shape()) == _count(c.type.get_shape())):
+            and contiguous(c.type) and contiguous(store_memref.type)
+            and math.prod(store_memref.type.get_shape()) == math.prod(c.type.get_shape())):
         return list(store_memref.type.get_shape())
     raise Refused(f"the producer stores {value_name(c)} through {value_name(store_memref)}, not a row-major "
-                   "reshape of it")
-
-
-def _count(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+                  "reshape of it")
 
 
 def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vectors: bool) -> _Operand:
@@ -368,13 +362,13 @@ def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vec
         reshaped = reshape_strides(shape, logical, space)
         if reshaped is None:
             raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)}, read as "
-                           f"{describe_access(load)}, has no view in the producer's index space {space} "
-                           f"(its strides over {shape} are {logical})")
+                          f"{describe_access(load)}, has no view in the producer's index space {space} "
+                          f"(its strides over {shape} are {logical})")
         identity = [(tuple(int(p == q) for q in range(len(space))), 0) for p in range(len(space))]
         operand = _Operand(load.memref, identity, reshaped[-1], (space, reshaped, start))
     if vectors and operand.lane_stride not in (0, 1):
         raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} is read {operand.lane_stride} "
-                       f"elements apart along the vector (only 0, a broadcast, or 1)")
+                      f"elements apart along the vector (only 0, a broadcast, or 1)")
     return operand
 
 
@@ -495,7 +489,7 @@ def _accept(fusion: _Fusion, step: _Step) -> None:
                    < block.get_operation_index(step.nest) and may_write(o, root)]
         if between:
             raise Refused(f"its operand {value_name(load.memref)} is written by {_describe_op(between[0])} "
-                           "after the producer")
+                          "after the producer")
     operands = {}
     for store_memref, space in fusion.spaces.items():
         vectors = any(isinstance(w.value.type, VectorType) for w in fusion.analysis.writes.values()
@@ -724,11 +718,7 @@ class _Rewriter:
         sizes, strides, offset = operand.view
         key = (operand.memref, tuple(strides), offset)
         if key not in self.views:
-            element = operand.memref.type.get_element_type()
-            layout = (NoneAttr() if offset == 0 and strides == list(ShapedType.strides_for_shape(sizes))
-                      else StridedLayoutAttr(strides, offset))
-            cast = memref.ReinterpretCastOp(operand.memref, [], [], [], [offset], sizes, strides,
-                                            MemRefType(element, sizes, layout))
+            cast = strided_view(operand.memref, sizes, strides, offset)
             cast.location = self.f.nests[0].location
             cast.results[0].name_hint = f"{operand.memref.name_hint or 'operand'}_view"
             self.f.block.insert_op_before(cast, self.f.nests[0])

@@ -35,20 +35,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import (
-    AffineMapAttr,
-    MemRefType,
-    ModuleOp,
-    NoneAttr,
-    ShapedType,
-    StridedLayoutAttr,
-)
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
+from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
 from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, zero_nest
@@ -125,11 +119,6 @@ _LAYOUTS = {
     "nhwc": _Layout(("n", "oh", "ow", "f", "r", "s", "c"), (0, 1, 2, 3), (4, 5, 6, 3), 1, 2, (0, 6),
                     "X[n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c]"),
 }
-
-
-def contiguous(t: MemRefType) -> bool:
-    """Row-major with no offset: the layout a view can reshape."""
-    return list(t.get_strides() or ()) == list(ShapedType.strides_for_shape(t.get_shape())) and t.get_offset() == 0
 
 
 def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv2DNest | str:
@@ -280,12 +269,6 @@ def copy_nest(conv: Conv2DNest, source: SSAValue, col: SSAValue) -> list[Operati
     return build_nest([conv.n, conv.c, conv.r, conv.s], "im2col", body, ["n", "c", "r", "s"])
 
 
-def matrix_view(source: SSAValue, shape: list[int], strides: list[int]) -> memref.ReinterpretCastOp:
-    element = source.type.get_element_type()
-    layout = NoneAttr() if strides == list(ShapedType.strides_for_shape(shape)) else StridedLayoutAttr(strides, 0)
-    return memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(element, shape, layout))
-
-
 def matmul_shape(conv: Conv2DNest) -> tuple[int, int, int]:
     """(M, N, K) of the matmul after the patch copy, per image in NCHW, of all images
     (their pixels as M) in NHWC."""
@@ -317,9 +300,9 @@ def _nchw_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         b_source = col.memref
         kib = conv.n * k * p * element.bitwidth // 8 // 1024
         how = f"patch matrix {conv.n}x{k}x{p} ({kib} KiB) copied by nest 'im2col'"
-    a = matrix_view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
-    b = matrix_view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
-    c = matrix_view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
+    a = strided_view(conv.w, [*batch, conv.f, k], [0, k, 1] if batch else [k, 1])  # W repeated over the batch
+    b = strided_view(b_source, [*batch, k, p], [k * p, p, 1] if batch else [p, 1])
+    c = strided_view(conv.y, [*batch, conv.f, p], [conv.f * p, p, 1] if batch else [p, 1])
     shape = f"{conv.f}x{p}x{k}" + (f", batched over {conv.n}" if batch else "")
     return [a, b, c], f"{how}; then matmul {shape} (W as {conv.f}x{k}, Y as {conv.f}x{p})"
 
@@ -350,9 +333,9 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
             # ... x R x (S*C) (a 3-channel stem's runs of 3 become runs of 21)
             run = conv.s * conv.c
             wide = source.type.get_shape()
-            row = matrix_view(source, [wide[0], wide[1], wide[2] * wide[3]], [wide[1] * wide[2] * wide[3], wide[2] * wide[3], 1])
-            flat = matrix_view(col.memref, [conv.n, conv.ho, conv.wo, conv.r, run],
-                         [conv.ho * conv.wo * conv.r * run, conv.wo * conv.r * run, conv.r * run, run, 1])
+            row = strided_view(source, [wide[0], wide[1], wide[2] * wide[3]], [wide[1] * wide[2] * wide[3], wide[2] * wide[3], 1])
+            flat = strided_view(col.memref, [conv.n, conv.ho, conv.wo, conv.r, run],
+                                [conv.ho * conv.wo * conv.r * run, conv.wo * conv.r * run, conv.r * run, run, 1])
             row.results[0].name_hint, flat.results[0].name_hint = "x_rows", "col_runs"
             n, oh, ow, r, t = (AffineExpr.dimension(i) for i in range(5))
             window = AffineMapAttr(AffineMap(5, 0, (n, oh * sh + r * dh, ow * (sw * conv.c) + t)))
@@ -378,9 +361,9 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
         after.append(memref.DeallocOp.get(col.memref))
         a_source = col.memref
         how = f"patch matrix {p}x{k} ({p * k * element.bitwidth // 8 // 1024} KiB) copied by nest 'im2col'"
-    a = matrix_view(a_source, [p, k], [k, 1])
-    b = matrix_view(conv.w, [k, conv.f], [conv.f, 1])
-    c = matrix_view(conv.y, [p, conv.f], [conv.f, 1])
+    a = strided_view(a_source, [p, k], [k, 1])
+    b = strided_view(conv.w, [k, conv.f], [conv.f, 1])
+    c = strided_view(conv.y, [p, conv.f], [conv.f, 1])
     return [a, b, c], f"{how}; then matmul {p}x{conv.f}x{k} (W as {k}x{conv.f}, Y as {p}x{conv.f})"
 
 
