@@ -23,6 +23,7 @@ from compiler.frontends.python import (
 )
 from compiler.jit.kernel import ArgSpec, Kernel
 from passes.pipelines import PIPELINES
+from compiler.version import __version__
 
 
 def torch_backend(gm, example_inputs, **options):
@@ -43,4 +44,3 @@ def from_torch(model, example_inputs, **options):
 __all__ = ["compile", "reference", "set_cache_size", "explain", "Kernel", "ArgSpec", "LoomError", "PIPELINES",
            "jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "transpose", "reshape",
            "broadcast_to", "contiguous", "torch_backend", "from_torch"]
-__version__ = "0.1.0"

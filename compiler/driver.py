@@ -25,6 +25,7 @@ from dialects.context import make_context
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.parser import parse_module
 from passes.support.verifier import verify
+from compiler.jit import pool
 from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
 from passes.pipelines import Callback, build
 from passes.support.remarks import collect
@@ -34,9 +35,7 @@ from dialects.loom import LoomComputeOp, PrefetchOp, argument_buffer_type, argum
 if TYPE_CHECKING:  # compiler.jit.engine imports LLVM: not at `import compiler`
     from compiler.jit.engine import Timings
 
-#: when this process imported Loom: a source file of Loom newer than that may not be the
-#: code it runs, and then compiler/jit/disk_cache.py files no kernel on disk
-IMPORTED_AT_NS = time.time_ns()
+pool.install()  # the kernels' calls to the buffer pool resolve to its one copy
 
 
 class KernelCache:

@@ -340,7 +340,7 @@ def test_an_entry_of_another_version_or_cpu_is_not_found(disk, monkeypatch):
     for change in ("version", "cpu"):
         with monkeypatch.context() as m:
             if change == "version":
-                m.setattr(compiler, "__version__", "0.0.0-another")
+                m.setattr(cache, "__version__", "0.0.0-another")
             else:
                 m.setattr(cache, "cpu_identity", lambda: "vendor_id=Another; flags=sse2")
             disk_cache.reset()
@@ -473,7 +473,7 @@ def test_the_sources_digest_sees_every_edit(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("")
     edited = package / "schedule" / "tile.py"
     edited.write_text("TILE = 8\n")
-    monkeypatch.setattr(driver, "IMPORTED_AT_NS", time.time_ns())  # as if Loom were imported now
+    monkeypatch.setattr(cache, "IMPORTED_AT_NS", time.time_ns())  # as if Loom were imported now
     before = SourceState([package])
     assert before.unchanged()
     stat = edited.stat()
@@ -484,13 +484,13 @@ def test_the_sources_digest_sees_every_edit(tmp_path, monkeypatch):
     assert not before.unchanged()
     (package / "schedule" / "new.py").write_text("")
     assert SourceState([package]).digest != before.digest
-    monkeypatch.setattr(driver, "IMPORTED_AT_NS", 0)  # every file newer than the import: it may run old code
+    monkeypatch.setattr(cache, "IMPORTED_AT_NS", 0)  # every file newer than the import: it may run old code
     assert not SourceState([package]).unchanged()
 
 
 def test_a_process_older_than_loom_s_sources_stores_nothing(disk, monkeypatch):
     monkeypatch.setattr(SourceState, "unchanged", SOURCES_UNCHANGED)
-    monkeypatch.setattr(driver, "IMPORTED_AT_NS", 0)
+    monkeypatch.setattr(cache, "IMPORTED_AT_NS", 0)
     kernel = compiler.compile(relu(14))
     x = np.linspace(-1, 1, 14, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x), np.maximum(x, 0))

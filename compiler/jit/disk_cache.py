@@ -54,10 +54,17 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from compiler.jit import loader
+from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset
+from compiler.version import __version__
+from passes.support import target
 from passes.support.diagnostics import LoomError
+from passes.support.session import IMPORTED_AT_NS
 
 if TYPE_CHECKING:
-    from compiler.jit.kernel import Kernel
+    from compiler.jit.engine import JITModule
 
 FORMAT = 1
 _MAGIC = b"LOOMKC1\n"
@@ -142,10 +149,8 @@ class SourceState:
 
     def unchanged(self) -> bool:
         """No source file changed since the digest, nor since this process imported Loom
-        (`compiler.driver.IMPORTED_AT_NS`: imported with `compiler`)."""
-        from compiler import driver
-
-        return self.newest_ns <= driver.IMPORTED_AT_NS and self.stat_stamp(self.roots) == self.stamp
+        (`passes.support.session.IMPORTED_AT_NS`)."""
+        return self.newest_ns <= IMPORTED_AT_NS and self.stat_stamp(self.roots) == self.stamp
 
 
 def package_roots() -> list[Path]:
@@ -227,8 +232,6 @@ def cache_description(root: str = "/sys/devices/system/cpu/cpu0/cache") -> str:
 def _planned_threads() -> int:
     """The threads the default pipeline plans for when neither num_threads nor
     LOOM_TARGET says: `machine()`'s (fixed at its first call), else what it would read."""
-    from passes.support import target
-
     if target.machine.cache_info().currsize:
         return target.machine().threads
     return target.default_threads()
@@ -245,19 +248,15 @@ class Fingerprint:
         import llvmlite
         import xdsl
 
-        import compiler
-        from compiler.jit.kernel import array_data_offset
-        from passes.support.target import openmp_runtime
-
         self.sources = SourceState(package_roots())
         self.text = "\n".join([
             f"loom kernel cache format {FORMAT}",
-            f"loom {compiler.__version__} sources {self.sources.digest}",
+            f"loom {__version__} sources {self.sources.digest}",
             f"xdsl {distribution_version('xdsl', xdsl)} llvmlite {llvmlite.__version__}",
             f"python {sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]} {platform.machine()}",
             f"cpu {cpu_identity()}",
             f"caches {cache_description()}",
-            f"libgomp {openmp_runtime() is not None}",
+            f"libgomp {target.openmp_runtime() is not None}",
             f"numpy array data at {array_data_offset()}",  # baked into each kernel's objects wrapper
         ])
 
@@ -270,11 +269,7 @@ def _encode_spec(spec) -> dict:
             "in_place": spec.in_place, "strides": list(spec.strides), "offset": spec.offset, "type": spec.type}
 
 
-def _decode_spec(d: dict):
-    import numpy as np
-
-    from compiler.jit.kernel import ArgSpec
-
+def _decode_spec(d: dict) -> ArgSpec:
     dtype = np.dtype(d["dtype"])
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype {dtype}")
@@ -329,16 +324,14 @@ def _texts(sections: dict[str, bytes]) -> dict[str, str]:
     return {name: zlib.decompress(data).decode() for name, data in sections.items() if name != "object"}
 
 
-def _load_code(header: dict, obj: bytes, optimized_ir: str):
+def _load_code(header: dict, obj: bytes, optimized_ir: str) -> loader.LoadedModule | JITModule:
     """The machine code of an entry: by compiler.jit.loader, else (an object it does not
     take) by LLVM."""
-    from compiler.jit import loader
-
     symbols = {str(k): str(v) for k, v in header["symbols"].items()}
     try:
         return loader.load(obj, symbols, optimized_ir, str(header["cpu"]))
     except loader.Unsupported:
-        from compiler.jit.engine import load_object
+        from compiler.jit.engine import load_object  # LLVM: imported only for such an object
 
         return load_object(obj, symbols, optimized_ir)
 
@@ -375,8 +368,6 @@ def kernel_from_entry(header: dict, sections: dict[str, bytes]) -> Kernel:
     """The Kernel an entry describes, its machine code loaded last (once the rest has
     been read back). One of `_UNUSABLE` for an entry that does not describe one."""
     import json
-
-    from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, Kernel
 
     if header.get("kind") != "kernel":
         raise ValueError("not a kernel's entry")
@@ -668,7 +659,7 @@ def runtime_code(name: str, ir: str):
             return module
         except _UNUSABLE:
             disk_cache.stats["rejected"] += 1
-    from compiler.jit.engine import compile_ir
+    from compiler.jit.engine import compile_ir  # LLVM: imported only where the entry is missing
 
     module = compile_ir(ir)
     if key is not None and _is_elf(module.object_code):

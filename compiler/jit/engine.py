@@ -18,11 +18,12 @@ JITModule is alive.
 
 Every module's exported functions are renamed to a unique symbol, so two modules may
 both define `@kernel`; `JITModule.function_address("kernel")` finds its own. External
-symbols are resolved from the running process (libc, libm) and libgcc_s: those the IR
-declares (aligned_alloc, free, erff) before code generation, and those code generation
-introduces (memset, sincosf, __powisf2) from the object file's undefined symbols, before
-MCJIT links it. A symbol found nowhere is a LoomError, never a call through a null
-pointer.
+symbols are resolved through the loader's table (`compiler.jit.loader.symbol_address`:
+the runtime's own functions, which the buffer pool registers there, then the running
+process, libgomp and libgcc_s): those the IR declares (aligned_alloc, free, erff,
+loom_take) before code generation, and those code generation introduces (memset,
+sincosf, __powisf2) from the object file's undefined symbols, before MCJIT links it. A
+symbol found nowhere is a LoomError, never a call through a null pointer.
 
 LLVM's global context is not thread-safe: all work on LLVM objects holds one lock
 (`compiler.jit.loader.LOCK`, which the buffer pool's creation holds too).
@@ -41,9 +42,9 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
-from compiler.jit import pool
+from compiler.jit.loader import LOCK, is_registered, symbol_address
 from passes.support.diagnostics import LoomError
-from compiler.jit.loader import LOCK, symbol_address
+from passes.support.target import machine
 
 _lock = LOCK
 _host: _Host | None = None
@@ -75,8 +76,6 @@ def _get_host() -> _Host:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
-        from passes.support.target import machine
-
         target = llvm.Target.from_default_triple()
         cpu, features = machine().cpu, llvm.get_host_cpu_features().flatten()
         _host = _Host(target, cpu, features,
@@ -92,22 +91,20 @@ def _free_retired() -> None:
 
 def release() -> None:
     """Free now the machine code of every JITModule that is no longer referenced (the
-    next compile would), and the buffers parked in the pool (compiler/jit/pool.py)."""
+    next compile would). The buffers parked in the pool are `compiler.jit.pool.clear()`'s."""
     gc.collect()  # JITModules in reference cycles
     with _lock:
         _free_retired()
-    pool.clear()
 
 
 def _resolve_symbols(names: list[str]) -> None:
-    """Make the named symbols visible to the JIT's linker, where they can be found (the
-    buffer pool's from its one copy in the process: compiler/jit/pool.py)."""
+    """Make the named symbols visible to the JIT's linker, where they can be found: the
+    runtime's own (the buffer pool's, registered with the loader's table) always from
+    the table, any other where LLVM does not find it in the process itself."""
     for name in names:
         if name in _resolved:
             continue
-        if name in pool.FUNCTIONS:
-            llvm.add_symbol(name, pool.address(name))
-        elif llvm.address_of_symbol(name) is None:
+        if is_registered(name) or llvm.address_of_symbol(name) is None:
             address = symbol_address(name)
             if address is None:
                 continue  # reported by the caller

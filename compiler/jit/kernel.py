@@ -207,6 +207,7 @@ class Kernel:
     _cfunc: object = None
     _written: tuple[int, ...] = ()
     _direct: bool = True
+    _asm: str = ""
 
     def __post_init__(self):
         self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
@@ -221,8 +222,13 @@ class Kernel:
         return f"<Kernel @{self.entry}({args}) -> {results}, pipeline={self.pipeline!r}, target={self.target!r}>"
 
     def asm(self) -> str:
-        """The machine code, as assembly text."""
-        return self._module.asm()
+        """The machine code, as assembly text: LLVM's listing of the optimized IR, for the
+        host CPU (LLVM is imported here: a kernel read from the disk cache runs without it)."""
+        if not self._asm:
+            from compiler.jit.engine import optimized_assembly
+
+            self._asm = optimized_assembly(self.optimized_ir)
+        return self._asm
 
     def check(self, arrays: tuple) -> tuple:
         """Validate the call's arrays against the signature; raises TypeError/ValueError."""

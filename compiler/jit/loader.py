@@ -13,13 +13,16 @@ more than the whole budget of a cache hit. An object this loader cannot take (an
 machine or format, a relocation or section kind it does not know) raises `Unsupported`,
 and the cache loads it through LLVM instead (`compiler.jit.engine.load_object`).
 
-    load(obj, symbols, ...) -> LoadedModule    .function_address(name), .asm(), like a JITModule
-    symbol_address(name) -> int | None          an external symbol: the process (libc,
-                                                libm), libgomp, libgcc_s, the buffer pool
+    load(obj, symbols, ...) -> LoadedModule    .function_address(name), like a JITModule
+    symbol_address(name) -> int | None          an external symbol: one registered, the
+                                                process (libc, libm), libgomp, libgcc_s
+    register_symbols(names, address_of)         the runtime's own functions (the buffer pool's)
 
-External symbols resolve as the JIT resolves them: from the process, then libgomp, then
-libgcc_s (compiler builtins), and the buffer pool's functions from its one copy per
-process (compiler/jit/pool.py). A symbol found nowhere is a LoomError: the code is never
+External symbols resolve as the JIT resolves them (compiler/jit/engine.py asks the same
+table): first the symbols the runtime registered (the buffer pool registers its
+functions, compiled or loaded once per process: compiler/jit/pool.py, as numba's
+runtime registers its NRT functions with the JIT), then the process, libgomp, and
+libgcc_s (compiler builtins). A symbol found nowhere is a LoomError: the code is never
 linked against a null address.
 
 `LOCK` is the one lock of code generation and loading: compiler.jit.engine's (LLVM's
@@ -34,6 +37,7 @@ import functools
 import mmap
 import struct
 import threading
+from collections.abc import Callable, Iterable
 
 from passes.support.diagnostics import LoomError
 from passes.support.target import find_library, openmp_runtime
@@ -87,12 +91,26 @@ def _gcc_s() -> ctypes.CDLL | None:
     return find_library("gcc_s")
 
 
+#: symbol -> the function that gives its address: the runtime's own (register_symbols)
+_registered: dict[str, Callable[[str], int]] = {}
+
+
+def register_symbols(names: Iterable[str], address_of: Callable[[str], int]) -> None:
+    """Resolve each of `names` to `address_of(name)`, asked when code that needs it is
+    first linked or loaded (under `LOCK`), before the process's own symbols."""
+    for name in names:
+        _registered[name] = address_of
+
+
+def is_registered(name: str) -> bool:
+    """Whether `name` is one of the runtime's own symbols (`register_symbols`)."""
+    return name in _registered
+
+
 def symbol_address(name: str) -> int | None:
     """The address of external symbol `name`, or None where it is found nowhere."""
-    from compiler.jit import pool
-
-    if name in pool.FUNCTIONS:
-        return pool.address(name)
+    if name in _registered:
+        return _registered[name](name)
     for library in (_process, openmp_runtime, _gcc_s):
         lib = library()
         if lib is not None and hasattr(lib, name):
@@ -317,7 +335,6 @@ class LoadedModule:
     def __init__(self, pages: _Pages, addresses: dict[str, int], optimized_ir: str, obj: bytes, cpu: str):
         self._pages: _Pages | None = pages
         self._addresses = addresses
-        self._asm: str | None = None
         self.optimized_ir = optimized_ir
         self.object_code = obj
         self.cpu = cpu
@@ -334,14 +351,6 @@ class LoadedModule:
         if self._pages is None:
             raise LoomError("this module's machine code was freed (LoadedModule.close())")
         return self._addresses[name]
-
-    def asm(self) -> str:
-        """Assembly of the optimized module for the host CPU (LLVM makes it from the IR)."""
-        if self._asm is None:
-            from compiler.jit.engine import optimized_assembly
-
-            self._asm = optimized_assembly(self.optimized_ir)
-        return self._asm
 
     def close(self) -> None:
         """Free the machine code now: no address of this module may be called after."""

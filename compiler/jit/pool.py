@@ -15,17 +15,23 @@ convolution itself. So loom-convert-to-llvm lowers an allocation of `MIN_BYTES` 
 
 The slots are claimed with compare-and-swap, so concurrent calls (Python threads, or
 kernels on libgomp's team) each get a buffer of their own. At most `SLOTS` buffers stay
-parked between calls; `clear()` (and `compiler.jit.engine.release()`) frees them.
+parked between calls; `clear()` frees them.
 
 The pool is LLVM IR, one copy of its machine code per process, made when a kernel first
 needs it (read from the disk cache where it is there, else compiled: compiler/jit/disk_cache.py
-`runtime_code`), its functions handed to the JIT's linker by address.
+`runtime_code`). `install()` registers its functions with the loader's symbol table
+(compiler/jit/loader.py), where the JIT and the loader resolve a kernel's calls, as
+numba's runtime registers its NRT functions with the JIT: the code that makes and loads
+kernels never imports the pool. compiler/driver.py installs it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+
+from compiler.jit.disk_cache import runtime_code
+from compiler.jit.loader import LOCK, register_symbols
 
 SLOTS = 16
 _BUSY = 1  # a slot being filled or emptied
@@ -136,17 +142,19 @@ FUNCTIONS = ("loom_take", "loom_give", "loom_pool_clear")
 def _code():
     """The pool's machine code, for the life of the process (its buffers outlive any one
     kernel). Call with compiler.jit.loader.LOCK held."""
-    from compiler.jit.disk_cache import runtime_code
-
     return runtime_code("pool", IR)
 
 
 def address(name: str) -> int:
     """The address of the pool's function `name` (one of FUNCTIONS)."""
-    from compiler.jit.loader import LOCK
-
     with LOCK:
         return _code().function_address(name)
+
+
+def install() -> None:
+    """Resolve kernels' calls to the pool's functions to its one copy (made when first
+    needed): registered with the loader's symbol table."""
+    register_symbols(FUNCTIONS, address)
 
 
 def clear() -> int:

@@ -23,6 +23,11 @@ several threads at once: one lock and one count of the sessions open. The first 
 to open saves both settings and changes them; the last to close restores them. A
 session that restored its own saved values while another was still open would take the
 recursion room from under it.
+
+`IMPORTED_AT_NS` is when this process imported Loom: this module comes with `LoomError`
+(passes/support/diagnostics.py), before any of Loom's code that works on IR or kernels
+runs. A source file of Loom newer than that may not be the code the process runs, and
+then compiler/jit/disk_cache.py files no kernel on disk.
 """
 
 from __future__ import annotations
@@ -30,11 +35,15 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Python's recursion limit while a session is open (see the module's docstring)
 RECURSION_LIMIT = 20_000
+
+#: when this process imported Loom (see the module's docstring)
+IMPORTED_AT_NS = time.time_ns()
 
 _lock = threading.Lock()
 _open = 0
