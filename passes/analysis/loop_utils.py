@@ -464,29 +464,14 @@ def check_unrolled_size(pass_name: str, nest: affine.ForOp, estimate: int, what:
 # --------------------------------------------------------------------------------------
 
 
-def check_positive(pass_name: str, option: str, values: Sequence[int] | None, *, allow_empty: bool = False) -> tuple[int, ...]:
-    """Option validation: a list of positive integers. Raises LoomError naming the pass."""
-    raise_problems(pass_name, [positive_problem(option, values, allow_empty=allow_empty)])
-    return tuple(values or ())
-
-
-def positive_problem(option: str, values: Sequence[int] | None, *, allow_empty: bool = False) -> str | None:
+def positive_problem(option: str, values: Sequence[int] | None) -> str | None:
     """What is wrong with an option that must be a list of positive integers, if anything."""
     vals = tuple(values or ())
-    if not vals and not allow_empty:
+    if not vals:
         return f"option '{option}' is required (a list of positive integers)"
     if any(not isinstance(v, int) or v < 1 for v in vals):
         return f"option '{option}' must be positive integers, got {list(vals)}"
     return None
-
-
-def refuse_if_none_fits(pass_name: str, op: str | None, nests: Sequence[affine.ForOp], misfits: Sequence[str]) -> None:
-    """Without `op=` a pass skips, with a remark, the nests whose shape its options do not
-    fit (a band shorter than the sizes); when that is every nest the pass would do
-    nothing: an error, at the first nest, that says why for each (`misfits`, one per
-    nest that does not fit). (With `op=` each of them is an error of its own.)"""
-    if op is None and nests and len(misfits) == len(nests):
-        raise LoomError(f"{pass_name}: the options fit no loop nest: {'; '.join(misfits)}", nests[0])
 
 
 def raise_problems(pass_name: str, problems: Sequence[str | None]) -> None:
@@ -497,9 +482,9 @@ def raise_problems(pass_name: str, problems: Sequence[str | None]) -> None:
         raise LoomError(f"{pass_name}: {'; '.join(found)}")
 
 
-def check_permutation(pass_name: str, option: str, order: Sequence[int], n: int | None = None) -> tuple[int, ...]:
+def permutation_problem(option: str, order: Sequence[int]) -> str | None:
+    """What is wrong with an option that must be a permutation of 0..n-1, if anything."""
     vals = tuple(order or ())
-    if sorted(vals) != list(range(len(vals))) or (n is not None and len(vals) != n):
-        want = f" of 0..{n - 1}" if n is not None else ""
-        raise LoomError(f"{pass_name}: option '{option}' must be a permutation{want}, got {list(vals)}")
-    return vals
+    if sorted(vals) != list(range(len(vals))):
+        return f"option '{option}' must be a permutation, got {list(vals)}"
+    return None

@@ -31,10 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
@@ -47,14 +44,12 @@ from passes.analysis.dependences import (
 from passes.schedule.loop_transforms import permute_band
 from passes.analysis.loop_utils import (
     bound_dependences,
-    check_permutation,
     describe_band,
     iv_name,
-    nest_tag,
     perfect_band,
-    refuse_if_none_fits,
-    select_nests,
+    permutation_problem,
 )
+from passes.schedule.nest_pass import NestPass
 
 #: legal orders listed in a refusal, at most; and the longest order whose
 #: permutations are searched for them (8! = 40320)
@@ -63,41 +58,33 @@ SEARCHED_DEPTH = 8
 
 
 @dataclass(frozen=True)
-class LoomInterchangePass(ModulePass):
+class LoomInterchangePass(NestPass[list[affine.ForOp]]):
     name = "loom-interchange"
 
     order: tuple[int, ...] = ()
     op: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def option_problems(self) -> list[str | None]:
         if not self.order:
-            raise LoomError(f"{self.name}: option 'order' is required (a permutation such as order=0,2,1)")
-        order = check_permutation(self.name, "order", self.order)
-        plans = [(nest, self._plan(nest, order)) for nest in select_nests(op, self.op, self.name)]
-        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {band}" for nest, band in plans if isinstance(band, str)]
-        refuse_if_none_fits(self.name, self.op, [nest for nest, _ in plans], misfits)
-        for nest, band in plans:
-            if isinstance(band, str):
-                remark(self.name, nest, f"skipped: {band}")
-                continue
-            before = describe_band(band[: len(order)])
-            if order == tuple(range(len(order))):
-                remark(self.name, nest, f"band {before} kept: the order is the identity")
-                continue
-            after = describe_band([band[o] for o in order])
-            remark(self.name, nest, f"interchanged band {before} -> {after}")
-            permute_band(band, order)
+            return ["option 'order' is required (a permutation such as order=0,2,1)"]
+        return [permutation_problem("order", self.order)]
 
-    def _plan(self, nest: affine.ForOp, order: tuple[int, ...]) -> list[affine.ForOp] | str:
+    def misfit(self, nest: affine.ForOp) -> str | None:
+        band = perfect_band(nest)
+        if len(self.order) <= len(band):
+            return None
+        return f"order {list(self.order)} is longer than the {len(band)}-loop band {describe_band(band)}"
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> list[affine.ForOp] | str:
         """The nest's band when the order applies to it; why not, to skip it, when no
         nest was named; a LoomError when the order is illegal for it."""
+        order = tuple(self.order)
         band = perfect_band(nest)
         where = f"band {describe_band(band)}"
-        if len(order) > len(band):
-            message = f"order {list(order)} is longer than the {len(band)}-loop {where}"
+        if misfit is not None:
             if self.op is None:
-                return message
-            raise LoomError(f"{self.name}: {message}", nest)
+                return f"skipped: {misfit}"
+            raise LoomError(f"{self.name}: {misfit}", nest)
         if any(loop.inits for loop in band[: len(order)]):
             raise LoomError(f"{self.name}: cannot permute loops that carry values (iter_args) in {where}", nest)
         bounds = bound_dependences(band)
@@ -116,6 +103,16 @@ class LoomInterchangePass(ModulePass):
             assert broken is not None
             why = f"breaks the dependence {broken.describe()}"
         raise LoomError(f"{self.name}: order {list(order)} {why} in {where}; {_legal(deps, bounds, len(order))}", nest)
+
+    def rewrite(self, nest: affine.ForOp, band: list[affine.ForOp]) -> None:
+        order = tuple(self.order)
+        before = describe_band(band[: len(order)])
+        if order == tuple(range(len(order))):
+            remark(self.name, nest, f"band {before} kept: the order is the identity")
+            return
+        after = describe_band([band[o] for o in order])
+        remark(self.name, nest, f"interchanged band {before} -> {after}")
+        permute_band(band, order)
 
 
 def _legal(deps: list[Dependence], bounds: list[tuple[int, int]], n: int) -> str:

@@ -44,18 +44,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir.affine import AffineMap
-from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.analysis.dependences import band_dependences
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.analysis.loop_utils import (
-    check_positive,
     check_unrolled_size,
     constant_bounds,
     describe_band,
@@ -63,43 +59,36 @@ from passes.analysis.loop_utils import (
     nest_tag,
     op_count,
     perfect_band,
-    refuse_if_none_fits,
-    select_nests,
+    positive_problem,
     step_of,
 )
+from passes.schedule.nest_pass import NestPass, more_than_loops
+
+
+#: a peeling plan: (band position, split point) per loop to split, and the remark
+_Peeling = tuple[list[tuple[int, int]], str]
 
 
 @dataclass(frozen=True)
-class LoomPeelPass(ModulePass):
+class LoomPeelPass(NestPass[_Peeling]):
     name = "loom-peel"
 
     sizes: tuple[int, ...] = ()
     op: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        sizes = check_positive(self.name, "sizes", self.sizes)
-        nests = select_nests(op, self.op, self.name)
-        misfits = [f"nest '{nest_tag(nest) or 'untagged'}': {len(sizes)} sizes {list(sizes)} for the {len(band)} loops "
-                   f"of band {describe_band(band)}" for nest in nests if len(sizes) > len(band := perfect_band(nest))]
-        refuse_if_none_fits(self.name, self.op, nests, misfits)
-        plans = [(nest, self._plan(nest, sizes)) for nest in nests]  # all checked first
-        for nest, plan in plans:
-            if isinstance(plan, str):
-                remark(self.name, nest, plan)
-                continue
-            splits, message = plan
-            remark(self.name, nest, message)
-            for position, split in splits:
-                nest, _ = peel(nest, position, split)
+    def option_problems(self) -> list[str | None]:
+        return [positive_problem("sizes", self.sizes)]
 
-    def _plan(self, nest: affine.ForOp, sizes: tuple[int, ...]) -> tuple[list[tuple[int, int]], str] | str:
+    def misfit(self, nest: affine.ForOp) -> str | None:
+        return more_than_loops("sizes", self.sizes, perfect_band(nest))
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Peeling | str:
         """((band position, split point) per loop to split, remark); why not, to skip the
         nest."""
+        sizes = tuple(self.sizes)
         tag = nest_tag(nest) or "untagged"
         band = perfect_band(nest)
-        why = None
-        if len(sizes) > len(band):
-            why = f"{len(sizes)} sizes {list(sizes)} for the {len(band)} loops of band {describe_band(band)}"
+        why = misfit
         splits, notes = [], []
         for position, size in enumerate(sizes[: len(band)]):
             loop = band[position]
@@ -140,6 +129,12 @@ class LoomPeelPass(ModulePass):
         if not splits:
             return f"nest '{tag}' left as it is: " + "; ".join(notes)
         return splits, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes)
+
+    def rewrite(self, nest: affine.ForOp, plan: _Peeling) -> None:
+        splits, message = plan
+        remark(self.name, nest, message)
+        for position, split in splits:
+            nest, _ = peel(nest, position, split)
 
 
 def peel(nest: affine.ForOp, position: int, split: int) -> tuple[affine.ForOp, affine.ForOp]:

@@ -39,10 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
@@ -57,60 +54,52 @@ from passes.analysis.loop_utils import (
     nest_tag,
     perfect_band,
     positive_problem,
-    raise_problems,
-    refuse_if_none_fits,
-    select_nests,
 )
+from passes.schedule.nest_pass import NestPass
+
+
+#: a tiling plan: the band, the sizes applied, the remarks
+_Tiling = tuple[list[affine.ForOp], list[int], list[str]]
 
 
 @dataclass(frozen=True)
-class LoomTilePass(ModulePass):
+class LoomTilePass(NestPass[_Tiling]):
     name = "loom-tile"
 
     sizes: tuple[int, ...] = ()
     op: str | None = None
     depth: int = 0
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        raise_problems(self.name, [
+    def option_problems(self) -> list[str | None]:
+        return [
             positive_problem("sizes", self.sizes),
             f"option 'depth' must be >= 0, got {self.depth}" if self.depth < 0 else None,
-        ])
-        sizes = tuple(self.sizes)
-        nests = select_nests(op, self.op, self.name)
-        misfits = [self._misfit(nest, len(sizes)) for nest in nests]
-        refuse_if_none_fits(self.name, self.op, nests, [
-            f"nest '{_tag(nest)}': {_sizes(len(sizes))}, but {why}" for nest, why in zip(nests, misfits) if why
-        ])
-        plans = [self._plan(nest, sizes, why) for nest, why in zip(nests, misfits)]  # all checked before any change
-        for nest, band, applied, notes in plans:
-            for note in notes:
-                remark(self.name, nest, note)
-            if applied:
-                tile_band(band, applied)
+        ]
 
-    def _misfit(self, nest: affine.ForOp, count: int) -> str | None:
-        """Why `count` sizes do not fit the nest: its band at `depth` has fewer loops."""
+    def misfit(self, nest: affine.ForOp) -> str | None:
+        """Why the sizes do not fit the nest: its band at `depth` has fewer loops."""
         band = band_at(nest, self.depth)
-        if len(band) >= count:
+        if len(band) >= len(self.sizes):
             return None
         if not band:
             outer = perfect_band(nest)
             return f"its perfect band {describe_band(outer)} has {_loops(len(outer))}, none at depth {self.depth}"
         return f"its band at depth {self.depth}, {describe_band(band)}, has {_loops(len(band))}"
 
-    def _plan(
-        self, nest: affine.ForOp, sizes: tuple[int, ...], misfit: str | None
-    ) -> tuple[affine.ForOp, list[affine.ForOp], list[int], list[str]]:
-        """(nest, band, applied sizes (none: skip the nest), remarks); raises for a nest
-        that cannot be tiled. `misfit`: why the sizes do not fit the nest, if they do not."""
+    def misfit_line(self, nest: affine.ForOp, why: str) -> str:
+        return f"nest '{_tag(nest)}': {_sizes(len(self.sizes))}, but {why}"
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Tiling | str:
+        """(band, applied sizes, remarks); why not, to skip the nest; raises for a nest
+        that cannot be tiled."""
+        sizes = tuple(self.sizes)
         tag = _tag(nest)
         band = band_at(nest, self.depth)
         if misfit is not None:
             if self.op is not None:
                 raise LoomError(f"{self.name}: option 'sizes' gives {_sizes(len(sizes))}, but nest '{tag}': {misfit}",
                                 nest)
-            return nest, band, [], [f"nest '{tag}' skipped: {_sizes(len(sizes))}, but {misfit}"]
+            return f"nest '{tag}' skipped: {_sizes(len(sizes))}, but {misfit}"
         tiled = band[: len(sizes)]
         for inner, outer_loop in bound_dependences(band):
             if inner < len(sizes):
@@ -139,7 +128,13 @@ class LoomTilePass(ModulePass):
             f"nest '{tag}': tiled {describe_band(tiled)} at depth {self.depth}, "
             f"sizes requested {list(sizes)}, applied {applied}"
         )
-        return nest, band, applied, notes
+        return band, applied, notes
+
+    def rewrite(self, nest: affine.ForOp, plan: _Tiling) -> None:
+        band, applied, notes = plan
+        for note in notes:
+            remark(self.name, nest, note)
+        tile_band(band, applied)
 
 
 def _tag(nest: affine.ForOp) -> str:

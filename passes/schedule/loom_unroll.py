@@ -41,12 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
-from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.schedule.loop_transforms import unroll_loop
 from passes.analysis.loop_utils import (
@@ -57,30 +53,30 @@ from passes.analysis.loop_utils import (
     max_trip_count,
     nest_tag,
     op_count,
-    select_nests,
 )
+from passes.schedule.nest_pass import NestPass
+
+
+#: an unrolling plan: (loop, factor, promote, remark) per innermost loop to unroll
+_Unrolling = list[tuple[affine.ForOp, int, bool, str]]
 
 
 @dataclass(frozen=True)
-class LoomUnrollPass(ModulePass):
+class LoomUnrollPass(NestPass[_Unrolling]):
     name = "loom-unroll"
 
     factor: int = 0
     op: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def option_problems(self) -> list[str | None]:
         if not isinstance(self.factor, int) or self.factor < 1:
-            raise LoomError(f"{self.name}: option 'factor' must be a positive integer, got {self.factor}")
-        if self.factor == 1:
-            remark(self.name, None, "factor 1: nothing to unroll")
-            return
-        plans = [(nest, self._plan(nest)) for nest in select_nests(op, self.op, self.name)]  # all checked first
-        for nest, plan in plans:
-            for loop, factor, promote, message in plan:
-                remark(self.name, loop, message)
-                unroll_loop(loop, factor, promote=promote)
+            return [f"option 'factor' must be a positive integer, got {self.factor}"]
+        return []
 
-    def _plan(self, nest: affine.ForOp) -> list[tuple[affine.ForOp, int, bool, str]]:
+    def nothing_to_do(self) -> str | None:
+        return "factor 1: nothing to unroll" if self.factor == 1 else None
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Unrolling:
         """(loop, factor, promote, remark) for each innermost loop of the nest to unroll
         (the others get their remark here); a LoomError when the copies would make the
         nest larger than the size limit."""
@@ -88,6 +84,11 @@ class LoomUnrollPass(ModulePass):
         plan = [p for loop in innermost if (p := self._loop_plan(nest, loop)) is not None]
         check_unrolled_size(self.name, nest, _estimate(nest, plan), f"unrolling its innermost loops by {self.factor}")
         return plan
+
+    def rewrite(self, nest: affine.ForOp, plan: _Unrolling) -> None:
+        for loop, factor, promote, message in plan:
+            remark(self.name, loop, message)
+            unroll_loop(loop, factor, promote=promote)
 
     def _loop_plan(self, nest: affine.ForOp, loop: affine.ForOp) -> tuple[affine.ForOp, int, bool, str] | None:
         where = f"loop %{iv_name(loop)} of nest '{nest_tag(nest) or 'untagged'}'"
@@ -117,7 +118,7 @@ class LoomUnrollPass(ModulePass):
         return loop, factor, promote, f"{where}: unrolled by {factor}, requested {self.factor}{clamp}; {counts}"
 
 
-def _estimate(nest: affine.ForOp, plan: list[tuple[affine.ForOp, int, bool, str]]) -> int:
+def _estimate(nest: affine.ForOp, plan: _Unrolling) -> int:
     """About the ops of the nest after unrolling: each unrolled loop's body once per copy,
     and once more in the remainder loop when the factor may not divide the trip count;
     a copy is at least its iv's affine.apply (an empty body unrolled by 10^9 is refused)."""

@@ -64,10 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
@@ -75,7 +72,6 @@ from passes.analysis.dependences import band_dependences, unroll_jam_is_legal
 from passes.schedule.loop_transforms import promote_single_iteration, unroll_jam_loop
 from passes.analysis.loop_utils import (
     bound_dependences,
-    check_positive,
     check_unrolled_size,
     constant_trip_count,
     describe_band,
@@ -84,47 +80,33 @@ from passes.analysis.loop_utils import (
     nest_tag,
     op_count,
     perfect_band,
-    refuse_if_none_fits,
-    select_nests,
+    positive_problem,
     statement_loops,
 )
+from passes.schedule.nest_pass import NestPass, more_than_loops
+
+
+#: an unroll-and-jam plan: the band, the factors applied, the remark
+_Jam = tuple[list[affine.ForOp], list[int], str]
 
 
 @dataclass(frozen=True)
-class LoomUnrollJamPass(ModulePass):
+class LoomUnrollJamPass(NestPass[_Jam]):
     name = "loom-unroll-jam"
 
     factors: tuple[int, ...] = ()
     op: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        factors = check_positive(self.name, "factors", self.factors)
-        nests = select_nests(op, self.op, self.name)
-        misfits = [_misfit(nest, factors) for nest in nests]
-        refuse_if_none_fits(self.name, self.op, nests,
-                            [f"nest '{nest_tag(nest) or 'untagged'}': {m}" for nest, m in zip(nests, misfits) if m])
-        plans = [(nest, self._plan(nest, factors, misfit)) for nest, misfit in zip(nests, misfits)]
-        for nest, plan in plans:
-            if isinstance(plan, str):
-                remark(self.name, nest, plan)
-                continue
-            band, applied, message = plan
-            remark(self.name, nest, message)
-            mains = [
-                unroll_jam_loop(band[position], applied[position], len(band) - 1 - position)[0]
-                for position in reversed(range(len(applied)))
-                if applied[position] > 1
-            ]
-            # Only once every loop is jammed: the jams walk the band's levels.
-            for main in mains:
-                if nest_tag(main) is None and main.parent is not None and constant_trip_count(main) == 1:
-                    promote_single_iteration(main)
+    def option_problems(self) -> list[str | None]:
+        return [positive_problem("factors", self.factors)]
 
-    def _plan(self, nest: affine.ForOp, factors: tuple[int, ...],
-              misfit: str | None) -> tuple[list[affine.ForOp], list[int], str] | str:
+    def misfit(self, nest: affine.ForOp) -> str | None:
+        return more_than_loops("factors", self.factors, statement_loops(nest))
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Jam | str:
         """(band, applied factors, remark) for a nest to transform; why not, to skip it
-        with a remark; a LoomError for a nest that cannot take the factors asked.
-        `misfit`: `_misfit`'s answer for the nest."""
+        with a remark; a LoomError for a nest that cannot take the factors asked."""
+        factors = tuple(self.factors)
         band = statement_loops(nest)
         perfect_from = next(q for q in range(len(band)) if perfect_band(band[q]) == band[q:])
         where = f"band {describe_band(band)}"
@@ -158,13 +140,18 @@ class LoomUnrollJamPass(ModulePass):
                             f"unroll-jam of band {describe_band(band)} by {applied}")
         return band, applied, "; ".join([_describe(band, factors, applied), *notes])
 
-
-def _misfit(nest: affine.ForOp, factors: tuple[int, ...]) -> str | None:
-    """Why the factors do not fit the nest: more of them than its band has loops."""
-    band = statement_loops(nest)
-    if len(factors) <= len(band):
-        return None
-    return f"{len(factors)} factors {list(factors)} for the {len(band)} loops of band {describe_band(band)}"
+    def rewrite(self, nest: affine.ForOp, plan: _Jam) -> None:
+        band, applied, message = plan
+        remark(self.name, nest, message)
+        mains = [
+            unroll_jam_loop(band[position], applied[position], len(band) - 1 - position)[0]
+            for position in reversed(range(len(applied)))
+            if applied[position] > 1
+        ]
+        # Only once every loop is jammed: the jams walk the band's levels.
+        for main in mains:
+            if nest_tag(main) is None and main.parent is not None and constant_trip_count(main) == 1:
+                promote_single_iteration(main)
 
 
 def _cannot_jam(band: list[affine.ForOp], position: int, bounds: list[tuple[int, int]], perfect_from: int) -> str | None:

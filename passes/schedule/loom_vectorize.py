@@ -71,7 +71,6 @@ import math as pymath
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from xdsl.context import Context
 from xdsl.dialects import affine, arith, math, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -82,7 +81,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    ModuleOp,
     VectorType,
     i1,
     i64,
@@ -94,10 +92,8 @@ from xdsl.ir.affine.affine_set import (
     AffineConstraintKind,
     AffineSet,
 )
-from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
-from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.support.target import host
 from dialects.layout import may_alias, memref_root, unknown_origin
@@ -121,11 +117,11 @@ from passes.analysis.loop_utils import (
     loops_of_nest,
     move_tag,
     nest_tag,
-    select_nests,
     step_of,
     used_positions,
     value_name,
 )
+from passes.schedule.nest_pass import NestPass
 
 
 #: ops that run lane by lane on vectors (and lower to LLVM on vectors)
@@ -194,34 +190,47 @@ class _Plan:
         return op in self.strides and self.strides[op].contiguous
 
 
+#: per innermost loop of a nest: the loop, the remark's words, and its plan (None: the
+#: words say why it is not vectorized)
+_Vectorizing = list[tuple[affine.ForOp, str, _Plan | None]]
+
+
 @dataclass(frozen=True)
-class LoomVectorizePass(ModulePass):
+class LoomVectorizePass(NestPass[_Vectorizing]):
     name = "loom-vectorize"
 
     width: int = 0
     op: str | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def option_problems(self) -> list[str | None]:
         if self.width < 0 or self.width & (self.width - 1):
-            raise LoomError(
-                f"{self.name}: option 'width' must be a power of two (or 0: the target's), got {self.width}"
-            )
-        for nest in select_nests(op, self.op, self.name):
-            innermost = [
-                loop for loop in loops_of_nest(nest)
-                if not any(isinstance(inner, affine.ForOp) for inner in loop.body.walk())
-            ]
-            tag = nest_tag(nest) or "untagged"
-            for loop in innermost:
-                iv = loop.body.block.args[0]
-                what = f"loop {value_name(iv)}" if iv.name_hint else "its innermost loop"
-                try:
-                    plan = _analyze(loop, self.width)
-                except _Refusal as why:
-                    remark(self.name, loop, f"nest '{tag}': {what} not vectorized: {why}")
-                    continue
+            return [f"option 'width' must be a power of two (or 0: the target's), got {self.width}"]
+        return []
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Vectorizing:
+        """Each innermost loop of the nest, with its plan or why it is not vectorized."""
+        innermost = [
+            loop for loop in loops_of_nest(nest)
+            if not any(isinstance(inner, affine.ForOp) for inner in loop.body.walk())
+        ]
+        tag = nest_tag(nest) or "untagged"
+        plans: _Vectorizing = []
+        for loop in innermost:
+            iv = loop.body.block.args[0]
+            what = f"loop {value_name(iv)}" if iv.name_hint else "its innermost loop"
+            try:
+                plans.append((loop, f"nest '{tag}': vectorized {what}", _analyze(loop, self.width)))
+            except _Refusal as why:
+                plans.append((loop, f"nest '{tag}': {what} not vectorized: {why}", None))
+        return plans
+
+    def rewrite(self, nest: affine.ForOp, plans: _Vectorizing) -> None:
+        for loop, words, plan in plans:
+            if plan is None:
+                remark(self.name, loop, words)
+            else:
                 summary = _Vectorizer(loop, plan).run()
-                remark(self.name, loop, f"nest '{tag}': vectorized {what} {summary}")
+                remark(self.name, loop, f"{words} {summary}")
 
 
 # --------------------------------------------------------------------------------------
