@@ -13,17 +13,47 @@
     c = k(a, b)                              # numpy in, numpy out
     ref = compiler.reference(mlir_text, a, b)  # the same function in float64 numpy
     print(compiler.explain(mlir_text, a, b))  # loop nests, schedule decisions, GFLOP/s vs the peak
+
+`import compiler` imports none of it: each name of the API is imported from its module
+when first used (PEP 562's module `__getattr__`, from `_API`), so that the package costs
+nothing to import, and xDSL, the passes and LLVM load only when something is compiled
+(compiler/driver.py).
 """
 
-from passes.support.diagnostics import LoomError
-from compiler.driver import compile, reference, set_cache_size
-from compiler.explain import explain
-from compiler.frontends.python import (
-    JitFunction, TraceError, add, broadcast_to, contiguous, conv2d, jit, matmul, multiply, relu, reshape, transpose,
-)
-from compiler.jit.kernel import ArgSpec, Kernel
-from passes.pipelines import PIPELINES
+import sys
+from importlib import import_module
+from types import ModuleType
+
 from compiler.version import __version__
+
+#: each name of the API -> the module that defines it
+_API = {
+    "compile": "compiler.driver",
+    "reference": "compiler.driver",
+    "set_cache_size": "compiler.driver",
+    "explain": "compiler.explain",
+    "Kernel": "compiler.jit.kernel",
+    "ArgSpec": "compiler.jit.kernel",
+    "LoomError": "passes.support.diagnostics",
+    "PIPELINES": "passes.pipelines",
+    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "transpose",
+                     "reshape", "broadcast_to", "contiguous"], "compiler.frontends.python"),
+}
+
+__all__ = [*_API, "torch_backend", "from_torch"]
+
+
+def __getattr__(name: str):
+    """The API's `name`, imported from its module at its first use (then kept here)."""
+    if name not in _API:
+        raise AttributeError(f"module 'compiler' has no attribute {name!r}")
+    value = getattr(import_module(_API[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})
 
 
 def torch_backend(gm, example_inputs, **options):
@@ -41,6 +71,16 @@ def from_torch(model, example_inputs, **options):
     return capture(model, example_inputs, **options)
 
 
-__all__ = ["compile", "reference", "set_cache_size", "explain", "Kernel", "ArgSpec", "LoomError", "PIPELINES",
-           "jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "transpose", "reshape",
-           "broadcast_to", "contiguous", "torch_backend", "from_torch"]
+class _Package(ModuleType):
+    """The package's class: `compiler.jit` and `compiler.explain` name both a subpackage
+    and a function of the API (the `@jit` decorator, `explain()`). Importing a submodule
+    binds its name on the package; for these two the API's function keeps the name (the
+    subpackage is in sys.modules, where `import compiler.jit.engine` finds it)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _API and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,38 +1,32 @@
 """compile() and reference(): the Python face of Loom.
 
-    source text or module --parse--> loom IR --pipeline--> llvm dialect
-        --llvm_emit--> LLVM IR --jit (O3, host CPU)--> machine code --> Kernel
+compile() looks for the kernel in two caches first, in memory (`kernel_cache`) and on
+disk (compiler/jit/disk_cache.py), keyed by the source text and the options, before
+anything is parsed; only a kernel in neither is compiled (compiler/build.py: parse, the
+pass pipeline, LLVM IR, the JIT). This module imports neither xDSL nor LLVM: they load
+with compiler/build.py at the first compile that misses both caches, so that a kernel
+served from a cache in a fresh process costs numpy, cffi and reading one file.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import affine, func, memref, vector
-from xdsl.dialects.builtin import DictionaryAttr, MemRefType, ModuleOp
-from xdsl.ir import SSAValue
-from xdsl.printer import Printer
-from xdsl.utils.exceptions import VerifyException
 
-from compiler import numpy_reference as ref
-from dialects.context import make_context
-from passes.support.diagnostics import LoomError, op_location
-from passes.support.parser import parse_module
-from passes.support.verifier import verify
 from compiler.jit import pool
-from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
-from passes.pipelines import Callback, build
-from passes.support.remarks import collect
-from dialects.layout import VIEW_OPS
-from dialects.loom import LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
+from compiler.jit.disk_cache import disk_cache
+from compiler.jit.kernel import Kernel
+from passes.support.diagnostics import LoomError
+from passes.support.target import default_threads
 
-if TYPE_CHECKING:  # compiler.jit.engine imports LLVM: not at `import compiler`
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from compiler.jit.engine import Timings
 
 pool.install()  # the kernels' calls to the buffer pool resolve to its one copy
@@ -106,122 +100,6 @@ def set_cache_size(size: int) -> None:
     kernel_cache.resize(size)
 
 
-
-def _print(op) -> str:
-    from io import StringIO
-
-    out = StringIO()
-    Printer(stream=out).print_op(op)
-    return out.getvalue()
-
-
-def load_module(source: str | ModuleOp, filename: str = "<source>") -> ModuleOp:
-    """Parse MLIR text (or clone a module) and verify it; errors are LoomError."""
-    if isinstance(source, ModuleOp):
-        module = source.clone()
-        verify(module)
-        return module
-    if not isinstance(source, str):
-        raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
-    return parse_module(make_context(), source, filename)
-
-
-def find_entry(module: ModuleOp, entry: str | None, *, option: str = "entry=") -> func.FuncOp:
-    """The function to run: the one named `entry`, else the only function with a body.
-    `option` is how the caller names the choice in the error (`--entry` for loom-run)."""
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
-    names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-    where = funcs[0] if funcs else next(iter(module.ops), None)  # the error's location
-    if entry is not None:
-        for f in funcs:
-            if f.sym_name.data == entry:
-                return f
-        raise LoomError(f"no function @{entry} in the module (functions: {names})", where)
-    if len(funcs) != 1:
-        raise LoomError(f"the module has {len(funcs)} functions ({names}): name one with {option}", where)
-    return funcs[0]
-
-
-#: ops that only read the memref operand they are given (a view's results are followed)
-_READS = (memref.LoadOp, memref.DimOp, affine.LoadOp, vector.LoadOp, vector.MaskedLoadOp, PrefetchOp)
-
-
-def _may_write(value: SSAValue) -> bool:
-    """Whether anything may write through `value` (a memref) or a view of it: a loom op's
-    `outs`, a store, a copy's target, a call, any op not known to only read it."""
-    for use in value.uses:
-        op = use.operation
-        if isinstance(op, LoomComputeOp):
-            if use.index >= len(op.ins):
-                return True
-        elif isinstance(op, memref.CopyOp):
-            if use.index == 1:
-                return True
-        elif isinstance(op, VIEW_OPS):
-            if any(_may_write(r) for r in op.results):
-                return True
-        elif not isinstance(op, _READS):
-            return True
-    return False
-
-
-def written_arguments(fn: func.FuncOp) -> set[int]:
-    """The memref arguments `fn` may write into (conservatively: through any view, and
-    any argument passed to a call). Tensor arguments are values: never written."""
-    return {i for i, a in enumerate(fn.body.block.args) if isinstance(a.type, MemRefType) and _may_write(a)}
-
-
-def _passed_type(fn: func.FuncOp, index: int):
-    """The type argument `index` is passed as: a tensor with `loom.buffer_layout` as the
-    strided memref loom-bufferize makes of it (the array's strides), any other as it is."""
-    if argument_layout(fn, index) is None:
-        return fn.body.block.args[index].type
-    try:
-        return argument_buffer_type(fn, index)
-    except VerifyException as e:
-        raise LoomError(str(e), fn) from None
-
-
-def signature(fn: func.FuncOp) -> tuple[list[ArgSpec], list[ArgSpec]]:
-    """The kernel's arrays: the arguments (with the layouts of memref ones, and whether
-    the function writes them), then the tensor results. Errors are located at `fn`."""
-    args = fn.body.block.args
-    written = written_arguments(fn)
-    inputs = [
-        ArgSpec.from_type(f"%{a.name_hint or i}", _passed_type(fn, i), is_output=False, writes=i in written, op=fn)
-        for i, a in enumerate(args)
-    ]
-    outputs = [
-        ArgSpec.from_type(f"result #{i}", t, is_output=True, op=fn) for i, t in enumerate(fn.function_type.outputs)
-    ]
-    return inputs, outputs
-
-
-def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, AllocationSite]]:
-    """Whether the lowered entry function returns a status, and what each status means:
-    the allocation sites loom-convert-to-llvm tagged (`ALLOC_SITE`)."""
-    from xdsl.dialects import llvm
-
-    from passes.conversion.to_llvm.abi import ALLOC_SITE, STATUS
-
-    fn = next((op for op in module.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == entry), None)
-    if fn is None:
-        raise LoomError(f"the pipeline left no function @{entry} in the llvm dialect")
-    sites: dict[int, AllocationSite] = {}
-    for f in module.ops:
-        if not isinstance(f, llvm.FuncOp):
-            continue
-        for call in f.walk():
-            info = call.attributes.get(ALLOC_SITE)
-            if not isinstance(call, llvm.CallOp) or not isinstance(info, DictionaryAttr):
-                continue
-            name = info.data["name"].data
-            sites[info.data["site"].value.data] = AllocationSite(
-                f.sym_name.data, f"%{name}" if name else "", str(info.data["type"]), info.data["bytes"].value.data,
-                op_location(call))
-    return fn.function_type.output == STATUS, sites
-
-
 def compile(
     source: str | ModuleOp,
     *,
@@ -251,8 +129,9 @@ def compile(
     kernels used (`LOOM_CACHE_SIZE`, `compiler.set_cache_size`; see `KernelCache`); and
     on disk for later processes, keyed by that, Loom's version and sources and the CPU
     (`LOOM_CACHE_DIR`, `LOOM_CACHE_MAX_BYTES`; see compiler/jit/disk_cache.py). A kernel found on
-    disk is loaded in a few milliseconds, before anything is parsed. `cache=False`
-    neither uses nor fills either cache.
+    disk is loaded in a few milliseconds, before anything is parsed: xDSL, the passes and
+    LLVM load at the first compile that misses both caches (compiler/build.py).
+    `cache=False` neither uses nor fills either cache.
 
     `timings`, a dict, receives the CPU and wall seconds of each stage, in order:
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
@@ -265,92 +144,45 @@ def compile(
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
-    if not isinstance(source, str | ModuleOp):
-        raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
+    text = _source_text(source)
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, got {cache!r}")
-    key = _cache_key(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
+    key = _cache_key(text, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
                      filename=filename)
     cached, disk_key = _cached(key) if cache and timings is None else (None, None)
     if cached is not None:
         return cached
-    from compiler.jit.emit import to_llvm_ir
-    from compiler.jit.engine import compile_ir, timed
+    from compiler import build  # xDSL, the passes and LLVM: only now (see the module's docstring)
 
-    with timed(timings, "parse+verify"):
-        module = load_module(source, filename)
-    with timed(timings, "set-up"):
-        fn = find_entry(module, entry)
-        name = fn.sym_name.data
-        inputs, outputs = signature(fn)
-        flops = ref.flops(fn)
-        kept: dict[str, str] = {"input": _print(module)} if stages else {}
-
-        def record(prev, mod, _next):
-            verify(mod)
-            if prev is not None:
-                kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = _print(mod)
-
-        passes = build(pipeline, _pass_clock(timings, record if stages else None), literal=False,
-                       num_threads=num_threads)
-    with collect() as collected:
-        passes.apply(make_context(), module)
-    if not stages:
-        with timed(timings, "verify"):
-            verify(module)
-    with timed(timings, "LLVM emission"):
-        llvm_ir = to_llvm_ir(module)
-        returns_status, sites = _failure_table(module, name)
-    offset = array_data_offset()
-    arity = len(inputs) + len(outputs)
-    wrapper = objects_wrapper(name, arity, returns_status, offset) if offset is not None else ""
-    jit_module = compile_ir(llvm_ir + wrapper, timings)
-    kernel = Kernel(
-        entry=name,
-        inputs=inputs,
-        outputs=outputs,
-        address=jit_module.function_address(name),
-        objects_address=jit_module.function_address(name + OBJECTS_SUFFIX) if wrapper else 0,
-        flops=flops,
-        llvm_ir=llvm_ir,
-        optimized_ir=jit_module.optimized_ir,
-        stages=kept,
-        pipeline=pipeline,
-        num_threads=num_threads,
-        remarks=[str(r) for r in collected] if remarks else [],
-        target=jit_module.cpu,
-        returns_status=returns_status,
-        allocation_sites=sites,
-        _module=jit_module,
-    )
+    kernel = build.build(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks,
+                         stages=stages, filename=filename, timings=timings)
     if cache and timings is None:
         kernel_cache.put(key, kernel)
         if disk_key is not None:
-            from compiler.jit.disk_cache import disk_cache
-
             disk_cache.store(disk_key, kernel)
     return kernel
+
+
+def _source_text(source: str | ModuleOp) -> str:
+    """What the caches know `source` by: its text, or a module's as printed (a TypeError
+    for anything else)."""
+    if isinstance(source, str):
+        return source
+    from xdsl.dialects.builtin import ModuleOp  # (a module is xDSL's: loaded already)
+
+    from compiler.build import print_module
+
+    if not isinstance(source, ModuleOp):
+        raise TypeError(f"source must be MLIR text or a ModuleOp, got {type(source).__name__}")
+    return print_module(source)
 
 
 def _cache_key(source: str | ModuleOp, *, entry: str | None = None, pipeline: str = "default",
                num_threads: int | None = None, remarks: bool = False, stages: bool = False,
                filename: str = "<source>", cache: bool = True) -> tuple:
     """compile()'s cache key for its arguments (the same defaults; `cache` is not part of it)."""
-    return (source if isinstance(source, str) else _print(source), filename, entry, pipeline, num_threads, remarks,
-            stages, os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
-
-
-#: a compile_in_parallel worker: compile() each job read from stdin (JSON), errors left
-#: to the parent (its own compile() says them)
-_WORKER = """
-import json, sys
-from compiler.driver import compile
-for job in json.load(sys.stdin):
-    try:
-        compile(**job)
-    except Exception:
-        pass
-"""
+    return (_source_text(source), filename, entry, pipeline, num_threads, remarks, stages,
+            os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
 
 
 def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> int:
@@ -362,8 +194,6 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
     import json
     import subprocess
     import sys
-
-    from passes.support.target import default_threads
 
     todo = []
     for job in jobs:
@@ -381,13 +211,11 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
         i = loads.index(min(loads))
         shares[i].append(job)
         loads[i] += len(job["source"])
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     workers = []
     try:
         for share in shares:
-            worker = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment, text=True)
+            worker = subprocess.Popen([sys.executable, "-m", "compiler.worker"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
             workers.append(worker)
             worker.stdin.write(json.dumps(share))
             worker.stdin.close()
@@ -401,8 +229,6 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
 def _cached(key: tuple) -> tuple[Kernel | None, str | None]:
     """compile()'s kernel for `key` from memory, else from the disk (then kept in
     memory too); and the disk cache's key for it (None when the disk cache is off)."""
-    from compiler.jit.disk_cache import disk_cache  # not at `import compiler`: what it costs counts in a hit
-
     kernel = kernel_cache.get(key)
     if kernel is not None or disk_cache.folder() is None:
         return kernel, None
@@ -413,37 +239,14 @@ def _cached(key: tuple) -> tuple[Kernel | None, str | None]:
     return kernel, disk_key
 
 
-def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | None:
-    """The pipeline's callback for `timings`: the CPU and wall seconds of each pass (a pass
-    that comes twice is `name#2`), then `then` (timed as `verify`: what `stages` adds)."""
-    if timings is None:
-        return then
-    from compiler.jit.engine import timed
-
-    clock = [0.0, 0.0]
-
-    def between_passes(previous, module, following) -> None:
-        cpu, wall = time.process_time(), time.perf_counter()
-        if previous is not None:
-            name, n = previous.name, 1
-            while name in timings:
-                n += 1
-                name = f"{previous.name}#{n}"
-            timings[name] = (cpu - clock[0], wall - clock[1])
-        if then is not None:
-            with timed(timings, "verify"):
-                then(previous, module, following)
-        clock[:] = [time.process_time(), time.perf_counter()]
-
-    return between_passes
-
-
 def reference(source: str | ModuleOp, *arrays: np.ndarray, entry: str | None = None):
     """The same function evaluated with numpy in float64: the result array (a tuple for
     several results)."""
-    module = load_module(source)
-    fn = find_entry(module, entry)
-    inputs, _ = signature(fn)
+    from compiler import build, numpy_reference as ref  # xDSL: see compiler/build.py
+
+    module = build.load_module(source)
+    fn = build.find_entry(module, entry)
+    inputs, _ = build.signature(fn)
     if len(arrays) != len(inputs):
         raise TypeError(f"@{fn.sym_name.data} takes {len(inputs)} arrays, got {len(arrays)}")
     for i, (spec, arr) in enumerate(zip(inputs, arrays)):

@@ -3,10 +3,14 @@
 Each pass lives in its own module named after its flag (dashes become underscores).
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
+if TYPE_CHECKING:  # xDSL loads with the passes, not with `passes.support` (a kernel from the disk cache needs neither)
+    from xdsl.passes import ModulePass
 
 LOOM_PASSES: dict[str, str] = {
     # flag: "module:ClassName"

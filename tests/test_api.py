@@ -1,4 +1,9 @@
-"""The Python API: compile(), Kernel calls, reference(), and their errors."""
+"""The Python API: compile(), Kernel calls, reference(), and their errors; what `import
+compiler` loads."""
+
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -192,3 +197,38 @@ def test_no_leak_across_calls():
         k(a, a)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 50 * 1024
+
+
+#: what a fresh interpreter has imported after `import compiler`, then after it names the API
+_IMPORTS = """
+import json, sys
+import compiler
+def loaded():
+    return sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "xdsl", "llvmlite", "passes", "dialects"})
+first = loaded()
+api = (compiler.jit, compiler.explain, compiler.compile)
+print(json.dumps({"first": first, "then": loaded(), "names": [getattr(f, "__name__", "") for f in api]}))
+"""
+
+
+def test_import_compiler_loads_nothing_until_the_api_is_used():
+    """`import compiler` imports none of the API (numpy, xDSL, LLVM), and each name loads
+    at its first use. `compiler.jit` and `compiler.explain` stay the API's functions, though
+    subpackages of those names are imported meanwhile."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS], capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    assert got["first"] == []
+    assert {"numpy", "xdsl", "passes"} <= set(got["then"])
+    assert got["names"] == ["jit", "explain", "compile"]
+    assert compiler.jit.__module__ == "compiler.frontends.python" and callable(compiler.explain)
+
+
+def test_the_api_names_are_its_modules_own():
+    from compiler.driver import compile as compile_source
+    from compiler.jit.kernel import Kernel
+    from passes.support.diagnostics import LoomError
+
+    assert compiler.compile is compile_source and compiler.Kernel is Kernel and compiler.LoomError is LoomError
+    assert set(compiler.__all__) <= set(dir(compiler))
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        compiler.nothing  # noqa: B018

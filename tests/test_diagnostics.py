@@ -59,7 +59,7 @@ def test_elementwise_ops_in_place(pipeline, dtype):
     """`loom.add ins(%a, %b) outs(%a)` is numpy's `np.add(a, b, out=a)`: each element is
     read before it is written, so writing over an input of the output's shape and layout
     (the same value, or another view with the same static layout) is well defined."""
-    from compiler.driver import find_entry, load_module
+    from compiler.build import find_entry, load_module
     from compiler.numpy_reference import evaluate
 
     src = IN_PLACE.replace("DT", "f32" if dtype == np.float32 else "f64")

@@ -133,6 +133,7 @@ print(json.dumps({"error": error, "bound": bound,
                   "stats": dict(disk_cache.stats), "module": type(kernel._module).__name__,
                   "objects": bool(kernel.objects_address),
                   "llvm": "llvmlite.binding" in sys.modules, "sources": sources.digest,
+                  "xdsl": sorted(m for m in sys.modules if m.startswith("xdsl.")),
                   "edited": not sources.unchanged()}))
 """
 
@@ -146,9 +147,10 @@ def skip_if_edited(*runs: dict) -> None:
 
 
 def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
-    """A hit in a new process loads no LLVM at all (what makes it cost milliseconds:
-    `loom-bench --compile` times it), and its kernel computes the right product, called
-    through the function that takes the arrays by address (kernel.objects_wrapper)."""
+    """A hit in a new process loads no LLVM and no xDSL at all (what makes it cost
+    milliseconds: `loom-bench --compile` times it), and its kernel computes the right
+    product, called through the function that takes the arrays by address
+    (kernel.objects_wrapper)."""
     source = tmp_path / "mm.mlir"
     source.write_text(MM256)
     folder = tmp_path / "cache"
@@ -158,7 +160,7 @@ def test_a_new_process_finds_the_kernel_without_llvm(tmp_path):
     warm = [run_python(_COMPILE, folder, source) for _ in range(3)]
     skip_if_edited(cold, *warm)
     for w in warm:
-        assert w["stats"] == {"hit": 2} and w["module"] == "LoadedModule" and not w["llvm"]
+        assert w["stats"] == {"hit": 2} and w["module"] == "LoadedModule" and not w["llvm"] and not w["xdsl"]
         assert w["error"] <= w["bound"] and w["objects"]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import compiler
+from compiler.build import load_module
 from compiler.measure import peak
 from compiler.explain.decisions import parse_remark
 from compiler.explain.loop_nest import loop_nest
@@ -176,7 +177,7 @@ def test_unnamed_values_get_names_and_lowered_loops_print_alike():
 
 
 def test_printer_takes_a_module_and_reports_bad_text():
-    module = compiler.driver.load_module(REGISTER_TILE)
+    module = load_module(REGISTER_TILE)
     assert loop_nest(module) == loop_nest(REGISTER_TILE)
     with pytest.raises(compiler.LoomError, match=r"^<source>:\d+:\d+: error: "):
         loop_nest("func.func @f() {\n  %x = arith.bogus\n}")

@@ -179,7 +179,7 @@ def _refused_peel_of_two_nests():
     """(module text before, module text after, remarks) of loom-peel{sizes=6,16 op=x}."""
     from dialects.context import make_context
     from passes.support.diagnostics import LoomError
-    from compiler.driver import load_module
+    from compiler.build import load_module
     from passes.pipelines import build
     from passes.support.remarks import collect
 

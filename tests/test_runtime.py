@@ -23,7 +23,7 @@ import pytest
 
 import compiler
 from passes.support.diagnostics import LoomError
-from compiler.driver import load_module, written_arguments
+from compiler.build import load_module, written_arguments
 from compiler.jit.kernel import array_data_offset
 from compiler.measure.runner import array_with_layout, outside_view, run_and_check
 

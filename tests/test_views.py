@@ -26,7 +26,7 @@ from xdsl.dialects import func
 import compiler
 from dialects.context import make_context
 from passes.support.diagnostics import LoomError
-from compiler.driver import load_module, signature
+from compiler.build import load_module, signature
 from compiler.jit.kernel import _ffi
 from passes.pipelines import build
 from dialects import loom

@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineMap
 from xdsl.traits import Pure
 
-from compiler.driver import load_module
+from compiler.build import load_module
 from passes.analysis.affine_forms import LinearForm, expr_form
 from passes.analysis.loop_utils import AFFINE_ACCESSES, LOADS, STORES
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.driver import compile, load_module
+from compiler.build import load_module
+from compiler.driver import compile
 from compiler.explain.decisions import OpDecisions, PlannedMatmul, _kib, _split_top, schedule_decisions
 from compiler.explain.loop_nest import loop_nest
 from compiler.measure.peak import peak_gflops

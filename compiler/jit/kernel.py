@@ -19,17 +19,15 @@ naming the temporary, its type, its size and its location (`allocation_sites`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import cffi
 import numpy as np
-from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, TensorType
-from xdsl.ir import Attribute, Operation
 
-from passes.support.diagnostics import LoomError
-from dialects.layout import is_injective
+if TYPE_CHECKING:
+    from passes.support.remarks import Remark
 
 _ffi = cffi.FFI()
-_DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}
 
 
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -47,20 +45,6 @@ def _significant(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
     if 0 in shape:
         return ()
     return tuple(s for n, s in zip(shape, strides) if n > 1)
-
-
-def _memref_layout(name: str, t: MemRefType, op: Operation | None) -> tuple[tuple[int, ...], int]:
-    """The element strides and offset of a memref argument, or a LoomError saying why a
-    kernel cannot take it (dynamic sizes or layout, a memory space, a non-strided map)."""
-    from passes.conversion.to_llvm.abi import memref_layout
-
-    if any(n < 0 for n in t.get_shape()):
-        raise LoomError(f"argument {name} has a dynamic shape ({t}): kernels take static shapes only", op)
-    try:
-        layout = memref_layout(t)
-    except LoomError as e:
-        raise LoomError(f"argument {name}: {e.message.removeprefix('loom-convert-to-llvm: ')}", op) from None
-    return layout.strides, layout.offset
 
 
 @dataclass(frozen=True)
@@ -84,29 +68,6 @@ class ArgSpec:
             object.__setattr__(self, "strides", c)
         contiguous = self.offset == 0 and _significant(self.shape, self.strides) == _significant(self.shape, c)
         object.__setattr__(self, "contiguous", contiguous)
-
-    @staticmethod
-    def from_type(name: str, t: Attribute, *, is_output: bool, writes: bool = False,
-                  op: Operation | None = None) -> ArgSpec:
-        """The spec of argument (or result) `name` of type `t`; errors are located at `op`
-        (the function)."""
-        if is_output and not isinstance(t, TensorType):
-            raise LoomError(f"{name} is {t}: a kernel's results must be tensors (a function on memrefs "
-                            "writes its results into arguments)", op)
-        if not isinstance(t, TensorType | MemRefType):
-            raise LoomError(f"kernel arguments must be tensors or memrefs, got {t} for {name}", op)
-        elt = type(t.get_element_type())
-        if elt not in _DTYPES:
-            raise LoomError(f"unsupported element type {t.get_element_type()} for {name} (f32 and f64 are)", op)
-        dtype = _DTYPES[elt]
-        shape = tuple(t.get_shape())
-        if isinstance(t, TensorType):
-            if any(n < 0 for n in shape):
-                raise LoomError(f"{name} has a dynamic shape ({t}): kernels take static shapes only", op)
-            return ArgSpec(name, shape, dtype, is_output, type=str(t))
-        strides, offset = _memref_layout(name, t, op)
-        byte_strides = tuple(s * dtype.itemsize for s in strides)
-        return ArgSpec(name, shape, dtype, is_output, writes, byte_strides, offset, str(t))
 
     def fits(self, a: np.ndarray) -> bool:
         """Whether `a`'s layout is the one the code addresses (dtype and shape checked
@@ -194,6 +155,10 @@ class Kernel:
     num_threads: int | None = None
     remarks: list[str] = field(default_factory=list)
     """What the schedule passes did, when compiled with remarks=True."""
+    remark_records: tuple[Remark, ...] = field(default=(), repr=False, compare=False)
+    """The same remarks as data (passes/support/remarks.py: each with the objects it was
+    written from, what explain reads), from the compile that ran the passes: a kernel
+    served from the disk cache has their text alone."""
     target: str = ""
     """The LLVM CPU the machine code was compiled for."""
     returns_status: bool = False
@@ -249,6 +214,8 @@ class Kernel:
         """An argument the kernel writes must not share memory with any other (the code
         assumes no aliasing), nor reach one element from two indices (the schedule passes
         take distinct indices for distinct elements); arguments it only reads may."""
+        from dialects.layout import is_injective  # with xDSL: only for a kernel that writes an argument
+
         for i in self._written:
             a = arrays[i]
             if not a.flags.c_contiguous and not is_injective(a.shape, a.strides, a.itemsize):

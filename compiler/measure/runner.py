@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compiler import numpy_reference as ref
-from compiler.driver import compile, find_entry, load_module
+from compiler.build import find_entry, load_module
+from compiler.driver import compile
 from compiler.jit.kernel import ArgSpec
 from passes.support.target import host
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from xdsl.dialects.builtin import (
-    FileLineColLoc,
-)
-from xdsl.ir import Operation
+from typing import TYPE_CHECKING
 
 from passes.support.session import RECURSION_LIMIT, session
+
+if TYPE_CHECKING:  # LoomError comes without xDSL: the JIT runtime raises it too (a kernel from the disk cache)
+    from xdsl.ir import Operation
 
 
 class LoomError(ValueError):
@@ -34,6 +33,8 @@ class LoomError(ValueError):
 
 def op_location(op: Operation) -> str | None:
     """`file:line:col` of the op, or of its closest ancestor that has one."""
+    from xdsl.dialects.builtin import FileLineColLoc  # loaded already: `op` is xDSL's
+
     cur: Operation | None = op
     while cur is not None:
         loc = cur.location

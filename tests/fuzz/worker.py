@@ -161,7 +161,7 @@ def _evaluable(text: str) -> tuple[bool, str | None, object]:
     from xdsl.dialects import func
 
     from compiler import LoomError
-    from compiler.driver import load_module
+    from compiler.build import load_module
     from dialects import loom
 
     try:
