@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import IO
 
 import llvmlite.ir as ir
+from llvmlite import binding
 from xdsl.backend.llvm.convert import _convert_global, _declare_func
 from xdsl.backend.llvm.convert_op import convert_op
 from xdsl.backend.llvm.convert_type import convert_type
@@ -39,7 +40,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import LLVMTranslationException
 from xdsl.utils.target import Target
 
+from compiler.jit.engine import assembly
 from passes.support.diagnostics import LoomError
+from passes.support.session import session
 
 ValueMap = dict[SSAValue, ir.Value]
 Handler = Callable[[Operation, ir.IRBuilder, ValueMap], None]
@@ -320,8 +323,6 @@ def to_llvmlite_module(module: ModuleOp) -> ir.Module:
     if triple is not None:
         out.triple = triple.data if isinstance(triple, StringAttr) else str(triple)
     else:
-        from llvmlite import binding
-
         out.triple = binding.get_default_triple()
     funcs: list[llvm.FuncOp] = []
     for op in module.ops:
@@ -341,10 +342,6 @@ def to_llvmlite_module(module: ModuleOp) -> ir.Module:
 def to_llvm_ir(module: ModuleOp) -> str:
     """LLVM IR text of an llvm-dialect module, verified and printed by LLVM itself (so it
     reads like clang's: `define void @f(ptr noalias captures(none) %A)`)."""
-    from llvmlite import binding
-
-    from passes.support.session import session
-
     with session():  # the garbage collector paused: see passes/support/session.py
         text = str(to_llvmlite_module(module))
     try:  # a private context: LLVM's global one belongs to the JIT (compiler/jit/engine.py)
@@ -374,8 +371,6 @@ class LoomAsmTarget(Target):
     name = "asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from compiler.jit.engine import assembly
-
         print(assembly(to_llvm_ir(module)), file=output)
 
 
