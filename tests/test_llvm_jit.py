@@ -19,12 +19,15 @@ from xdsl.passes import PassPipeline
 from dialects.context import make_context
 from passes.support.diagnostics import LoomError
 from passes.support.parser import parse_module
+from compiler.jit import pool
 from compiler.jit.engine import JITModule, assembly, compile_ir, optimize, undefined_symbols
 from compiler.jit.emit import to_llvm_ir
 from passes import get_all_passes
 
 PTR = ctypes.c_void_p
 I64 = ctypes.c_int64
+
+pool.install()  # a large temporary of the lowered code comes from the buffer pool, as in compile()'s kernels
 
 
 def lower(mlir: str) -> str:
