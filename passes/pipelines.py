@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -99,6 +99,26 @@ def parse(pipeline: str) -> list[ArgSpec]:
         if p.name not in available:
             raise LoomError(f"invalid pass pipeline '{pipeline}': {unknown_name(p.name, available)}")
     return specs
+
+
+def pass_list_text(passes: Iterable[ModulePass], *, shown: Collection[str] = ()) -> str:
+    """Passes as a pass list writes them, which `build` reads back into the same passes:
+    `loom-tile{sizes=64,256,128 op=matmul depth=0},loom-hoist{op=matmul}`. Each pass has the
+    options it holds, in the order it declares them, less those left at their default
+    (options named in `shown` are written even then); strings bare, where xDSL's
+    `str(pass)` quotes them."""
+
+    def value(v: object) -> str:
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    texts = []
+    for p in passes:
+        given = p.pipeline_pass_spec().parameters
+        options = [f"{name.replace('_', '-')}={','.join(map(value, values))}"
+                   for name, values in p.pipeline_pass_spec(include_default=True).parameters.items()
+                   if values and (name in given or name in shown)]
+        texts.append(p.name + (f"{{{' '.join(options)}}}" if options else ""))
+    return ",".join(texts)
 
 
 def syntax_message(e: ArgSpecParseError) -> str:

@@ -15,9 +15,14 @@ import pytest
 import compiler
 from compiler.build import load_module
 from compiler.measure import peak
-from compiler.explain.decisions import parse_remark
+from compiler.explain.decisions import schedule_decisions
 from compiler.explain.loop_nest import loop_nest
 from compiler.explain.report import Report, explain_source
+from passes.analysis.cost_model import plan_matmul
+from passes.schedule.loom_default import NestName
+from passes.schedule.loom_hoist import LoomHoistPass
+from passes.support.remarks import Remark
+from passes.support.target import host
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
@@ -244,7 +249,7 @@ def test_matmul_bias_relu_report():
     src, path = example("matmul_bias_relu.mlir")
     report = explain_source(src, filename=path, measure_time=False)
     assert [g.location for g in report.decisions] == [f"{path}:3:3"]
-    fused = next(d for d in report.decisions[0].decisions if d.label == "fused")
+    fused = next(d for d in report.decisions[0].decisions if d.pass_name == "loom-fuse-epilogue")
     assert fused.text.startswith("fused add (line 4), relu (line 5) into the 'matmul' nest (line 3)")
     affine = dict(report.stages)["after convert-loom-to-affine (the textbook loops)"]
     assert "c[i, j] += x[i, k] * w[k, j]" in affine and "= max(s[l4, l5], 0.0)" in affine
@@ -351,9 +356,27 @@ def test_explain_a_jit_function():
     assert "x @ w + b" in str(report)
 
 
-def test_remarks_parse():
-    assert parse_remark("a.mlir:3:3: remark: [loom-tile] tiled (i, j)") == ("a.mlir:3:3", "loom-tile", "tiled (i, j)")
-    assert parse_remark("remark: [loom-default] one thread") == (None, "loom-default", "one thread")
+def test_decisions_are_read_from_the_remarks_payloads():
+    """The plan, the nest a temporary tag names and what was hoisted come from the
+    payload: a message that says otherwise (here, nothing) changes none of it."""
+    plan = plan_matmul(64, 64, 64, host(), 4)
+    name = NestName("matmul", 0, 1, 2)
+    remarks = [
+        Remark("loom-default", "a.mlir:3:3", "-", {"plan": plan, "part": 1, "columns": 0, "skipped": ("pack",),
+                                                   "passes": (LoomHoistPass(op="matmul"),)}),
+        Remark("loom-vectorize", "a.mlir:3:3", "nest 'loom_default_0_1': vectorized", {"nest": name}),
+        Remark("loom-hoist", "a.mlir:3:3", "-", {"loop": "%j", "kinds": ("load", "load"), "nest": name}),
+        Remark("loom-hoist", "a.mlir:3:3", "-", {"loop": "%i", "kinds": ("arith.constant",), "nest": name}),
+        Remark("loom-default", None, "-", {"threads": 1, "missed": True}),
+    ]
+    (group, whole), plans = schedule_decisions(remarks, host())
+    assert [p.plan for p in plans] == [plan] and plans[0].name == "matmul 64x64x64 (peeled copy 1)"
+    planned, vectorized, hoisted = group.decisions
+    assert planned.label == "plan" and planned.details[-2:] == ("steps left out (skip=): pack",
+                                                                "pass list: loom-hoist{op=matmul}")
+    assert vectorized.text == "nest 'matmul' (peeled copy 1): vectorized"
+    assert (hoisted.label, hoisted.text) == ("hoisted", "hoisted out of loops %j, %i: 3 ops (load x2, arith.constant)")
+    assert [(d.label, d.refused) for d in whole.decisions] == [("serial", True)]
 
 
 # --------------------------------------------------------------------------------------

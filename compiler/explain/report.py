@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from compiler.build import load_module
 from compiler.driver import compile
-from compiler.explain.decisions import OpDecisions, PlannedMatmul, _kib, _split_top, schedule_decisions
+from compiler.explain.decisions import OpDecisions, PlannedMatmul, schedule_decisions
 from compiler.explain.loop_nest import loop_nest
 from compiler.measure.peak import peak_gflops
 from compiler.measure.runner import random_inputs, timed_rounds
 from passes.support.diagnostics import LoomError
 from passes.support.target import host
+from passes.support.units import format_bytes
 
 if TYPE_CHECKING:
     from compiler.jit.kernel import Kernel
@@ -90,10 +90,10 @@ class Report:
                 elements = traffic.get(level, 0.0)
                 totals[level] += elements * p.element_bytes
                 per = f", {elements / fma:.3g}/fma" if fma else ""
-                cells.append(f"{_count(elements)} ({_kib(elements * p.element_bytes)}{per})")
+                cells.append(f"{_count(elements)} ({format_bytes(elements * p.element_bytes)}{per})")
             rows.append(cells)
         if len(self.plans) > 1:
-            rows.append(["all", *(_kib(totals[level]) for level in levels)])
+            rows.append(["all", *(format_bytes(totals[level]) for level in levels)])
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [f"{r[0]:<{widths[0]}}" + "".join(f"  {c:>{w}}" for c, w in zip(r[1:], widths[1:])) for r in rows]
         lines.append("(elements of the matmul's type, then bytes and elements per multiply-add; the elementwise "
@@ -147,14 +147,26 @@ def _wrap(text: str, width: int, indent: str, more: str) -> list[str]:
     if not text.startswith("pass list: "):
         return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=more, break_on_hyphens=False)
     lines, line = [], indent + "pass list: "
-    items = _split_top(text.removeprefix("pass list: ").replace("{", "[").replace("}", "]"))
+    items = _split_top(text.removeprefix("pass list: "))
     for i, item in enumerate(items):
-        item = item.replace("[", "{").replace("]", "}") + ("," if i < len(items) - 1 else "")
+        item += "," if i < len(items) - 1 else ""
         if len(line) + len(item) > width and line.strip() != "pass list:":
             lines.append(line.rstrip())
             line = more
         line += item
     return [*lines, line]
+
+
+def _split_top(text: str) -> list[str]:
+    """`a{x=1,2},b` -> [`a{x=1,2}`, `b`]: split at the commas outside braces."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "{") - (ch == "}")
+        if ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    items.append(text[start:].strip())
+    return items
 
 
 def _count(n: float) -> str:
@@ -248,15 +260,15 @@ def explain_source(
     ones, seeded by `seed`, when none are given); `measure_time=False` leaves it out, and
     `seconds` gives a time measured elsewhere (loom-run's). `stages` picks the loop
     nests shown: `input`, `affine`, `schedule`, `lowered`."""
+    # (not from a cache: the disk cache keeps the remarks' text alone, and the decisions
+    # are read from their payloads, which only a compile that runs the passes has)
     kernel = compile(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=True, stages=True,
-                     filename=filename)
+                     filename=filename, cache=False)
     if "input" not in kernel.stages:
         raise LoomError("the kernel was compiled without its stages (compile(stages=True)): nothing to explain")
     shown, note = _stage_list(kernel, stages)
-    schedule = [n for n in kernel.stages if n.split("#")[0] == "loom-default"]
-    scheduled = load_module(kernel.stages[schedule[-1]]) if schedule else None
     text = source if isinstance(source, str) else ""
-    decisions, plans = schedule_decisions(kernel.remarks, host(), source=text, filename=filename, scheduled=scheduled)
+    decisions, plans = schedule_decisions(kernel.remark_records, host(), source=text, filename=filename)
     measurement = None
     if seconds is not None or measure_time:
         if seconds is not None:

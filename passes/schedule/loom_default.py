@@ -70,9 +70,9 @@ loops, so that `loom-opt -p loom-default` shows the scheduled loops.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref
@@ -82,14 +82,25 @@ from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.target import openmp_runtime
-from passes.support.remarks import remark
+from passes.support.remarks import remark, scope
 from passes.support.target import Target, host
 from dialects.layout import dimension_last, static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
+from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
 from passes.schedule import loom_direct_conv, loom_im2col
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
+from passes.schedule.loom_fuse_pack import LoomFusePackPass
+from passes.schedule.loom_hoist import LoomHoistPass
+from passes.schedule.loom_interchange import LoomInterchangePass
+from passes.schedule.loom_pack import LoomPackPass
 from passes.schedule.loom_parallelize import LoomParallelizePass
+from passes.schedule.loom_peel import LoomPeelPass
+from passes.schedule.loom_prefetch import LoomPrefetchPass
+from passes.schedule.loom_tile import LoomTilePass
+from passes.schedule.loom_transpose_copy import LoomTransposeCopyPass
+from passes.schedule.loom_unroll_jam import LoomUnrollJamPass
+from passes.schedule.loom_vectorize import LoomVectorizePass
 from passes.schedule.loop_transforms import retarget_load
 from passes.analysis.loop_utils import (
     TAG,
@@ -129,37 +140,34 @@ class LoomDefaultPass(ModulePass):
             raise LoomError(f"{self.name}: option 'num-threads' must be at least 0 (0: the target's), "
                             f"got {self.num_threads}")
         if unlowered_loom_op(op) is not None:
-            from passes.pipelines import TO_AFFINE, build
-
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
         if not {"direct", "im2col"} <= skip:
             for nest in tagged_nests(op, "conv2d"):
                 if _empty_loop(nest) is None:  # else left as it is, with the remark below
                     self._conv2d(ctx, nest, target, skip)
-        epilogues: list[tuple[str, affine.ForOp]] = []
+        epilogues: list[tuple[NestName, affine.ForOp]] = []
         for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
-            temporary = f"loom_default_{index}"
             empty = _empty_loop(nest)
             if empty is not None:
                 loop = f"loop %{iv_name(empty)}" if empty.body.block.args[0].name_hint else "one of its loops"
                 remark(self.name, nest, f"nest '{tag or 'untagged'}' left as it is: {loop} has no iterations "
-                       "(a zero-size dimension), so the nest runs nothing")
+                       "(a zero-size dimension), so the nest runs nothing", missed=True)
                 continue
             if tag == "matmul":
-                self._matmul(ctx, nest, temporary, skip, target)
+                self._matmul(ctx, nest, index, skip, target)
             elif tag in EPILOGUES and "fuse" not in skip:
-                epilogues.append((temporary, nest))  # vectorized below, unless fused
+                epilogues.append((NestName(tag, index), nest))  # vectorized below, unless fused
             elif tag == "copy" and "tile" not in skip and _transposed_source(nest):
                 _tile_copy(ctx, self.name, nest, "vectorize" not in skip)  # (loom-vectorize would refuse it)
             elif tag not in ("conv2d", None) and "vectorize" not in skip:
-                _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+                _run_on(ctx, nest, NestName(tag, index), [LoomVectorizePass(op=tag)])
         if "fuse" not in skip:
             LoomFuseEpiloguePass().apply(ctx, op)
-            for temporary, nest in epilogues:
+            for name, nest in epilogues:
                 if nest.parent is not None and "vectorize" not in skip:
-                    _run_on(ctx, nest, temporary, f"loom-vectorize{{op={temporary}}}")
+                    _run_on(ctx, nest, name, [LoomVectorizePass(op=name.tag)])
         if "parallel" not in skip:
             self._parallelize(ctx, op, target)
 
@@ -172,7 +180,7 @@ class LoomDefaultPass(ModulePass):
             _contiguous_filter(ctx, self.name, nest, conv.w, "vectorize" not in skip)
             conv = loom_im2col.match_conv2d(nest)
         if isinstance(conv, str):
-            remark(self.name, nest, f"conv2d nest left as it is: {conv}")
+            remark(self.name, nest, f"conv2d nest left as it is: {conv}", missed=True)
             return
         patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
@@ -184,8 +192,8 @@ class LoomDefaultPass(ModulePass):
         plan = plan_matmul(*strategy.matmul_shape(conv), target, element, in_place)
         remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: {choice.strategy}: {choice.why}; "
                f"estimated traffic of its matmul: "
-               f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}")
-        remark(self.name, nest, strategy.rewrite(conv))
+               f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}", choice=choice)
+        remark(self.name, nest, strategy.rewrite(conv), rewrite=choice.strategy)
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
@@ -195,7 +203,7 @@ class LoomDefaultPass(ModulePass):
         elif threads == 1:
             why = ("libgomp (GCC's OpenMP runtime, Debian's libgomp1) is not installed"
                    if openmp_runtime() is None else "one thread")
-            remark(self.name, None, f"{why}: every loop stays serial")
+            remark(self.name, None, f"{why}: every loop stays serial", threads=1, missed=True)
 
     def _threads(self, skip: set[str], target: Target) -> int:
         """The threads the parallel step will use (1: it will not run: skipped, one thread
@@ -218,13 +226,14 @@ class LoomDefaultPass(ModulePass):
         share = plan.n // threads
         return share if plan.n % threads == 0 and share % plan.lanes == 0 else 0
 
-    def _matmul(self, ctx: Context, nest: affine.ForOp, temporary: str, skip: set[str], target: Target) -> None:
-        """Peel the nest for the register tile, then plan and schedule the main nest and
-        each peeled copy for its own extents (a 1-row copy gets the matrix-vector plan)."""
+    def _matmul(self, ctx: Context, nest: affine.ForOp, index: int, skip: set[str], target: Target) -> None:
+        """Peel the nest (the `index`-th loom-default took) for the register tile, then plan
+        and schedule the main nest and each peeled copy for its own extents (a 1-row copy
+        gets the matrix-vector plan)."""
         shape = _matmul_shape(nest)
         if shape is None:
             remark(self.name, nest, "matmul nest left as it is: not the textbook (b,) i, j, k nest "
-                   "with constant bounds (already scheduled?)")
+                   "with constant bounds (already scheduled?)", missed=True)
             return
         batch = shape[0]
         element = _element_bytes(nest)
@@ -248,7 +257,7 @@ class LoomDefaultPass(ModulePass):
 
         whole = plan_of(nest)
         if dot(nest, whole):
-            self._dot(ctx, nest, temporary, _operand(nest, 1), batch, whole, skip, target)
+            self._dot(ctx, nest, NestName("matmul", index), _operand(nest, 1), batch, whole, skip, target)
             return
         nests = [nest]
         if "peel" not in skip:
@@ -257,37 +266,35 @@ class LoomDefaultPass(ModulePass):
             # jammed around)
             plan = plan_of(nest)
             rows = plan.mr if plan.rows_tiled else 1
-            sizes = _csv([1] * batch + [rows, plan.nr])
+            peel = LoomPeelPass(sizes=(*[1] * batch, rows, plan.nr), op="matmul")
             nests = []
-            for sub in _run_on(ctx, nest, temporary, f"loom-peel{{sizes={sizes} op={temporary}}}"):
+            for sub in _run_on(ctx, nest, NestName("matmul", index), [peel]):
                 plan = plan_of(sub)
                 if plan.rows_tiled or plan.n % plan.nr == 0:
                     nests.append(sub)
                     continue
-                columns = f"loom-peel{{sizes={_csv([1] * (batch + 1) + [plan.nr])} op={temporary}}}"
-                nests += _run_on(ctx, sub, temporary, columns)
+                columns = LoomPeelPass(sizes=(*[1] * (batch + 1), plan.nr), op="matmul")
+                nests += _run_on(ctx, sub, NestName("matmul", index), [columns])
         if not in_place:
             _contiguous_b(ctx, self.name, nests, sum(_reads_b_in_place(plan_of(sub), skip) and not dot(sub, plan_of(sub))
                                                      for sub in nests), "vectorize" not in skip)
         for part, sub in enumerate(nests):
             plan = plan_of(sub)
-            m, n, k = plan.m, plan.n, plan.k
-            tag = f"{temporary}_{part}"
+            name = NestName("matmul", index, part, len(nests))
             if dot(sub, plan):
-                self._dot(ctx, sub, tag, _operand(sub, 1), batch, plan, skip, target, part)
+                self._dot(ctx, sub, name, _operand(sub, 1), batch, plan, skip, target)
                 continue
             columns = self._column_blocks(plan, skip, target)
-            spec = matmul_schedule(plan, batch, skip, tag, columns, transposed_b=_transposed_b(sub) is not None)
-            what = f"matmul {m}x{n}x{k}" + (f" (peeled copy {part} of the nest)" if part else "")
-            split = f"; j split into blocks of {columns} columns, one per thread (loop order j_t, k, i, j)" if columns else ""
-            skipped = [step for step in MATMUL_STEPS if step in skip]
-            left_out = f"; steps left out (skip=): {', '.join(skipped)}" if skipped else ""
-            remark(self.name, sub, f"{what} on {target.describe()}: {plan.describe()}{split}{left_out}; "
-                   f"pass list: {spec.replace(f'op={tag}', 'op=matmul')}")
-            _run_on(ctx, sub, tag, spec)
+            passes = matmul_schedule(plan, batch, skip, columns, transposed_b=_transposed_b(sub) is not None)
+            skipped = tuple(step for step in MATMUL_STEPS if step in skip)
+            notes = "".join(f"; {note}" for note in plan_notes(columns, skipped))
+            remark(self.name, sub, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.describe()}{notes}; "
+                   f"pass list: {pass_list(passes)}", plan=plan, part=part, columns=columns, skipped=skipped,
+                   passes=passes)
+            _run_on(ctx, sub, name, passes)
 
-    def _dot(self, ctx: Context, nest: affine.ForOp, temporary: str, b: SSAValue, batch: int, plan: MatmulPlan,
-             skip: set[str], target: Target, part: int = 0) -> None:
+    def _dot(self, ctx: Context, nest: affine.ForOp, name: NestName, b: SSAValue, batch: int, plan: MatmulPlan,
+             skip: set[str], target: Target) -> None:
         """Fewer rows than MR and B a transposed view (its elements adjacent along k, the
         layout `x @ w.T` gives): each element of C is the dot product of a row of A and a
         row of B's buffer, both contiguous. B is read through the view with its two last
@@ -300,20 +307,59 @@ class LoomDefaultPass(ModulePass):
         _swap_last_dimensions(nest, b)
         regs = target.vector_registers
         rows = max(1, min(plan.m, (regs - DOT_J_JAM) // (DOT_J_JAM + 1)))
-        steps = []
+        passes: list[ModulePass] = []
         if "unroll-jam" not in skip:
-            steps.append(f"loom-unroll-jam{{factors={_csv([1] * batch + [rows, DOT_J_JAM, 1])} op={temporary}}}")
-        steps.append(f"loom-vectorize{{width={plan.lanes} op={temporary}}}")
+            passes.append(LoomUnrollJamPass(factors=(*[1] * batch, rows, DOT_J_JAM, 1), op="matmul"))
+        passes.append(LoomVectorizePass(width=plan.lanes, op="matmul"))
         if "hoist" not in skip:
-            steps.append(f"loom-hoist{{op={temporary}}}")
-        spec = ",".join(steps)
-        what = f"matmul {plan.m}x{plan.n}x{plan.k}" + (f" (peeled copy {part} of the nest)" if part else "")
-        remark(self.name, nest, f"{what} on {target.describe()}: {plan.m} row"
+            passes.append(LoomHoistPass(op="matmul"))
+        part = name.part or 0
+        remark(self.name, nest, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.m} row"
                f"{'s' * (plan.m != 1)} < MR={plan.mr} and B a transposed view ({b.type}, adjacent along k): "
                f"dot products of rows of A and rows of B's buffer, read in place (loop order i, j, k; k in "
                f"{plan.lanes}-lane vector sums; {rows}x{DOT_J_JAM} of them at a time); "
-               f"pass list: {spec.replace(f'op={temporary}', 'op=matmul')}")
-        _run_on(ctx, nest, temporary, spec)
+               f"pass list: {pass_list(passes)}", plan=plan, part=part, passes=tuple(passes), dot=(rows, DOT_J_JAM))
+        _run_on(ctx, nest, name, passes)
+
+
+def _matmul_words(plan: MatmulPlan, part: int) -> str:
+    """`matmul 60x64x64`, or `matmul 4x64x64 (peeled copy 1 of the nest)`: the nest a plan's
+    remark is about."""
+    return f"matmul {plan.m}x{plan.n}x{plan.k}" + (f" (peeled copy {part} of the nest)" if part else "")
+
+
+def plan_notes(columns: int, skipped: Sequence[str]) -> list[str]:
+    """What a matmul's remark adds to its plan: the column blocks its threads share
+    (`columns`, 0 for none) and the steps `skip=` left out."""
+    return [*([f"j split into blocks of {columns} columns, one per thread (loop order j_t, k, i, j)"] if columns else []),
+            *([f"steps left out (skip=): {', '.join(skipped)}"] if skipped else [])]
+
+
+def pass_list(passes: Sequence[ModulePass]) -> str:
+    """A matmul's pass list as its remark writes it (which `loom-opt -p` and
+    `compile(pipeline=...)` take): loom-tile's depth written even where it is 0, the
+    band level each tiling goes at."""
+    return pass_list_text(passes, shown=("depth",))
+
+
+@dataclass(frozen=True)
+class NestName:
+    """What loom-default calls a nest while passes run on it alone (`_run_on`): the passes
+    select it by a temporary tag, and their remarks name it so (`temporary`): the
+    `index`-th nest loom-default took is `loom_default_3`, its part `part` of `parts` after
+    peeling `loom_default_3_1`, a copy it tiles `loom_default_copy`. Every remark made
+    meanwhile carries it (payload `nest`), to say which nest of the module that is."""
+
+    tag: str  # the nest's own tag
+    index: int | None = None  # None: a copy loom-default made
+    part: int | None = None  # None: the whole nest
+    parts: int = 1
+
+    @property
+    def temporary(self) -> str:
+        if self.index is None:
+            return "loom_default_copy"
+        return f"loom_default_{self.index}" + (f"_{self.part}" if self.part is not None else "")
 
 
 #: columns of C computed at once by the dot-product schedule (`LoomDefaultPass._dot`):
@@ -475,13 +521,12 @@ def _tile_copy(ctx: Context, pass_name: str, copy: affine.ForOp, vectorize: bool
     remark(pass_name, copy, f"nest '{tag}' copies a transposed view: in {width}x{width} tiles, each cache "
            "line it reads or writes used for a whole tile"
            + f", in blocks of {COPY_BLOCK}x{COPY_BLOCK}" * blocks)
-    tiles = "loom_default_copy"  # (a temporary tag: `_run_on`)
-    steps = [f"loom-tile{{sizes={COPY_BLOCK},{COPY_BLOCK} op={tiles} depth={depth}}}"] if blocks else []
+    passes: list[ModulePass] = [LoomTilePass(sizes=(COPY_BLOCK, COPY_BLOCK), op=tag, depth=depth)] if blocks else []
     if vectorize:
-        steps.append(f"loom-transpose-copy{{width={width} op={tiles}}}")
+        passes.append(LoomTransposeCopyPass(width=width, op=tag))
     else:
-        steps.append(f"loom-tile{{sizes={COPY_TILE},{COPY_TILE} op={tiles} depth={depth + 2 * blocks}}}")
-    _run_on(ctx, copy, tiles, ",".join(steps))
+        passes.append(LoomTilePass(sizes=(COPY_TILE, COPY_TILE), op=tag, depth=depth + 2 * blocks))
+    _run_on(ctx, copy, NestName(tag), passes)
 
 
 def _empty_loop(nest: affine.ForOp) -> affine.ForOp | None:
@@ -510,69 +555,91 @@ def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None
     return len(band) - 3, (m, n, k)  # type: ignore[return-value]
 
 
-def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], op: str, columns: int = 0,
-                    transposed_b: bool = False) -> str:
-    """The pass list of the plan (peeling aside, see `LoomDefaultPass._matmul`) for a nest
-    tagged `op` with `batch` batch loops; `columns`, for a plan without row tiles: the
-    width of the column blocks the threads share (`column_blocks`), 0 for none;
-    `transposed_b`: B is a transposed view, whose panels loom-transpose-copy then copies
-    as tiles transposed in registers."""
-    b = batch
-    steps: list[str] = []
+#: a textbook matmul nest's loops (after its batch loops)
+TEXTBOOK = ("i", "j", "k")
+#: fewer rows than MR: B streamed once, row by row, each row used by every row of A from
+#: L1, the rows of C in L1
+ROWS_STREAMED = ("k", "i", "j")
+#: the same in column blocks, one per thread: j first, to be tiled (COLUMN_TILED), then
+#: each block's columns streamed row by row of B (COLUMN_BLOCKS)
+COLUMNS_FIRST = ("j", "i", "k")
+COLUMN_TILED = ("j_t", "j", "i", "k")
+COLUMN_BLOCKS = ("j_t", "k", "i", "j")
+#: the band tiled for the caches (i_t, j_t, k_t: MC, NC, KC), then for the registers
+#: (i_r, j_r: MR, NR)
+TILED = ("i_t", "j_t", "k_t", "i_r", "j_r", "i", "j", "k")
+#: BLIS's loop order with the register tiles row by row: A's sliver stays in L1 while B's
+#: panels stream past it (cost_model.py)
+BLIS = ("j_t", "k_t", "i_t", "i_r", "j_r", "k", "i", "j")
+#: the panel order, where the rows fit one block: j_t a block of NC columns per thread, a
+#: panel of B at j_r (cost_model.py)
+PANELS = ("i_t", "k_t", "j_t", "j_r", "i_r", "k", "i", "j")
+
+
+def loop_order(band: Sequence[str], order: Sequence[str], batch: int) -> tuple[int, ...]:
+    """loom-interchange's `order` that puts the loops named `band` (after `batch` batch
+    loops, which stay outermost) in the order `order`: TEXTBOOK to ROWS_STREAMED is (2, 0, 1)."""
+    return (*range(batch), *(batch + band.index(loop) for loop in order))
+
+
+def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int = 0,
+                    transposed_b: bool = False) -> tuple[ModulePass, ...]:
+    """The passes of the plan (peeling aside, see `LoomDefaultPass._matmul`) for the 'matmul'
+    nest with `batch` batch loops; `columns`, for a plan without row tiles: the width of
+    the column blocks the threads share (`column_blocks`), 0 for none; `transposed_b`: B is
+    a transposed view, whose panels loom-transpose-copy then copies as tiles transposed in
+    registers."""
+    b, op = batch, "matmul"
+    passes: list[ModulePass] = []
     vectors = _j_factors(plan, skip)
     if not plan.rows_tiled and columns and "tile" not in skip:
-        # the same, in column blocks of `columns`, one per thread: (b,) j_t, k, i, j
-        batch = list(range(b))
-        steps += [
-            f"loom-interchange{{order={_csv(batch + [b + 1, b, b + 2])} op={op}}}",
-            f"loom-tile{{sizes={columns} op={op} depth={b}}}",
-            f"loom-interchange{{order={_csv(batch + [b, b + 3, b + 2, b + 1])} op={op}}}",
+        passes += [
+            LoomInterchangePass(order=loop_order(TEXTBOOK, COLUMNS_FIRST, b), op=op),
+            LoomTilePass(sizes=(columns,), op=op, depth=b),
+            LoomInterchangePass(order=loop_order(COLUMN_TILED, COLUMN_BLOCKS, b), op=op),
         ]
         factors = [1] * b + [1, MV_K_JAM, 1, *vectors]
     elif not plan.rows_tiled:
-        # fewer rows than MR: (b,) k, i, j: B streamed once, row by row, each row used by
-        # every row of A from L1, the rows of C in L1; k jammed by MV_K_JAM (as many fmas per
-        # load and store of C), j by the vectors of a register tile
+        # k jammed by MV_K_JAM (as many fmas per load and store of C), j by the vectors of
+        # a register tile
         if "tile" not in skip:
-            steps.append(f"loom-interchange{{order={_csv(list(range(b)) + [b + 2, b, b + 1])} op={op}}}")
+            passes.append(LoomInterchangePass(order=loop_order(TEXTBOOK, ROWS_STREAMED, b), op=op))
         factors = [1] * b + [MV_K_JAM, 1, *vectors]
     elif "tile" not in skip:
-        # band after tiling: b + (j_t, k_t, i_t, i_r, j_r, k, i, j), or in the panel order
-        # b + (i_t, k_t, j_t, j_r, i_r, k, i, j), j_t the threads' column blocks
         packed = "pack" not in skip and plan.pack
-        order = list(range(b)) + [b + x for x in ((0, 2, 1, 4, 3, 7, 5, 6) if plan.panels else (1, 2, 0, 3, 4, 7, 5, 6))]
-        steps += [
-            f"loom-tile{{sizes={plan.mc},{plan.nc},{plan.kc} op={op} depth={b}}}",
-            f"loom-tile{{sizes={plan.mr},{plan.nr} op={op} depth={b + 3}}}",
-            f"loom-interchange{{order={_csv(order)} op={op}}}",
+        order = PANELS if plan.panels else BLIS
+        passes += [
+            LoomTilePass(sizes=(plan.mc, plan.nc, plan.kc), op=op, depth=b),
+            LoomTilePass(sizes=(plan.mr, plan.nr), op=op, depth=b + TILED.index("i_r")),
+            LoomInterchangePass(order=loop_order(TILED, order, b), op=op),
         ]
         if packed and plan.panels:
             # B's panel at j_r, a slot per column block where there are several (threads)
-            private = f" private={b + 2}" if plan.nc < plan.n else ""
-            steps.append(f"loom-pack{{operand=1 level={b + 3} panel={plan.nr}{private} op={op}}}")
+            private = b + PANELS.index("j_t") if plan.nc < plan.n else None
+            passes.append(LoomPackPass(operand=1, level=b + PANELS.index("j_r"), panel=plan.nr, private=private, op=op))
             if plan.pack_a:
-                steps.append(f"loom-pack{{operand=0 level={b + 1} panel={plan.mr} op={op}}}")
+                passes.append(LoomPackPass(operand=0, level=b + PANELS.index("k_t"), panel=plan.mr, op=op))
         elif packed:
             if plan.in_place != "B":
-                steps.append(f"loom-pack{{operand=1 level={b + 1} panel={plan.nr} op={op}}}")
+                passes.append(LoomPackPass(operand=1, level=b + BLIS.index("k_t"), panel=plan.nr, op=op))
             if plan.in_place != "A" and plan.pack_a:
-                steps.append(f"loom-pack{{operand=0 level={b + 2} panel={plan.mr} op={op}}}")
-        factors = [1] * (b + 6) + [plan.mr, *vectors]
+                passes.append(LoomPackPass(operand=0, level=b + BLIS.index("i_t"), panel=plan.mr, op=op))
+        factors = [1] * (b + order.index("i")) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
-        steps.append(f"loom-vectorize{{width={plan.lanes} op={op}}}")
-        if transposed_b and any(step.startswith("loom-pack{operand=1") for step in steps):
-            steps.append(f"loom-transpose-copy{{width={plan.lanes} op={op}}}")
+        passes.append(LoomVectorizePass(width=plan.lanes, op=op))
+        if transposed_b and any(isinstance(p, LoomPackPass) and p.operand == 1 for p in passes):
+            passes.append(LoomTransposeCopyPass(width=plan.lanes, op=op))
     if "unroll-jam" not in skip and factors:
-        steps.append(f"loom-unroll-jam{{factors={_csv(factors)} op={op}}}")
+        passes.append(LoomUnrollJamPass(factors=tuple(factors), op=op))
     if "hoist" not in skip:
-        steps.append(f"loom-hoist{{op={op}}}")
+        passes.append(LoomHoistPass(op=op))
     if "prefetch" not in skip and plan.rows_tiled:
-        steps.append(f"loom-prefetch{{op={op}}}")
+        passes.append(LoomPrefetchPass(op=op))
     if plan.panels:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
-        steps.append(f"loom-fuse-pack{{op={op}}}")
-    return ",".join(steps)
+        passes.append(LoomFusePackPass(op=op))
+    return tuple(passes)
 
 
 def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:
@@ -585,24 +652,19 @@ def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:
     return [full] if full > 1 else []
 
 
-def _csv(values: list[int]) -> str:
-    return ",".join(str(v) for v in values)
-
-
-def _run_on(ctx: Context, nest: affine.ForOp, tag: str, spec: str) -> list[affine.ForOp]:
-    """Run the pass list `spec` (whose passes select `op=tag`) on `nest` alone: the nest is
-    tagged `tag` meanwhile; it and the nests made from it (peeled copies) get their tag
-    back after. Returns those nests. The passes see the nest's function alone (`_alone`)."""
-    from passes.pipelines import build
-
+def _run_on(ctx: Context, nest: affine.ForOp, name: NestName, passes: Sequence[ModulePass]) -> list[affine.ForOp]:
+    """Run `passes` on `nest` alone: the nest is tagged `name.temporary` meanwhile, and each
+    pass selects that tag; it and the nests made from it (peeled copies) get their tag back
+    after. Returns those nests. The passes see the nest's function alone (`_alone`), and
+    their remarks carry `name` (payload `nest`)."""
     original = nest.attributes[TAG]
-    nest.attributes[TAG] = StringAttr(tag)
-    with _alone(nest) as scope:
+    nest.attributes[TAG] = StringAttr(name.temporary)
+    with _alone(nest) as module, scope(nest=name):
         try:
-            if spec:
-                build(spec).apply(ctx, scope)
+            if passes:
+                LoomPipeline(tuple(replace(p, op=name.temporary) for p in passes)).apply(ctx, module)
         finally:
-            made = tagged_nests(scope, tag)
+            made = tagged_nests(module, name.temporary)
             for root in made:
                 root.attributes[TAG] = original
     return made

@@ -118,7 +118,7 @@ class LoomHoistPass(ModulePass):
 
     def _hoist_invariants(self, loop: affine.ForOp) -> None:
         stored, unknown = _stored_roots(loop)
-        moved: list[str] = []
+        moved: list[tuple[str, str]] = []  # (kind, the op in words)
         for op in list(loop.body.block.ops):
             if op.has_trait(IsTerminator) or op.regions:
                 continue
@@ -126,7 +126,7 @@ class LoomHoistPass(ModulePass):
                 continue
             if _speculatable(op):
                 hoist_before(op, loop)
-                moved.append(op.name)
+                moved.append((op.name, op.name))
             elif isinstance(op, affine.LoadOp):
                 root = memref_root(op.memref)
                 if root in stored:
@@ -140,9 +140,10 @@ class LoomHoistPass(ModulePass):
                            "its indices are not provably in bounds (the loop may not run)")
                 else:
                     hoist_before(op, loop)
-                    moved.append(f"load {describe_access(op)}")
+                    moved.append(("load", f"load {describe_access(op)}"))
         if moved:
-            remark(self.name, loop, f"hoisted out of loop %{iv_name(loop)}: {', '.join(moved)}")
+            remark(self.name, loop, f"hoisted out of loop %{iv_name(loop)}: {', '.join(text for _, text in moved)}",
+                   loop=f"%{iv_name(loop)}", kinds=tuple(kind for kind, _ in moved))
 
     # ----------------------------------------------------------------------------------
     # scalar replacement
@@ -177,7 +178,8 @@ class LoomHoistPass(ModulePass):
             promoted.extend(_describe(g[0]) for g in found)
         if groups:
             remark(self.name, loop, f"kept in registers across loop %{iv_name(loop)} "
-                   f"(loaded before, stored after): {', '.join(promoted)}")
+                   f"(loaded before, stored after): {', '.join(promoted)}", loop=f"%{iv_name(loop)}",
+                   accesses=tuple(promoted))
             promote_to_iter_args(loop, groups)
 
 

@@ -39,6 +39,7 @@ class Remark:
 
 
 _sink: ContextVar[list[Remark] | None] = ContextVar("loom_remarks", default=None)
+_scope: ContextVar[Mapping[str, Any]] = ContextVar("loom_remark_scope", default=MappingProxyType({}))
 
 
 def remark(pass_name: str, op: Operation | None, message: str, **payload: Any) -> None:
@@ -47,7 +48,19 @@ def remark(pass_name: str, op: Operation | None, message: str, **payload: Any) -
     sink = _sink.get()
     if sink is not None:
         sink.append(Remark(pass_name, op_location(op) if op is not None else None, message,
-                           MappingProxyType(dict(payload))))
+                           MappingProxyType({**_scope.get(), **payload})))
+
+
+@contextmanager
+def scope(**payload: Any) -> Iterator[None]:
+    """Every remark made inside the block carries `payload` too, beside its own: a pass that
+    runs other passes on objects it named says there what the names stand for (loom-default
+    tags a nest with a temporary name while passes run on it alone)."""
+    token = _scope.set(MappingProxyType({**_scope.get(), **payload}))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 @contextmanager
