@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.dialects import affine, arith, vector
-from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, MemRefType, VectorType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -82,6 +82,7 @@ from passes.analysis.loop_utils import (
     MASKED,
     constant_bounds,
     describe_access,
+    line_suffix,
     step_of,
     value_name,
 )
@@ -605,5 +606,4 @@ def access_text(op: Operation) -> str:
     else:
         memrefs = [value_name(v) for v in op.operands if isinstance(v.type, MemRefType)]
         text = f"{op.name} on {', '.join(memrefs)}"
-    loc = op.location
-    return f"{text} (line {loc.line.data})" if isinstance(loc, FileLineColLoc) else text
+    return f"{text}{line_suffix(op)}"

@@ -71,15 +71,16 @@ def _reaches(value: SSAValue, root: SSAValue) -> bool:
     return found is None or found is root
 
 
+def _writes_itself(op: Operation, root: SSAValue) -> bool:
+    """Whether `op` itself may write `root`'s buffer: anything other than a load, a
+    prefetch, a view or a dealloc given a memref that reaches it."""
+    return not isinstance(op, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)) and any(
+        _reaches(v, root) for v in op.operands)
+
+
 def may_write(op: Operation, root: SSAValue) -> bool:
-    """Whether `op` (or an op inside it) may write `root`'s buffer: anything other than a
-    load, a prefetch, a view or a dealloc given a memref that reaches it."""
-    for inner in op.walk():
-        if isinstance(inner, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
-            continue
-        if any(_reaches(v, root) for v in inner.operands):
-            return True
-    return False
+    """Whether `op` (or an op inside it) may write `root`'s buffer."""
+    return any(_writes_itself(inner, root) for inner in op.walk())
 
 
 @dataclass
@@ -154,9 +155,7 @@ class LastWriteAnalysis:
 
     def _collect(self, nest: affine.ForOp) -> None:
         for op in nest.walk():
-            if isinstance(op, (*LOADS, PrefetchOp, *VIEW_OPS, memref.DeallocOp)):
-                continue
-            if not any(_reaches(v, self.root) for v in op.operands):
+            if not _writes_itself(op, self.root):
                 continue
             if not isinstance(op, STORES):
                 raise Refused(f"nest '{nest_tag(nest)}' writes {value_name(self.root)} by '{op.name}'")
