@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from dialects.layout import BUFFER_OPS
 from passes.analysis.loop_utils import is_pure
-
-_BUFFERS = (memref.AllocOp, memref.AllocaOp)
 
 
 @dataclass
@@ -24,6 +22,30 @@ class OutlineInputs:
 
     arguments: list[SSAValue]
     rebuilt: list[Operation]
+
+    def rebuild(self, block: Block) -> dict[SSAValue, SSAValue]:
+        """Into `block`, the new function's body (its first arguments stand for
+        `arguments`): those arguments named after the values they stand for, and the
+        rebuilt ops cloned at its end. Returns what stands inside for each value outside."""
+        inside: dict[SSAValue, SSAValue] = {}
+        for outside, arg in zip(self.arguments, block.args):
+            arg.name_hint = outside.name_hint
+            inside[outside] = arg
+        for op in self.rebuilt:
+            clone = op.clone(value_mapper=inside)
+            block.add_op(clone)
+            inside.update(zip(op.results, clone.results))
+        return inside
+
+
+def use_inside(ops: Operation | Block, inside: dict[SSAValue, SSAValue]) -> None:
+    """Make the ops of `ops` (moved into the new function) use what stands inside for each
+    value outside: one use at a time, O(1) each, where replace_all_uses_with would walk
+    all the value's uses."""
+    for op in ops.walk():
+        for i, operand in enumerate(op.operands):
+            if (value := inside.get(operand)) is not None:
+                op.operands[i] = value
 
 
 def _defined_inside(nest: Operation) -> set[SSAValue]:
@@ -56,7 +78,7 @@ def outline_inputs(nest: Operation, entry: Block, *, loop_values: bool = False) 
             found.arguments.append(value)
             return True
         assert isinstance(owner, Operation)
-        if isinstance(owner, _BUFFERS):
+        if isinstance(owner, BUFFER_OPS):
             found.arguments.append(value)
             return True
         if not owner.regions and not owner.successors and is_pure(owner):

@@ -64,7 +64,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from passes.support.diagnostics import LoomError
-from passes.analysis.live_ins import outline_inputs
+from passes.analysis.live_ins import OutlineInputs, outline_inputs, use_inside
 from passes.analysis.parallel_analysis import NUM_THREADS
 
 PASS = "loom-lower-parallel"
@@ -162,7 +162,7 @@ class _Outliner:
                             "allocation of the function (it might alias another), so its iterations cannot be "
                             "given to threads as noalias buffers", self.loop)
         total = self._trip_count()
-        body_fn = self._body_function(found.arguments, found.rebuilt)
+        body_fn = self._body_function(found)
         thread_fn = self._thread_function([v.type for v in found.arguments], body_fn)
         self._call(found.arguments, total, thread_fn)
         Rewriter.erase_op(self.loop)
@@ -215,22 +215,15 @@ class _Outliner:
 
     # -- the new functions -----------------------------------------------------------
 
-    def _body_function(self, captured: list[SSAValue], rebuilt: list[Operation]) -> func.FuncOp:
+    def _body_function(self, found: OutlineInputs) -> func.FuncOp:
         """@name(captured..., trips of dimensions 1.., lo, hi): the loop's body over the
         linearized iterations [lo, hi)."""
-        n = len(self.trips)
+        n, captured = len(self.trips), found.arguments
         block = Block(arg_types=[*(v.type for v in captured), *([IndexType()] * (n + 1))])
-        mapping: dict[SSAValue, SSAValue] = {}
-        for outside, arg in zip(captured, block.args):
-            arg.name_hint = outside.name_hint
-            mapping[outside] = arg
+        mapping = found.rebuild(block)
         trips = [None, *block.args[len(captured): len(captured) + n - 1]]  # the first is not needed
         lo, hi = block.args[-2], block.args[-1]
         lo.name_hint, hi.name_hint = "lo", "hi"
-        for op in rebuilt:
-            clone = op.clone(value_mapper=mapping)
-            block.add_op(clone)
-            mapping.update(zip(op.results, clone.results))
         one = arith.ConstantOp(IntegerAttr(1, IndexType()))
         block.add_op(one)
         inner = Block(arg_types=[IndexType()])
@@ -254,10 +247,7 @@ class _Outliner:
             inner.add_ops([scaled, shifted])
             ivs[d] = shifted.result
         _move_body(self.loop, ivs, inner)
-        for op in inner.walk():
-            for i, operand in enumerate(op.operands):
-                if (new := mapping.get(operand)) is not None:
-                    op.operands[i] = new
+        use_inside(inner, mapping)
         new = func.FuncOp(self.name, ([a.type for a in block.args], []), Region(block), "private")
         new.location = self.loop.location
         Rewriter.insert_op(new, InsertPoint.after(self.fn))

@@ -63,7 +63,7 @@ from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
-from passes.analysis.live_ins import OutlineInputs, outline_inputs
+from passes.analysis.live_ins import OutlineInputs, outline_inputs, use_inside
 
 PASS = "loom-outline"
 _NESTS = (affine.ForOp, affine.ParallelOp)
@@ -95,20 +95,10 @@ def _body(nest: Operation, found: OutlineInputs) -> Block:
     """The new function's body: the rebuilt ops, then `nest` (moved, reading the block's
     arguments and the rebuilt values), then the return."""
     body = Block(arg_types=[v.type for v in found.arguments])
-    mapping: dict[SSAValue, SSAValue] = {}
-    for outside, arg in zip(found.arguments, body.args):
-        arg.name_hint = outside.name_hint
-        mapping[outside] = arg
-    for op in found.rebuilt:
-        clone = op.clone(value_mapper=mapping)
-        body.add_op(clone)
-        mapping.update(zip(op.results, clone.results))
+    inside = found.rebuild(body)
     nest.detach()
     body.add_op(nest)
-    for op in nest.walk():
-        for i, operand in enumerate(op.operands):
-            if (inner := mapping.get(operand)) is not None:
-                op.operands[i] = inner  # one use moved: O(1), where replace_all_uses_with would walk them all
+    use_inside(nest, inside)
     body.add_op(func.ReturnOp())
     return body
 
