@@ -133,7 +133,7 @@ from passes.analysis.loop_utils import (
     step_of,
     value_name,
 )
-from passes.schedule.loom_vectorize import _ELEMENTWISE, _EXTREMA  # the ops loom-vectorize runs on vectors
+from passes.schedule.loom_vectorize import ELEMENTWISE, extremum  # the ops loom-vectorize runs on vectors
 
 #: the nests an epilogue is fused into: a matmul's (a conv2d's, once loom-direct-conv or
 #: loom-im2col made it one), the direct convolution's copy of its result into Y, and the
@@ -171,8 +171,8 @@ class _Step:
     source: SSAValue
     store: affine.StoreOp
     operands: list[affine.LoadOp] = field(default_factory=list)
-    #: relu's select -> its comparison (both become one maximumf on vectors)
-    extrema: dict[Operation, Operation] = field(default_factory=dict)
+    #: relu's select -> the max it is on vectors and its comparison (both become the max)
+    extrema: dict[Operation, tuple[type[Operation], Operation]] = field(default_factory=dict)
 
     @property
     def out(self) -> SSAValue:
@@ -205,10 +205,10 @@ def _parse_step(nest: affine.ForOp, source: SSAValue) -> _Step:
             reads_source |= _classify_load(step, op)
         elif isinstance(op, arith.SelectOp):
             step.extrema[op] = _extremum(step, op)
-        elif not isinstance(op, (*_ELEMENTWISE, arith.CmpfOp)) and not _float_constant(op):
+        elif not isinstance(op, (*ELEMENTWISE, arith.CmpfOp)) and not _float_constant(op):
             raise Refused(f"{_what(nest)} holds '{op.name}', which has no vector form here")
     for cmp in (o for o in step.ops if isinstance(o, arith.CmpfOp)):
-        if cmp not in step.extrema.values():
+        if cmp not in (c for _, c in step.extrema.values()):
             raise Refused(f"{_what(nest)} compares values ('arith.cmpf') other than for a max or min")
     if not reads_source:
         raise Refused(f"{_what(nest)} does not read {value_name(source)}")
@@ -230,19 +230,13 @@ def _classify_load(step: _Step, load: affine.LoadOp) -> bool:
     return False
 
 
-def _extremum(step: _Step, select: arith.SelectOp) -> Operation:
-    """relu's `select(cmpf ugt %x, c), %x, c)`: its comparison, which loom-vectorize's
-    rule turns into `maximumf %x, c` with the select (the same result, NaN included)."""
-    cmp = select.cond.owner
-    if isinstance(cmp, arith.CmpfOp) and cmp.result.has_one_use() and cmp.lhs is select.lhs and cmp.rhs is select.rhs:
-        predicate = arith.CMPF_COMPARISON_OPERATIONS[cmp.predicate.value.data]
-        const = select.rhs.owner
-        if predicate in _EXTREMA and _float_constant(const):
-            c = const.value.value.data  # type: ignore[union-attr]
-            excluded = _EXTREMA[predicate][1]
-            if c == c and not (c == 0.0 and str(c) == str(excluded)):
-                return cmp
-    raise Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
+def _extremum(step: _Step, select: arith.SelectOp) -> tuple[type[Operation], Operation]:
+    """relu's `select(cmpf ugt %x, c), %x, c)`: `maximumf %x, c` on vectors, as
+    loom-vectorize makes it (`extremum`), and its comparison, dropped with it."""
+    found = extremum(select)
+    if found is None:
+        raise Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
+    return found
 
 
 def _float_constant(op: Operation) -> bool:
@@ -648,7 +642,7 @@ class _Rewriter:
     def _step(self, step: _Step, write: Access, value: SSAValue, ops: list[Operation]) -> SSAValue:
         vtype = value.type if isinstance(value.type, VectorType) else None
         mapping: dict[SSAValue, SSAValue] = {}
-        dropped = set(step.extrema.values())
+        dropped = {cmp for _, cmp in step.extrema.values()}
         block = write.op.parent_block()
         for op in step.ops:
             if isinstance(op, affine.LoadOp):
@@ -662,7 +656,7 @@ class _Rewriter:
                     lambda c=c: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vtype, [c] * vtype.get_shape()[0]))],
                     ops)
             elif vtype is not None and op in step.extrema:
-                target = _EXTREMA[arith.CMPF_COMPARISON_OPERATIONS[step.extrema[op].predicate.value.data]][0]
+                target = step.extrema[op][0]
                 new = target.create(operands=[mapping[op.lhs], mapping[op.rhs]], result_types=[vtype])
                 new.location = op.location
                 ops.append(new)

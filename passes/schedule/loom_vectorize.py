@@ -125,7 +125,7 @@ from passes.schedule.nest_pass import NestPass
 
 
 #: ops that run lane by lane on vectors (and lower to LLVM on vectors)
-_ELEMENTWISE = (
+ELEMENTWISE = (
     arith.AddfOp,
     arith.SubfOp,
     arith.MulfOp,
@@ -395,7 +395,7 @@ def _classify(loop: affine.ForOp, plan: _Plan) -> None:
             _plan_select(op, plan, iv)
         elif isinstance(op, arith.AddfOp):
             _plan_fma(op, plan)
-        elif not isinstance(op, _ELEMENTWISE):
+        elif not isinstance(op, ELEMENTWISE):
             raise _Refusal(f"'{op.name}' on values that vary with {iv} has no vector form here")
     for cmp in comparisons:
         if cmp not in plan.dropped:
@@ -407,21 +407,32 @@ def _classify(loop: affine.ForOp, plan: _Plan) -> None:
         raise _Refusal(f"nothing in its body varies with {iv}")
 
 
-def _plan_select(op: arith.SelectOp, plan: _Plan, iv: str) -> None:
-    if op.cond not in plan.varying:
-        return  # a scalar condition choosing between vectors
-    cmp = op.cond.owner
-    if isinstance(cmp, arith.CmpfOp) and cmp.result.has_one_use() and cmp.lhs is op.lhs and cmp.rhs is op.rhs:
+def extremum(select: arith.SelectOp) -> tuple[type[Operation], arith.CmpfOp] | None:
+    """For `select(cmpf P %x, c), %x, c)` with a constant c (relu's: P ugt, c 0), the op
+    it is on vectors, a max or a min (the same result, NaN included), and its comparison,
+    which goes with the select; None for any other select."""
+    cmp = select.cond.owner
+    if isinstance(cmp, arith.CmpfOp) and cmp.result.has_one_use() and cmp.lhs is select.lhs and cmp.rhs is select.rhs:
         predicate = arith.CMPF_COMPARISON_OPERATIONS[cmp.predicate.value.data]
-        const = op.rhs.owner
+        const = select.rhs.owner
         if predicate in _EXTREMA and isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr):
             target, excluded = _EXTREMA[predicate]
             c = const.value.value.data
             if not pymath.isnan(c) and not (c == 0.0 and pymath.copysign(1.0, c) == pymath.copysign(1.0, excluded)):
-                plan.extrema[op] = (target, op.lhs, op.rhs)
-                plan.dropped.add(cmp)
-                return
-    raise _Refusal(f"an arith.select on a condition that varies with {iv}: xDSL's arith.select takes no vector condition")
+                return target, cmp
+    return None
+
+
+def _plan_select(op: arith.SelectOp, plan: _Plan, iv: str) -> None:
+    if op.cond not in plan.varying:
+        return  # a scalar condition choosing between vectors
+    found = extremum(op)
+    if found is None:
+        raise _Refusal(f"an arith.select on a condition that varies with {iv}: xDSL's arith.select takes no vector "
+                       "condition")
+    target, cmp = found
+    plan.extrema[op] = (target, op.lhs, op.rhs)
+    plan.dropped.add(cmp)
 
 
 def _plan_fma(op: arith.AddfOp, plan: _Plan) -> None:
