@@ -29,7 +29,7 @@ collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); the 1-D
 ops loom-vectorize emits: vector.load/store (an llvm.load/store of the vector type,
 element-aligned), maskedload/maskedstore (llvm.intr.masked.load/store), broadcast
 (insertelement + shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number
-vector with a splat), reduction <add> (llvm.intr.vector.reduce.fadd, fastmath flags
+vector with a splat), `vector.reduction <add>` (llvm.intr.vector.reduce.fadd, fastmath flags
 kept: `reassoc` makes it a tree sum), extract/insert of a lane and shuffle. Anything else
 is refused by name.
 
