@@ -123,9 +123,12 @@ def strided_memref(element: Attribute, shape: Sequence[int], strides: Sequence[i
     return MemRefType(element, shape, StridedLayoutAttr(canonical, offset))
 
 
-def static_strides(t: MemRefType) -> tuple[tuple[int, ...], int] | None:
+def static_strides(t: Attribute) -> tuple[tuple[int, ...], int] | None:
     """(element strides, offset) of a memref type with a static strided layout (the
-    identity one included); None for a dynamic or non-strided one."""
+    identity one included); None for a dynamic or non-strided one, or a type that is not
+    a memref."""
+    if not isinstance(t, MemRefType):
+        return None
     if isinstance(t.layout, NoneAttr):
         return row_major_strides(t.get_shape()), 0
     if not isinstance(t.layout, StridedLayoutAttr):

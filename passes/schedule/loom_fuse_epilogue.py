@@ -97,7 +97,6 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
-    MemRefType,
     ModuleOp,
     VectorType,
 )
@@ -340,7 +339,7 @@ def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
 def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vectors: bool) -> _Operand:
     """How the stores of an index space read `load`'s operand (see _Operand)."""
     mtype = load.memref.type
-    layout = static_strides(mtype) if isinstance(mtype, MemRefType) else None
+    layout = static_strides(mtype)
     if layout is None:
         raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} has no static strided layout")
     strides, offset = layout

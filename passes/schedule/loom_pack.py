@@ -434,7 +434,7 @@ class LoomPackPass(ModulePass):
 def _unit_stride_dimension(mem: SSAValue) -> int | None:
     """The dimension of memref `mem` along which its elements are adjacent (stride 1:
     the last of a row-major memref), or None (no such dimension, or dynamic strides)."""
-    layout = static_strides(mem.type) if isinstance(mem.type, MemRefType) else None
+    layout = static_strides(mem.type)
     if layout is None:
         return None
     units = [d for d, stride in enumerate(layout[0]) if stride == 1]

@@ -151,8 +151,7 @@ def _transposing_copy(outer: affine.ForOp) -> _Copy | None:
     layout = static_strides(t)
     if layout is None or t.get_num_dims() < 2:
         return None
-    stype = store.memref.type
-    slayout = static_strides(stype) if isinstance(stype, MemRefType) else None
+    slayout = static_strides(store.memref.type)
     if slayout is None or slayout[0][-1] != 1:
         return None
     for load_loop, store_loop in ((inner, outer), (outer, inner)):
