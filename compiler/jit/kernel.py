@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import cffi
 import numpy as np
 
+from passes.support.units import format_bytes
+
 if TYPE_CHECKING:
     from passes.support.remarks import Remark
 
@@ -94,14 +96,6 @@ class AllocationSite:
     type: str
     nbytes: int
     location: str | None
-
-
-def size_text(nbytes: int) -> str:
-    """`40000000000` -> `37.3 GiB`."""
-    for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.1f} {unit}"
-    return f"{nbytes} bytes"
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
@@ -270,7 +264,7 @@ class Kernel:
             what += f" of @{site.function} (which @{self.entry} calls)"
         where = f" at {site.location}" if site.location else ""
         partial = "; the arrays it writes in place may hold partial results" if self._written else ""
-        return MemoryError(f"@{self.entry}: cannot allocate {what} ({site.type}, {size_text(site.nbytes)}){where}"
+        return MemoryError(f"@{self.entry}: cannot allocate {what} ({site.type}, {format_bytes(site.nbytes)}){where}"
                            f"{partial}")
 
     def __call__(self, *arrays):
