@@ -84,7 +84,7 @@ from passes.support.diagnostics import LoomError
 from passes.support.target import openmp_runtime
 from passes.support.remarks import remark, scope
 from passes.support.target import Target, host
-from dialects.layout import dimension_last, static_strides
+from dialects.layout import contiguous, dimension_last, static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
@@ -176,7 +176,7 @@ class LoomDefaultPass(ModulePass):
         copy and a matmul (loom-im2col), as `cost_model.choose_conv2d` estimates (or as
         `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
         conv = loom_im2col.match_conv2d(nest, any_filter_layout=True)
-        if not isinstance(conv, str) and not loom_im2col.contiguous(conv.w.type):
+        if not isinstance(conv, str) and not contiguous(conv.w.type):
             _contiguous_filter(ctx, self.name, nest, conv.w, "vectorize" not in skip)
             conv = loom_im2col.match_conv2d(nest)
         if isinstance(conv, str):
@@ -372,7 +372,7 @@ def _transposed_b(nest: affine.ForOp) -> SSAValue | None:
     """B of a textbook matmul nest when it is a strided view whose elements are adjacent
     along k and not along j (a transposed B); else None."""
     b = _operand(nest, 1)
-    layout = static_strides(b.type) if isinstance(b.type, MemRefType) else None
+    layout = static_strides(b.type)
     if layout is None or len(layout[0]) < 2:
         return None
     shape, strides = b.type.get_shape(), layout[0]
@@ -407,7 +407,7 @@ def _operand(nest: affine.ForOp, position: int) -> SSAValue:
 def _row_stride(mem: SSAValue) -> int | None:
     """The stride of a memref's elements along its last dimension (1 for one of extent
     1: its rows are contiguous either way); None where the layout is not known."""
-    layout = static_strides(mem.type) if isinstance(mem.type, MemRefType) else None
+    layout = static_strides(mem.type)
     if layout is None:
         return None
     return 1 if mem.type.get_shape()[-1] == 1 else layout[0][-1]
@@ -499,7 +499,7 @@ def _transposed_source(copy: affine.ForOp) -> bool:
     row by row, each element read would be a cache line of its own."""
     load = next((o for o in copy.walk() if isinstance(o, affine.LoadOp)), None)
     t = load.memref.type if load is not None else None
-    layout = static_strides(t) if isinstance(t, MemRefType) else None
+    layout = static_strides(t)
     return layout is not None and len(layout[0]) >= 2 and abs(layout[0][-2]) == 1 and t.get_shape()[-1] > 1
 
 
