@@ -189,7 +189,7 @@ func.func @main(%a: memref<4xf32>, %out: memref<4xf32>) {{
     assert k.returns_status and [s.name for s in k.allocation_sites.values()] == ["%big", "%u"]
     a, out = np.ones(4, np.float32), np.full(4, 7.0, np.float32)
     with pytest.raises(MemoryError, match=re.escape(
-            f"@main: cannot allocate the temporary %big of @helper (which @main calls) ({IMPOSSIBLE}, 64.0 PiB) "
+            f"@main: cannot allocate the temporary %big of @helper (which @main calls) ({IMPOSSIBLE}, 64 PiB) "
             "at callee.mlir:2:3; the arrays it writes in place may hold partial results")):
         k(a, out)
     np.testing.assert_array_equal(out, 7.0)  # the failure came before the write
