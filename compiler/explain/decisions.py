@@ -141,29 +141,6 @@ def _cache_tiles(p: MatmulPlan, target) -> list[str]:
     ]
 
 
-def _cache_tiles(p: MatmulPlan, target) -> list[str]:
-    """Each cache tile and the cache it is sized for: KC the A sliver in L1, MC the A block
-    in L2, NC the B block in L3 (or NR, a panel in L2, in the panel order: cost_model.py), or all of
-    its extent."""
-    e = p.element_bytes
-
-    def whole(size: int, extent: int, name: str) -> str:
-        return f", all of {name}" if size >= extent else ""
-
-    sliver, block_a, block_b, panel = p.kc * p.mr * e, p.mc * p.kc * e, p.kc * p.nc * e, p.kc * p.nr * e
-    return [
-        f"KC={p.kc}{whole(p.kc, p.k, 'K')}: the A sliver KC x MR ({p.kc}x{p.mr} f{8 * e}) is {format_bytes(sliver)}, "
-        f"{_share(sliver, target.l1)} of L1d ({format_bytes(target.l1)})",
-        f"MC={p.mc}{whole(p.mc, p.m, 'M')}: the A block MC x KC ({p.mc}x{p.kc}) is {format_bytes(block_a)}, "
-        f"{_share(block_a, target.l2)} of L2 ({format_bytes(target.l2)})",
-        f"NC={p.nc}{whole(p.nc, p.n, 'N')}, the panel order (one row block): a block of NC columns per thread, "
-        f"B a panel KC x NR ({p.kc}x{p.nr}) at a time, {format_bytes(panel)}, {_share(panel, target.l2)} of L2 "
-        f"({format_bytes(target.l2)})" if p.panels else
-        f"NC={p.nc}{whole(p.nc, p.n, 'N')}: the B block KC x NC ({p.kc}x{p.nc}) is {format_bytes(block_b)}, "
-        f"{_share(block_b, target.l3)} of L3 ({format_bytes(target.l3)})",
-    ]
-
-
 def _nest_words(name: NestName) -> str:
     """A nest loom-default named for a while (`NestName`) as its own tag and part:
     `'matmul'`, `'matmul' (main part)`, `'matmul' (peeled copy 1)`."""
