@@ -362,12 +362,12 @@ def test_decisions_are_read_from_the_remarks_payloads():
     plan = plan_matmul(64, 64, 64, host(), 4)
     name = NestName("matmul", 0, 1, 2)
     remarks = [
-        Remark("loom-default", "a.mlir:3:3", "-", {"plan": plan, "part": 1, "columns": 0, "skipped": ("pack",),
-                                                   "passes": (LoomHoistPass(op="matmul"),)}),
-        Remark("loom-vectorize", "a.mlir:3:3", "nest 'loom_default_0_1': vectorized", {"nest": name}),
-        Remark("loom-hoist", "a.mlir:3:3", "-", {"loop": "%j", "kinds": ("load", "load"), "nest": name}),
-        Remark("loom-hoist", "a.mlir:3:3", "-", {"loop": "%i", "kinds": ("arith.constant",), "nest": name}),
-        Remark("loom-default", None, "-", {"threads": 1, "missed": True}),
+        Remark("loom-default", "a.mlir:3:3", "-", payload={"plan": plan, "part": 1, "columns": 0, "skipped": ("pack",),
+                                                           "passes": (LoomHoistPass(op="matmul"),)}),
+        Remark("loom-vectorize", "a.mlir:3:3", "nest 'loom_default_0_1': vectorized", payload={"nest": name}),
+        Remark("loom-hoist", "a.mlir:3:3", "-", payload={"loop": "%j", "kinds": ("load", "load"), "nest": name}),
+        Remark("loom-hoist", "a.mlir:3:3", "-", payload={"loop": "%i", "kinds": ("arith.constant",), "nest": name}),
+        Remark("loom-default", None, "-", missed=True, payload={"threads": 1}),
     ]
     (group, whole), plans = schedule_decisions(remarks, host())
     assert [p.plan for p in plans] == [plan] and plans[0].name == "matmul 64x64x64 (peeled copy 1)"
@@ -377,6 +377,22 @@ def test_decisions_are_read_from_the_remarks_payloads():
     assert vectorized.text == "nest 'matmul' (peeled copy 1): vectorized"
     assert (hoisted.label, hoisted.text) == ("hoisted", "hoisted out of loops %j, %i: 3 ops (load x2, arith.constant)")
     assert [(d.label, d.refused) for d in whole.decisions] == [("serial", True)]
+
+
+def test_a_refusal_is_the_remarks_missed_flag_not_its_words():
+    """Whether a pass changed a nest or left it as it was comes from `missed`: words that
+    sound like a refusal in a remark that reports a change, or none in one that reports a
+    refusal, change nothing."""
+    remarks = [
+        Remark("loom-vectorize", "a.mlir:3:3", "vectorized: it was not vectorized before"),
+        Remark("loom-parallelize", "a.mlir:3:3", "loop %i at depth 1 is not parallel: a dependence", missed=True),
+        Remark("loom-unroll", "a.mlir:3:3", "nothing to do", missed=True),
+        Remark("loom-fuse-epilogue", "a.mlir:3:3", "relu fused, nothing refused"),
+    ]
+    (group,), _ = schedule_decisions(remarks, host())
+    assert [(d.label, d.refused) for d in group.decisions] == [
+        ("vectorized", False), ("serial", True), ("not unrolled", True), ("fused", False)]
+
 
 
 # --------------------------------------------------------------------------------------

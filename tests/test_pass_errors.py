@@ -93,10 +93,38 @@ def test_module_without_nests_is_no_error():
     for step in SCHEDULE_PASSES:
         with collect() as remarks:
             run(src, step)
-        assert [r.message for r in remarks] == ["the module has no loop nest: nothing to schedule"], step
+        assert [(r.message, r.missed) for r in remarks] == [("the module has no loop nest: nothing to schedule", True)]
     with pytest.raises(compiler.LoomError, match="option 'op' is 'matmul', but no loop nest is tagged so; "
                                                  "the module has no loop nest"):
         run(src, "loom-hoist{op=matmul}")
+
+
+#: how the passes word a refusal; the flag, not these words, is what explain reads
+REFUSAL_WORDS = re.compile(r"not (vectorized|parallel|hoisted|promoted|fused)|skipped:|left (as it is|serial|scalar)|"
+                           r"kept:|stays serial|factor 1: nothing")
+MM1 = matmul((1, 7), (7, 1), (1, 1), np.float32)
+
+
+def test_a_remark_is_missed_exactly_when_its_pass_left_the_nest():
+    """Every remark's `missed` flag agrees with its words, over each schedule pass alone,
+    passes that refuse (a factor of 1, an identity order, one thread, a second prefetch)
+    and loom-default, on an 8x5x6 and a 1x1x7 matmul: a pass that words a refusal also flags
+    it, and none flags a change."""
+    specs = [f"{TO_AFFINE},{step}" for step in SCHEDULE_PASSES] + [
+        f"{TO_AFFINE},{steps}" for steps in (
+            "loom-unroll{factor=1}", "loom-interchange{order=0,1,2}", "loom-parallelize{num-threads=2}",
+            "loom-tile{sizes=4,4},loom-parallelize{num-threads=2 depth=1}", "loom-prefetch,loom-prefetch",
+            "loom-fuse-epilogue", "loom-outline")
+    ] + ["loom-default{num-threads=1}", "loom-default{num-threads=2}", "loom-default{skip=fuse}"]
+    seen = set()
+    for src, spec in itertools.product((MM, MM1), specs):
+        with collect() as remarks:
+            run(src, spec)
+        for r in remarks:
+            assert r.missed == bool(REFUSAL_WORDS.search(r.message)), (spec, str(r))
+            seen.add((r.pass_name, r.missed))
+    assert {(name, True) for name in ("loom-vectorize", "loom-parallelize", "loom-unroll", "loom-peel")} <= seen
+    assert {(name, False) for name in ("loom-vectorize", "loom-parallelize", "loom-unroll", "loom-peel")} <= seen
 
 
 def test_default_lowers_itself_and_runs_with_its_own_tags():

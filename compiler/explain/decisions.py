@@ -8,7 +8,8 @@ What a decision says comes from its remark's payload, the objects the remark was
 from: loom-default's plans (`plan`, `part`, `columns`, `skipped`, `passes`), the nest a
 remark made under loom-default is about (`nest`, a `NestName`, whose temporary tag the
 message names), what loom-hoist hoisted (`loop`, `kinds`) or kept in registers
-(`accesses`); the other remarks are shown as their passes word them.
+(`accesses`); whether a pass changed something or left it as it was is the remark's
+`missed`. The other remarks are shown as their passes word them.
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ from passes.schedule.loom_default import NestName, pass_list, plan_notes
 from passes.support.remarks import Remark
 from passes.support.units import format_bytes
 
-#: the words of a remark that says a pass left something as it was
-_REFUSALS = ("not vectorized", "left serial", "skipped", "not hoisted", "left as it is", "not fused", "refused",
-             "stays serial", "not packed", "not peeled", "no packing")
 _LABELS = {"loom-peel": "peeled", "loom-tile": "tiled", "loom-interchange": "interchanged", "loom-pack": "packed",
            "loom-vectorize": "vectorized", "loom-unroll-jam": "unroll-jam", "loom-unroll": "unrolled",
            "loom-prefetch": "prefetched", "loom-parallelize": "parallel", "loom-outline": "outlined",
@@ -168,9 +166,9 @@ def _registers_text(message: str, loop: str, accesses: Sequence[str]) -> str:
 
 
 def _label(remark: Remark) -> tuple[str, bool]:
-    """A decision's label, and whether it says something was refused or left as it was:
-    from the payload where the pass gives one, else from the message's words."""
-    pass_name, message, payload = remark.pass_name, remark.message, remark.payload
+    """A decision's label, and whether the pass left something as it was (the remark's
+    `missed`), from the remark's pass and payload, never its words."""
+    pass_name, payload, missed = remark.pass_name, remark.payload, remark.missed
     if pass_name == "loom-default":
         if "plan" in payload:
             return "plan", False
@@ -178,24 +176,20 @@ def _label(remark: Remark) -> tuple[str, bool]:
             return "strategy", False
         if "rewrite" in payload:
             return "rewrite", False
-        missed = bool(payload.get("missed"))
         return ("serial" if "threads" in payload else "not scheduled" if missed else "schedule"), missed
     if pass_name == "loom-hoist" and "accesses" in payload:
         return "registers", False
-    if pass_name == "loom-hoist" and "kinds" in payload:
-        return "hoisted", False
-    refused = any(word in message for word in _REFUSALS)
-    if pass_name == "loom-parallelize":
-        return ("serial" if refused else "parallel"), refused
     if pass_name == "loom-hoist":
-        return ("not hoisted" if refused else "hoisted"), refused
+        return ("not hoisted" if missed else "hoisted"), missed
+    if pass_name == "loom-parallelize":
+        return ("serial" if missed else "parallel"), missed
     if "fuse" in pass_name:
-        return ("not fused" if refused else "fused"), refused
+        return ("not fused" if missed else "fused"), missed
     label = _LABELS.get(pass_name, pass_name.removeprefix("loom-"))
-    if refused:
+    if missed:
         label = {"prefetched": "no prefetch", "unroll-jam": "not unroll-jammed", "rewrite": "not rewritten"}.get(
             label, f"not {label}")
-    return label, refused
+    return label, missed
 
 
 def _source_line(location: str | None, source: str, filename: str) -> str:

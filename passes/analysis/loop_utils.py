@@ -119,7 +119,7 @@ def select_nests(module: ModuleOp, op: str | None, pass_name: str | None = None)
         where = nests[0] if nests else next(iter(module.ops), None)
         raise SelectionError(pass_name, f"option 'op' is '{op}', but no loop nest is tagged so{hint}; "
                              f"{_tags_present(nests)}", where)
-    remark(pass_name or "schedule", None, "the module has no loop nest: nothing to schedule")
+    remark(pass_name or "schedule", None, "the module has no loop nest: nothing to schedule", missed=True)
     return []
 
 

@@ -167,7 +167,7 @@ class _Bufferizer:
             remark(PASS, op, f"reshape of {_shape(op.input_shape)} to {_shape(op.result_shape)} copies its "
                    f"operand: laid out as {src_t}, the dimensions it merges are not contiguous with each other, so no "
                    "strides give the result (numpy's reshape copies there too); to keep it a view, reshape before the "
-                   "transpose or slice, or merge only dimensions that stay contiguous")
+                   "transpose or slice, or merge only dimensions that stay contiguous", missed=True)
             self.replace(op, self.copy(op, source))
             return
         result_t = strided_memref(src_t.get_element_type(), op.result_shape, *found)

@@ -405,7 +405,8 @@ def _plan(first: affine.ForOp, block: Block) -> _Fusion | None:
         fusion = _first_step(first, block, c, nests)
     except Refused as why:
         producer = next(n for n in nests if nest_tag(n) in PRODUCERS)
-        remark(LoomFuseEpiloguePass.name, first, f"{_what(first)} not fused into {_nest_text(producer)}: {why}")
+        remark(LoomFuseEpiloguePass.name, first, f"{_what(first)} not fused into {_nest_text(producer)}: {why}",
+               missed=True)
         return None
     _extend(fusion)
     return fusion
@@ -835,7 +836,8 @@ def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> 
     except Refused as why:
         kept = str(why)
     if kept:
-        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {kept}")
+        remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} kept: {kept}",
+               missed=True)
         return
     _Rewriter(_Fusion(block, root, nests, [], analysis, {}))._drop_fill()  # type: ignore[arg-type]
     remark(LoomFuseEpiloguePass.name, producer, f"the zero fill of {value_name(root)} dropped, with no epilogue to "

@@ -136,7 +136,7 @@ class LoomFusePackPass(ModulePass):
                 why = self._fuse(copy)
                 if why:
                     remark(self.name, copy.nest, f"copy of {value_name(copy.source)} into "
-                           f"{value_name(copy.buffer)} left as it is: {why}")
+                           f"{value_name(copy.buffer)} left as it is: {why}", missed=True)
 
     def _fuse(self, copy: _Copy) -> str | None:
         """Fuse `copy` into its reader's first iteration; the reason it cannot, or None."""

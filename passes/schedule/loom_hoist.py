@@ -134,10 +134,11 @@ class LoomHoistPass(ModulePass):
                 if unknown is None and root is None and stored:
                     unknown = f"{value_name(op.memref)}, {unknown_origin(op.memref)}, may be a buffer the loop writes"
                 if unknown is not None:
-                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: {unknown}")
+                    remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: {unknown}",
+                           missed=True)
                 elif not (access_in_bounds(op) or provably_nonempty(loop)):
                     remark(self.name, op, f"{describe_access(op)} not hoisted out of loop %{iv_name(loop)}: "
-                           "its indices are not provably in bounds (the loop may not run)")
+                           "its indices are not provably in bounds (the loop may not run)", missed=True)
                 else:
                     hoist_before(op, loop)
                     moved.append(("load", f"load {describe_access(op)}"))
@@ -172,7 +173,8 @@ class LoomHoistPass(ModulePass):
             found = unknown if unknown is not None else _groups(loop, ops)
             if isinstance(found, str):
                 remark(self.name, invariant[0],
-                       f"{_describe(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}")
+                       f"{_describe(invariant[0])} not promoted to a register in loop %{iv_name(loop)}: {found}",
+                       missed=True)
                 continue
             groups.extend(found)
             promoted.extend(_describe(g[0]) for g in found)

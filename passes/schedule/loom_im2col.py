@@ -411,7 +411,7 @@ def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite:
         raise LoomError(f"{pass_name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
     for nest, conv in found:
         if isinstance(conv, str):
-            remark(pass_name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}")
+            remark(pass_name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}", missed=True)
         else:
             remark(pass_name, nest, rewrite(conv))
 

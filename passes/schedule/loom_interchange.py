@@ -108,7 +108,7 @@ class LoomInterchangePass(NestPass[list[affine.ForOp]]):
         order = tuple(self.order)
         before = describe_band(band[: len(order)])
         if order == tuple(range(len(order))):
-            remark(self.name, nest, f"band {before} kept: the order is the identity")
+            remark(self.name, nest, f"band {before} kept: the order is the identity", missed=True)
             return
         after = describe_band([band[o] for o in order])
         remark(self.name, nest, f"interchanged band {before} -> {after}")

@@ -119,7 +119,7 @@ class _Outliner:
         found = outline_inputs(nest, entry)
         if found is None:
             remark(PASS, nest, "nest left in its function: it reads a buffer that is neither an "
-                   "argument nor an allocation of the function (it might alias another)")
+                   "argument nor an allocation of the function (it might alias another)", missed=True)
             return None
         location, after = nest.location, nest.next_op
         assert after is not None  # the function's terminator, at least

@@ -228,7 +228,7 @@ class LoomPackPass(ModulePass):
         """A nest the options do not fit: an error when it was selected by name."""
         if self.op is not None:
             raise LoomError(f"{self.name}: {message}", nest)
-        remark(self.name, nest, f"skipped: {message}")
+        remark(self.name, nest, f"skipped: {message}", missed=True)
 
     def _plan(self, nest: affine.ForOp) -> _Plan | None:
         assert self.operand is not None and self.level is not None

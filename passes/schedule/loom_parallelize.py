@@ -120,7 +120,7 @@ class LoomParallelizePass(ModulePass):
             notes.append(f"%{iv_name(loop)}: {why}")
             stack.extend(reversed(_child_loops(loop)))
         if not chosen:
-            remark(self.name, nest, f"nest '{tag}' left serial: " + "; ".join(notes))
+            remark(self.name, nest, f"nest '{tag}' left serial: " + "; ".join(notes), missed=True)
         return chosen
 
     def _at_depth(self, nest: affine.ForOp, tag: str) -> list[affine.ForOp]:
@@ -131,7 +131,7 @@ class LoomParallelizePass(ModulePass):
             message = f"nest '{tag}' has no loop at depth {self.depth}"
             if self.op is not None:
                 raise LoomError(f"{self.name}: {message}", nest)
-            remark(self.name, nest, message)
+            remark(self.name, nest, message, missed=True)
             return []
         chosen, notes = [], []
         for loop in level:
@@ -143,7 +143,7 @@ class LoomParallelizePass(ModulePass):
         if not chosen and self.op is not None:
             raise LoomError(f"{self.name}: " + "; ".join(notes), nest)
         for note in notes:
-            remark(self.name, nest, note)
+            remark(self.name, nest, note, missed=True)
         return chosen
 
     def _why_not(self, loop: affine.ForOp) -> str | None:

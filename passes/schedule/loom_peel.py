@@ -127,7 +127,7 @@ class LoomPeelPass(NestPass[_Peeling]):
                 raise LoomError(f"{self.name}: cannot peel nest '{tag}': {why}", nest)
             return f"nest '{tag}' skipped: {why}"
         if not splits:
-            return f"nest '{tag}' left as it is: " + "; ".join(notes)
+            return f"nest '{tag}' left as it is: " + ("; ".join(notes) or f"sizes {list(sizes)}, nothing to peel")
         return splits, f"nest '{tag}' peeled for sizes {list(sizes)}: " + "; ".join(notes)
 
     def rewrite(self, nest: affine.ForOp, plan: _Peeling) -> None:

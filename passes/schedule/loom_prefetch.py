@@ -101,10 +101,11 @@ class LoomPrefetchPass(ModulePass):
         if not loads:
             return
         if any(isinstance(o, PrefetchOp) for o in ops):
-            remark(self.name, loop, f"loop %{iv_name(loop)} skipped: it already prefetches")
+            remark(self.name, loop, f"loop %{iv_name(loop)} skipped: it already prefetches", missed=True)
             return
         if constant_trip_count(loop) == 1:
-            remark(self.name, loop, f"loop %{iv_name(loop)} skipped: a single iteration, no next one to prefetch for")
+            remark(self.name, loop, f"loop %{iv_name(loop)} skipped: a single iteration, no next one to prefetch for",
+                   missed=True)
             return
         stored = {_address(o) for o in ops if isinstance(o, AFFINE_STORES)}
         delta = self.distance * step_of(loop)

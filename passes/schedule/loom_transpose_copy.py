@@ -115,7 +115,7 @@ class LoomTransposeCopyPass(ModulePass):
                 why = _refusal(copy, width)
                 if why:
                     remark(self.name, copy.outer, f"copy of {value_name(copy.load.memref)} into "
-                           f"{value_name(copy.store.memref)} left scalar: {why}")
+                           f"{value_name(copy.store.memref)} left scalar: {why}", missed=True)
                     continue
                 names = [loop.body.block.args[0].name_hint for loop in (copy.outer, copy.inner)]
                 what = (f"copy of {value_name(copy.load.memref)} into {value_name(copy.store.memref)}"

@@ -97,10 +97,10 @@ class LoomUnrollPass(NestPass[_Unrolling]):
         factor = self.factor
         if most is not None and most <= 1:
             many = f"{'' if trips is not None else 'at most '}{most} iteration{'s' * (most != 1)}"
-            remark(self.name, loop, f"{where} skipped: {many}, nothing to unroll")
+            remark(self.name, loop, f"{where} skipped: {many}, nothing to unroll", missed=True)
             return None
         if trips is None and len(loop.lowerBoundMap.data.results) > 1:
-            remark(self.name, loop, f"{where} skipped: its lower bound is a max of several expressions")
+            remark(self.name, loop, f"{where} skipped: its lower bound is a max of several expressions", missed=True)
             return None
         if most is not None and factor > most:
             factor = most

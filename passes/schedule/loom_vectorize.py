@@ -227,7 +227,7 @@ class LoomVectorizePass(NestPass[_Vectorizing]):
     def rewrite(self, nest: affine.ForOp, plans: _Vectorizing) -> None:
         for loop, words, plan in plans:
             if plan is None:
-                remark(self.name, loop, words)
+                remark(self.name, loop, words, missed=True)
             else:
                 summary = _Vectorizer(loop, plan).run()
                 remark(self.name, loop, f"{words} {summary}")

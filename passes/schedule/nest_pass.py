@@ -40,7 +40,7 @@ class NestPass(ModulePass, ABC, Generic[Plan]):
         raise_problems(self.name, self.option_problems())
         idle = self.nothing_to_do()
         if idle is not None:
-            remark(self.name, None, idle)
+            remark(self.name, None, idle, missed=True)
             return
         nests = select_nests(op, self.op, self.name)
         misfits = [self.misfit(nest) for nest in nests]
@@ -50,7 +50,7 @@ class NestPass(ModulePass, ABC, Generic[Plan]):
         plans = [self.plan(nest, why) for nest, why in zip(nests, misfits)]  # all checked before any change
         for nest, plan in zip(nests, plans):
             if isinstance(plan, str):
-                remark(self.name, nest, plan)
+                remark(self.name, nest, plan, missed=True)
             else:
                 self.rewrite(nest, plan)
 
