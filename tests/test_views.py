@@ -574,6 +574,44 @@ def test_jit_passes_a_transposed_view_without_a_copy(monkeypatch):
     np.testing.assert_array_equal(out, np.maximum(x @ w.T, 0))
 
 
+def _true_convolution(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """NCHW x FCHW convolution with the filter flipped (not torch's cross-correlation), in float64."""
+    windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), w.shape[2:], axis=(2, 3))
+    return np.einsum("nchwrs,fcrs->nfhw", windows, w[:, :, ::-1, ::-1].astype(np.float64))
+
+
+# Slices that reverse a dimension and keep the shape (the trace once took them for the
+# identity): (function, shapes of the arguments, numpy's result from the arguments)
+REVERSALS = {
+    "x[::-1]": (lambda x: x[::-1] * 2, [(3,)], lambda x: x[::-1] * 2),
+    "x[:, ::-1]": (lambda x: x[:, ::-1] + 0.0, [(3, 4)], lambda x: x[:, ::-1]),
+    "a[-1::-1]": (lambda a: a[-1::-1] * 1.0, [(4, 3)], lambda a: a[::-1]),
+    "a[::-1] @ w": (lambda a, w: a[::-1] @ w, [(5, 4), (4, 3)], lambda a, w: a[::-1] @ w),
+    "contiguous(a[::-1])": (lambda a: compiler.contiguous(a[::-1]), [(4, 3)], lambda a: a[::-1]),
+    "a[::-1][:2]": (lambda a: a[::-1][:2] + a[:2], [(4, 3)], lambda a: a[::-1][:2] + a[:2]),
+    "a[None, ::-1]": (lambda a: a[None, ::-1] * 1.0, [(4, 3)], lambda a: a[None, ::-1]),
+    "returned a[::-1, ::-1]": (lambda a: a[::-1, ::-1], [(4, 3)], lambda a: a[::-1, ::-1]),
+    "conv2d(x, w[:, :, ::-1, ::-1])": (lambda x, w: compiler.conv2d(x, w[:, :, ::-1, ::-1]),
+                                       [(2, 3, 6, 5), (4, 3, 3, 2)], _true_convolution),
+}
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", sorted(REVERSALS))
+def test_jit_reversing_slices_that_keep_the_shape(case, dtype, pipeline):
+    """`x[::-1]` has x's shape but not its elements: the trace records the slice (once it
+    recorded a slice only when the sizes changed, and `x[::-1] * 2` of [1, 2, 3] gave
+    [2, 4, 6]). Exact on small integers against numpy."""
+    fn, shapes, numpy_fn = REVERSALS[case]
+    rng = np.random.default_rng(12)
+    args = [small_ints(rng, s, dtype) for s in shapes]
+    assert "loom.slice" in compiler.jit(fn).lower(*args)
+    out = compiler.jit(fn, pipeline=pipeline)(*args)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, numpy_fn(*args))
+
+
 # --------------------------------------------------------------------------------------
 # The documented example: the 4x4 tile swap as one strided view
 # --------------------------------------------------------------------------------------

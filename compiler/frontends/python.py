@@ -539,7 +539,7 @@ def _index(t: Traced, index) -> Traced:
                   "(no arrays or booleans)", type_error=True)
         dim += 1
     result = t
-    if tuple(sizes) != t.shape:
+    if tuple(sizes) != t.shape or any(offsets) or any(step != 1 for step in strides):  # x[::-1] keeps the shape
         result = t._function.op(
             f"loom.slice {t.name} {{offsets = {_array_attr(offsets)}, sizes = {_array_attr(sizes)}, "
             f"strides = {_array_attr(strides)}}} : {t.type} -> {_tensor(sizes, t.dtype)}",
