@@ -2,6 +2,7 @@
 reused, small ones are not pooled; concurrent calls each get a buffer of their own;
 `clear()` frees what is parked."""
 
+import ctypes
 import threading
 
 import numpy as np
@@ -60,3 +61,22 @@ def test_small_temporaries_are_not_pooled():
     src = conv2d((1, 2, 6, 6), (3, 2, 3, 3), (1, 3, 6, 6), (1, 1), (1, 1), (1, 1), np.float32)
     llvm_ir = compiler.compile(src, pipeline="default", num_threads=1).llvm_ir
     assert "loom_take" not in llvm_ir and "@aligned_alloc(" in llvm_ir and "@free(" in llvm_ir
+
+
+def test_a_parked_buffer_is_handed_out_only_for_its_own_size():
+    """loom_take reuses a parked buffer only for a request of exactly its size: a larger
+    request handed it would write past its end, a smaller one would keep its bytes idle.
+    Driven through the pool's own functions, as a kernel calls them."""
+    take = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(pool.address("loom_take"))
+    give = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(pool.address("loom_give"))
+    size = 1 << 20
+    pool.clear()
+    parked = take(64, size)
+    assert parked
+    give(parked, size)
+    others = [(take(64, size + 64), size + 64), (take(64, size - 64), size - 64)]
+    assert all(p and p != parked for p, _ in others), "a parked buffer handed out for another size"
+    assert take(64, size) == parked, "the parked buffer not reused for its own size"
+    for p, n in [*others, (parked, size)]:
+        give(p, n)
+    assert pool.clear() == 3
