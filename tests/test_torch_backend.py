@@ -14,7 +14,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import compiler as loom  # noqa: E402
-from compiler import torchfx  # noqa: E402
+from compiler.frontends import torch_fx as torchfx  # noqa: E402
 
 nn = torch.nn
 EPS32 = float(np.finfo(np.float32).eps)
