@@ -282,6 +282,63 @@ def test_long_chains_stop_at_the_limit():
     assert_within_bound(kern(*args), compiler.reference(src, *args), 9 + len(steps), np.float32)
 
 
+def neighbours_source(n, step):
+    """A producer nest (hand-written, tagged "matmul") whose iteration %j accumulates
+    column j of %a into both C[j] and C[j + 1], %j stepping by `step`, then C + d: with
+    step 1 neighbouring iterations both write C[j + 1] (the written window, 2 elements,
+    is one more than the step), with step 2 they write elements apart."""
+    t, ta = f"memref<{n}xf32>", f"memref<4x{n}xf32>"
+    return f"""func.func @neighbours(%a: {ta}, %d: {t}, %r: {t}) {{
+  %c = memref.alloc() : {t}
+  %zero = arith.constant 0.0 : f32
+  affine.for %i = 0 to {n} {{
+    affine.store %zero, %c[%i] : {t}
+  }} {{loom.tag = "matmul.init"}}
+  affine.for %j = 0 to {n - 1} step {step} {{
+    affine.for %k = 0 to 4 {{
+      %x = affine.load %a[%k, %j] : {ta}
+      %z0 = affine.load %c[%j] : {t}
+      %s0 = arith.addf %z0, %x : f32
+      affine.store %s0, %c[%j] : {t}
+      %z1 = affine.load %c[%j + 1] : {t}
+      %s1 = arith.addf %z1, %x : f32
+      affine.store %s1, %c[%j + 1] : {t}
+    }}
+  }} {{loom.tag = "matmul"}}
+  affine.for %i = 0 to {n} {{
+    %v = affine.load %c[%i] : {t}
+    %w = affine.load %d[%i] : {t}
+    %s = arith.addf %v, %w : f32
+    affine.store %s, %r[%i] : {t}
+  }} {{loom.tag = "add"}}
+  memref.dealloc %c : {t}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("step, fuses", [(1, False), (2, True)])
+def test_iterations_that_share_an_element_are_not_fused(step, fuses):
+    """The iterations of a loop write different elements only when what one writes spans
+    less than its step: with step 1, iteration j's C[j + 1] is rewritten by iteration
+    j + 1, so that neither the epilogue (at the last write) nor a zero at the first read
+    may be placed by iteration; both refused, the result exact. With step 2 they are
+    apart: fused, exact too."""
+    n = 10
+    kern = compiler.compile(neighbours_source(n, step), pipeline="loom-fuse-epilogue", remarks=True)
+    assert bool(fused(kern)) == fuses, kern.remarks
+    if not fuses:
+        assert any("cannot tell that the iterations of loop %j write different elements of %c" in r
+                   for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(7)
+    a, d = small_ints(rng, (4, n), np.float32), small_ints(rng, (n,), np.float32)
+    want = d.astype(np.float64)
+    for j in range(0, n - 1, step):
+        want[j : j + 2] += a[:, j].sum(dtype=np.float64)
+    r = np.full(n, np.nan, np.float32)
+    kern(a, d, r)
+    np.testing.assert_array_equal(r, want)
+
+
 @settings(max_examples=50)
 @given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
 def test_operand_views_reach_what_numpy_reshape_does(shape, data):
