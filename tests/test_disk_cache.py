@@ -35,6 +35,7 @@ from compiler.jit import loader
 from compiler.jit.disk_cache import CacheWarning, SourceState, disk_cache
 from passes.support.diagnostics import LoomError
 from compiler.measure.runner import random_inputs
+from passes.support import session
 
 ROOT = Path(__file__).parent.parent
 TESTS = Path(__file__).parent
@@ -56,9 +57,10 @@ def relu(n: int, name: str = "k") -> str:
             f"  %r = loom.relu %a : tensor<{n}xf32>\n  func.return %r : tensor<{n}xf32>\n}}\n")
 
 
-#: the check that Loom's sources did not change under the process (the `disk` fixture
-#: turns it off: the tree may be edited while the suite runs; it has tests of its own)
+#: the checks that Loom's sources did not change under the process (the `disk` fixture
+#: turns them off: the tree may be edited while the suite runs; they have tests of their own)
 SOURCES_UNCHANGED = SourceState.unchanged
+SOURCES_AS_IMPORTED = SourceState.as_imported
 
 
 @pytest.fixture
@@ -68,6 +70,7 @@ def disk(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("LOOM_CACHE_MAX_BYTES", raising=False)
     monkeypatch.setattr(SourceState, "unchanged", lambda self: True)
+    monkeypatch.setattr(SourceState, "as_imported", lambda self: True)
     disk_cache.reset()
     driver.kernel_cache.clear()
     yield tmp_path / "cache" / "kernels"
@@ -475,32 +478,90 @@ def test_the_sources_digest_sees_every_edit(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("")
     edited = package / "schedule" / "tile.py"
     edited.write_text("TILE = 8\n")
-    monkeypatch.setattr(cache, "IMPORTED_AT_NS", time.time_ns())  # as if Loom were imported now
-    before = SourceState([package])
+    roots = [str(package)]
+    monkeypatch.setattr(session, "IMPORTED_SOURCES", session.stamp(session.source_files(roots)))  # imported now
+    before = SourceState(roots)
     assert before.unchanged()
     stat = edited.stat()
     edited.write_text("TILE = 9\n")  # the same size
     os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime: only the contents differ
-    assert SourceState([package]).digest != before.digest
+    assert SourceState(roots).digest != before.digest
     edited.write_text("TILE = 16\n")
-    assert not before.unchanged()
+    assert not before.unchanged() and not SourceState(roots).as_imported()
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # an older mtime (cp -p, rsync -a): the size differs
+    assert not before.unchanged() and not SourceState(roots).as_imported()
     (package / "schedule" / "new.py").write_text("")
-    assert SourceState([package]).digest != before.digest
-    monkeypatch.setattr(cache, "IMPORTED_AT_NS", 0)  # every file newer than the import: it may run old code
-    assert not SourceState([package]).unchanged()
+    assert SourceState(roots).digest != before.digest and not SourceState(roots).as_imported()
 
 
-def test_a_process_older_than_loom_s_sources_stores_nothing(disk, monkeypatch):
+def test_a_process_whose_sources_changed_neither_reads_nor_stores(disk, monkeypatch):
+    compiler.compile(relu(14))
+    monkeypatch.setattr(SourceState, "as_imported", SOURCES_AS_IMPORTED)
     monkeypatch.setattr(SourceState, "unchanged", SOURCES_UNCHANGED)
-    monkeypatch.setattr(cache, "IMPORTED_AT_NS", 0)
-    kernel = compiler.compile(relu(14))
+    monkeypatch.setattr(session, "IMPORTED_SOURCES", ())  # as if imported before every file was written
+    disk_cache.reset()
+    driver.kernel_cache.clear()
+    with pytest.warns(CacheWarning, match="source files changed since this process imported them"):
+        kernel = compiler.compile(relu(14))
     x = np.linspace(-1, 1, 14, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x), np.maximum(x, 0))
-    assert entries(disk) == [] and disk_cache.stats["stored"] == 0
+    assert len(entries(disk)) == 1 and disk_cache.stats == {}  # the entry there neither loaded nor replaced
+    compiler.compile(relu(15))
+    assert len(entries(disk)) == 1 and disk_cache.stats == {}
+
+
+#: import Loom (its sources as argv[1] holds them), let argv[1]'s copy of Loom be edited,
+#: the edited code compile and store the kernel in another process, then compile it here
+_EDITED_UNDER_ME = """
+import json, os, subprocess, sys, warnings
+import numpy as np
+import compiler
+from compiler import driver  # Loom as it is now
+from compiler.jit.disk_cache import disk_cache
+
+package, source = sys.argv[1], sys.argv[2]
+assert compiler.__file__.startswith(package)
+edited = os.path.join(package, "passes", "schedule", "loom_tile.py")
+stat = os.stat(edited)
+with open(edited, "a") as f:
+    f.write("# edited\\n")
+os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as rsync -a leaves it: an older mtime
+other = subprocess.run([sys.executable, "-c", "import compiler, sys; compiler.compile(sys.argv[1])", source],
+                       capture_output=True, text=True)
+assert other.returncode == 0, other.stderr
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    kernel = compiler.compile(source)
+x = np.linspace(-1, 1, 14, dtype=np.float32)
+assert (kernel(x) == np.maximum(x, 0)).all()
+print(json.dumps({"stats": dict(disk_cache.stats), "module": type(kernel._module).__name__,
+                  "entries": len(os.listdir(os.environ["LOOM_CACHE_DIR"] + "/kernels")),
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def test_a_kernel_built_from_sources_edited_after_the_import_is_not_loaded(tmp_path):
+    """A process that imported Loom, then saw its sources edited (even keeping an older
+    mtime), does not load the kernel another process built from the edited sources: its
+    keys would name code it does not run."""
+    import shutil
+
+    package = tmp_path / "loom"
+    for name in session.PACKAGES:
+        shutil.copytree(ROOT / name, package / name, ignore=shutil.ignore_patterns("__pycache__"))
+    environment = {**os.environ, "LOOM_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(package)}
+    environment.pop("LOOM_CACHE_MAX_BYTES", None)
+    done = subprocess.run([sys.executable, "-c", _EDITED_UNDER_ME, str(package), relu(14)], capture_output=True,
+                          text=True, env=environment, cwd=tmp_path, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+    assert run["entries"] >= 1  # the other process stored the kernel (and the pool, where it needed it)
+    assert "hit" not in run["stats"] and run["module"] == "JITModule", run
+    assert any("source files changed since this process imported them" in w for w in run["warnings"]), run
 
 
 def test_the_package_roots_are_the_imported_ones():
-    roots = {p.name: p for p in cache.package_roots()}
+    roots = {Path(p).name: Path(p) for p in session.package_roots()}
     assert roots == {"compiler": ROOT / "compiler", "passes": ROOT / "passes", "dialects": ROOT / "dialects"}
 
 

@@ -15,9 +15,11 @@ edited pass never serves stale code), xDSL's and llvmlite's (LLVM's) versions, t
 CPUID facts LLVM's host CPU name and features come from), the cache sizes and thread
 count the default pipeline plans for, whether libgomp is there, and compile()'s
 arguments (the source text, filename, entry, pipeline, num_threads, remarks, stages)
-with `LOOM_TARGET`. A process stores nothing once a source file of Loom is newer than
-its import of Loom (it may be running the old code: its kernels would be filed under
-the new code's key).
+with `LOOM_TARGET`. The digest is of the files as this process imported them: where
+one changed since (its size or mtime, what Python itself checks: `session.IMPORTED_SOURCES`),
+the process may run the old code while the files describe the new, and it neither loads
+another process's kernels (built from the new code) nor stores its own (they would be
+filed under the new code's key): the disk cache is off in it, with a warning.
 
 An entry (`kernels/<key>.loom`) holds: a magic line, a JSON header (the key, the
 kernel's interface: entry, argument specs, flops, pipeline, threads, remarks, target
@@ -61,7 +63,7 @@ from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel,
 from compiler.version import __version__
 from passes.support import target
 from passes.support.diagnostics import LoomError
-from passes.support.session import IMPORTED_AT_NS
+from passes.support import session
 
 if TYPE_CHECKING:
     from compiler.jit.engine import JITModule
@@ -73,8 +75,6 @@ _SUFFIX = ".loom"
 DEFAULT_MAX_BYTES = 256 << 20
 #: a temporary file older than this is a crashed writer's, removed by the next eviction
 _STALE_TEMPORARY_S = 3600
-#: the packages whose sources make the machine code
-_PACKAGES = ("compiler", "passes", "dialects")
 #: the /proc/cpuinfo fields that say which CPU this is and what it can do (x86, Arm, RISC-V)
 _CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags", "CPU implementer",
                "CPU architecture", "CPU variant", "CPU part", "CPU revision", "Features", "isa", "uarch")
@@ -109,64 +109,30 @@ class SourceState:
     """Loom's source files: a digest of their contents (part of every key), and their
     sizes and mtimes, to see cheaply whether any changed since."""
 
-    def __init__(self, roots: list[Path]):
+    def __init__(self, roots: list[str]):
         import hashlib
 
         digest = hashlib.sha256()
-        self.roots = roots
-        self.newest_ns = 0
+        self.files = session.source_files(roots)
         stamp = []
-        for name, path in self.files(roots):
+        for name, path in self.files:
             with open(path, "rb") as f:
                 data = f.read()
                 st = os.fstat(f.fileno())
-            self.newest_ns = max(self.newest_ns, st.st_mtime_ns)
             stamp.append((path, st.st_size, st.st_mtime_ns))
             digest.update(f"{name}\0{len(data)}\0".encode())
             digest.update(data)
         self.digest = digest.hexdigest()
         self.stamp = tuple(stamp)
 
-    @staticmethod
-    def files(roots: list[Path]) -> list[tuple[str, str]]:
-        """(name within its package, path) of every .py file under `roots`, in a fixed order."""
-        found = []
-        for root in roots:
-            for folder, subfolders, names in os.walk(root):
-                subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-                where = Path(folder).relative_to(root.parent).as_posix()
-                found += [(f"{where}/{n}", os.path.join(folder, n)) for n in sorted(names) if n.endswith(".py")]
-        return found
-
-    @classmethod
-    def stat_stamp(cls, roots: list[Path]) -> tuple:
-        """(path, size, mtime) of every source file: what an edit changes."""
-        stamp = []
-        for _name, path in cls.files(roots):
-            st = os.stat(path)
-            stamp.append((path, st.st_size, st.st_mtime_ns))
-        return tuple(stamp)
+    def as_imported(self) -> bool:
+        """The files read are those this process imported (`session.IMPORTED_SOURCES`):
+        the digest describes the code it runs."""
+        return self.stamp == session.IMPORTED_SOURCES
 
     def unchanged(self) -> bool:
-        """No source file changed since the digest, nor since this process imported Loom
-        (`passes.support.session.IMPORTED_AT_NS`)."""
-        return self.newest_ns <= IMPORTED_AT_NS and self.stat_stamp(self.roots) == self.stamp
-
-
-def package_roots() -> list[Path]:
-    """The folders of Loom's packages, as this process imports them."""
-    import importlib.util
-    import sys
-
-    roots = []
-    for name in _PACKAGES:
-        module = sys.modules.get(name)
-        locations = getattr(module, "__path__", None) if module else None
-        if locations is None:
-            spec = importlib.util.find_spec(name)
-            locations = spec.submodule_search_locations if spec else None
-        roots += [Path(p) for p in locations or ()]
-    return roots
+        """No source file changed since this process imported Loom, digest included."""
+        return self.as_imported() and session.stamp(self.files) == self.stamp
 
 
 def cpu_identity() -> str:
@@ -248,7 +214,7 @@ class Fingerprint:
         import llvmlite
         import xdsl
 
-        self.sources = SourceState(package_roots())
+        self.sources = SourceState(session.package_roots())
         self.text = "\n".join([
             f"loom kernel cache format {FORMAT}",
             f"loom {__version__} sources {self.sources.digest}",
@@ -479,10 +445,17 @@ class DiskCache:
     # ----------------------------------------------------------------- keys
 
     def fingerprint(self) -> Fingerprint:
-        """This process's `Fingerprint`, made at the first call."""
+        """This process's `Fingerprint`, made at the first call. Where Loom's source files
+        are no longer those this process imported, its keys would name code it does not
+        run: the disk cache is off (with a warning)."""
         with self._lock:
             if self._fingerprint is None:
                 self._fingerprint = Fingerprint()
+                if not self._fingerprint.sources.as_imported():
+                    self.disabled = True
+                    self.warn("Loom's source files changed since this process imported them: its kernels may not "
+                              "be what they compile to now, so the kernel cache is off in this process (a new "
+                              "process uses it)")
             return self._fingerprint
 
     def key(self, kind: str, *parts) -> str:

@@ -24,26 +24,81 @@ to open saves both settings and changes them; the last to close restores them. A
 session that restored its own saved values while another was still open would take the
 recursion room from under it.
 
-`IMPORTED_AT_NS` is when this process imported Loom: this module comes with `LoomError`
-(passes/support/diagnostics.py), before any of Loom's code that works on IR or kernels
-runs. A source file of Loom newer than that may not be the code the process runs, and
-then compiler/jit/disk_cache.py files no kernel on disk.
+`IMPORTED_SOURCES` is Loom's source files as this process imported them: the path, size and
+mtime of each .py file of its packages (compiler/, passes/, dialects/), taken when this
+module is imported, with `LoomError` (passes/support/diagnostics.py), before any of Loom's
+code that works on IR or kernels runs (1 to 2 ms for ~80 files). Python decides by the
+same size and mtime whether a module's compiled copy is current, so a file whose stamp
+changed since may not be the code the process runs: compiler/jit/disk_cache.py then
+neither reads nor files a kernel on disk.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.util
+import os
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Python's recursion limit while a session is open (see the module's docstring)
 RECURSION_LIMIT = 20_000
 
-#: when this process imported Loom (see the module's docstring)
-IMPORTED_AT_NS = time.time_ns()
+#: the packages whose sources make Loom's machine code
+PACKAGES = ("compiler", "passes", "dialects")
+
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def package_roots() -> list[str]:
+    """The folders of Loom's packages, as this process imports them (found without
+    importing them)."""
+    roots = []
+    for name in PACKAGES:
+        module = sys.modules.get(name)
+        locations = getattr(module, "__path__", None) if module else None
+        if locations is None:
+            spec = importlib.util.find_spec(name)
+            locations = spec.submodule_search_locations if spec else None
+        roots += list(locations or ())
+    return roots
+
+
+def source_files(roots: list[str]) -> list[tuple[str, str]]:
+    """(name within its package's parent, path) of every .py file under `roots`, in a
+    fixed order (names sorted, folder by folder; __pycache__ left out)."""
+    found: list[tuple[str, str]] = []
+
+    def walk(folder: str, where: str) -> None:
+        with os.scandir(folder) as listing:
+            items = sorted(listing, key=lambda item: item.name)
+        for item in items:
+            if item.name.endswith(".py") and item.is_file():
+                found.append((f"{where}/{item.name}", item.path))
+            elif item.name != "__pycache__" and item.is_dir():
+                walk(item.path, f"{where}/{item.name}")
+
+    for root in roots:
+        walk(root, os.path.basename(root))
+    return found
+
+
+def stamp(files: list[tuple[str, str]]) -> Stamp:
+    """(path, size, mtime) of each of `files` (a file gone: size -1): what an edit changes."""
+    out = []
+    for _name, path in files:
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, 0))
+    return tuple(out)
+
+
+#: Loom's sources as this process imported them (see the module's docstring)
+IMPORTED_SOURCES: Stamp = stamp(source_files(package_roots()))
 
 _lock = threading.Lock()
 _open = 0
