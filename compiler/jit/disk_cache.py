@@ -28,7 +28,11 @@ object file, the IR texts zlib-compressed (LLVM IR before and after O3, and with
 stages=True each pass's output), and the SHA-256 of all of it. Nothing is unpickled:
 an entry is data, read back into a Kernel field by field. An entry that is truncated,
 corrupted, of another format or filed under another key is ignored (and replaced by the
-next compile), never loaded.
+next compile, with a `CacheWarning`), never loaded; so is one whose object file
+compiler/jit/loader.py refuses: the only loader an entry meets checks every table of
+the object before reading through it, so that even a whole, checksummed entry with a
+broken object raises there and never crashes the process. Only objects that loader
+takes are filed (on x86-64; elsewhere the disk cache keeps no machine code).
 
 Safety. The directory must belong to the user and be writable by no one else (it is
 made so: mode 0700, entries 0600); otherwise, or where it cannot be made or written,
@@ -54,8 +58,6 @@ import warnings
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from compiler.jit import loader
@@ -64,9 +66,6 @@ from compiler.version import __version__
 from passes.support import target
 from passes.support.diagnostics import LoomError
 from passes.support import session
-
-if TYPE_CHECKING:
-    from compiler.jit.engine import JITModule
 
 FORMAT = 1
 _MAGIC = b"LOOMKC1\n"
@@ -94,7 +93,13 @@ def cache_dir() -> Path:
 
 
 #: what a header that does not describe a loadable entry raises while it is read back
-_UNUSABLE = (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, LoomError, zlib.error)
+_UNUSABLE = (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, OSError, LoomError,
+             zlib.error, loader.Unsupported)
+
+
+def unusable(error: Exception) -> str:
+    """Why an entry could not be used, from what reading it back raised."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 class CacheWarning(UserWarning):
@@ -290,31 +295,32 @@ def _texts(sections: dict[str, bytes]) -> dict[str, str]:
     return {name: zlib.decompress(data).decode() for name, data in sections.items() if name != "object"}
 
 
-def _load_code(header: dict, obj: bytes, optimized_ir: str) -> loader.LoadedModule | JITModule:
-    """The machine code of an entry: by compiler.jit.loader, else (an object it does not
-    take) by LLVM."""
+def _load_code(header: dict, obj: bytes, optimized_ir: str) -> loader.LoadedModule:
+    """The machine code of an entry, by compiler.jit.loader: the only loader a cached
+    object meets (it checks every table of the object before it reads through it; LLVM's
+    trusts its input, and a malformed file crashed it)."""
     symbols = {str(k): str(v) for k, v in header["symbols"].items()}
+    return loader.load(obj, symbols, optimized_ir, str(header["cpu"]))
+
+
+def _loadable(obj: bytes) -> bool:
+    """Whether compiler.jit.loader takes `obj`: what an entry may hold (elsewhere than
+    x86-64, nothing: the disk cache keeps no machine code there)."""
     try:
-        return loader.load(obj, symbols, optimized_ir, str(header["cpu"]))
-    except loader.Unsupported:
-        from compiler.jit.engine import load_object  # LLVM: imported only for such an object
-
-        return load_object(obj, symbols, optimized_ir)
-
-
-def _is_elf(obj: bytes) -> bool:
-    """Whether `obj` is an ELF object file, what both loaders read."""
-    return obj[:4] == b"\x7fELF"
+        loader.validate(obj)
+    except (loader.Unsupported, loader.Malformed):
+        return False
+    return True
 
 
 def kernel_entry(kernel: Kernel) -> tuple[dict, dict[str, bytes]] | None:
-    """The header and sections of `kernel`'s entry; None for one whose machine code is
-    not an ELF object (what the loaders read)."""
+    """The header and sections of `kernel`'s entry; None for one whose machine code
+    compiler.jit.loader does not take."""
     import json
 
     module = kernel._module
     obj = getattr(module, "object_code", b"")
-    if not _is_elf(obj):
+    if not _loadable(obj):
         return None
     sites = {str(k): [s.function, s.name, s.type, s.nbytes, s.location] for k, s in kernel.allocation_sites.items()}
     header = {
@@ -485,7 +491,7 @@ class DiskCache:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-                    self.stats["rejected"] += 1
+                    self.reject(key, "another user's file")
                     return None
                 data = f.read()
         except OSError:
@@ -493,8 +499,8 @@ class DiskCache:
             return None
         try:
             entry = decode(key, data)
-        except (ValueError, TypeError):
-            self.stats["rejected"] += 1
+        except _UNUSABLE as e:
+            self.reject(key, unusable(e))
             return None
         try:
             os.utime(path)  # used now: the last entry eviction removes
@@ -510,11 +516,34 @@ class DiskCache:
             return None
         try:
             kernel = kernel_from_entry(*entry)
-        except _UNUSABLE:
-            self.stats["rejected"] += 1
+        except _UNUSABLE as e:
+            self.reject(key, unusable(e))
             return None
         self.stats["hit"] += 1
         return kernel
+
+    def load_runtime(self, key: str) -> loader.LoadedModule | None:
+        """The machine code of runtime module entry `key` (`runtime_code`'s), loaded, or
+        None (a miss, a rejected entry)."""
+        entry = self.read(key)
+        if entry is None:
+            return None
+        header, sections = entry
+        try:
+            if header.get("kind") != "runtime":
+                raise ValueError("not a runtime module's entry")
+            module = _load_code(header, sections["object"], "")
+        except _UNUSABLE as e:
+            self.reject(key, unusable(e))
+            return None
+        self.stats["hit"] += 1
+        return module
+
+    def reject(self, key: str, why: str) -> None:
+        """Count entry `key` rejected (the caller compiles the kernel again and files it
+        anew), with a CacheWarning that says why."""
+        self.stats["rejected"] += 1
+        self.warn(f"the kernel cache's entry {key[:16]}... cannot be used ({why}): it is compiled again and replaced")
 
     # ----------------------------------------------------------------- write
 
@@ -621,21 +650,13 @@ def runtime_code(name: str, ir: str):
     copy per call: read from the disk cache where it is there, else compiled at O3 and
     filed there. Call with compiler.jit.loader.LOCK held."""
     key = disk_cache.key("runtime", name, ir) if disk_cache.folder() is not None else None
-    entry = disk_cache.read(key) if key is not None else None
-    if entry is not None:
-        header, sections = entry
-        try:
-            if header.get("kind") != "runtime":
-                raise ValueError("not a runtime module's entry")
-            module = _load_code(header, sections["object"], "")
-            disk_cache.stats["hit"] += 1
-            return module
-        except _UNUSABLE:
-            disk_cache.stats["rejected"] += 1
+    module = disk_cache.load_runtime(key) if key is not None else None
+    if module is not None:
+        return module
     from compiler.jit.engine import compile_ir  # LLVM: imported only where the entry is missing
 
     module = compile_ir(ir)
-    if key is not None and _is_elf(module.object_code):
+    if key is not None and _loadable(module.object_code):
         disk_cache.write(key, {"kind": "runtime", "cpu": module.cpu, "symbols": module.symbols},
                          {"object": module.object_code})
     return module

@@ -7,7 +7,6 @@ vectorization on), then compiled by an MCJIT engine of its own.
     optimize(ir_text) -> str          the optimized IR, for tests and --remarks
     assembly(ir_text) -> str          the host's assembly of the optimized IR (loom-opt -t asm)
     compile_ir(ir_text) -> JITModule  .function_address(name), .optimized_ir, .asm(), .cpu
-    load_object(obj, symbols) -> JITModule  an object file made before (the disk cache's)
 
 A module's machine code lives as long as its `JITModule` (a `Kernel` holds one): when the
 JITModule is garbage, its engine, and with it the code and LLVM's copy of the module, is
@@ -323,28 +322,4 @@ def compile_ir(llvm_ir: str, timings: Timings | None = None) -> JITModule:
         unresolved = [n for n in undefined_symbols(obj) if not llvm.address_of_symbol(n)]
         if unresolved:  # linked against null: never hand out an address into it
             raise LoomError(f"JIT: the compiled code needs symbols found nowhere: {', '.join(unresolved)}")
-        return jit_module
-
-
-def load_object(obj: bytes, symbols: dict[str, str], optimized_ir: str = "") -> JITModule:
-    """A JITModule of object file `obj`, made for this host before (what the disk cache
-    keeps, where compiler.jit.loader cannot load it): linked by an MCJIT engine of its own
-    against the external symbols a compile would use. `symbols` maps each exported
-    function's name (as the IR writes it) to its symbol in the object."""
-    if obj[:4] != b"\x7fELF":  # undefined_symbols reads ELF only: nothing may link against a missing symbol
-        raise LoomError("JIT: only ELF object files are loaded")
-    with _lock:
-        _free_retired()
-        host = _get_host()
-        needed = undefined_symbols(obj)
-        _resolve_symbols(needed)
-        unresolved = [n for n in needed if not llvm.address_of_symbol(n)]
-        if unresolved:
-            raise LoomError(f"JIT: the machine code needs symbols found nowhere: {', '.join(unresolved)}")
-        mod = llvm.parse_assembly("")
-        mod.triple = host.target_machine.triple
-        engine = llvm.create_mcjit_compiler(mod, host.new_target_machine())
-        jit_module = JITModule(engine, optimized_ir, dict(symbols), obj, host.cpu)  # frees the engine when dropped
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
         return jit_module

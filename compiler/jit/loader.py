@@ -9,10 +9,18 @@ one object: map its allocated sections (code read+execute, constants read-only, 
 read+write, each on pages of its own), write each relocation's value, look the entry
 points up in its symbol table. That costs a fraction of a millisecond; LLVM's way
 (import llvmlite.binding, an execution engine, `add_object_file`) costs 20 to 30 ms,
-more than the whole budget of a cache hit. An object this loader cannot take (another
-machine or format, a relocation or section kind it does not know) raises `Unsupported`,
-and the cache loads it through LLVM instead (`compiler.jit.engine.load_object`).
+more than the whole budget of a cache hit.
 
+It is also the only loader a cached object meets. LLVM's trusts its input: an object
+whose header names another class, byte order or machine, or whose tables point outside
+it, crashed the process. This one reads the object in Python and checks every table
+before it reads through it (`_Object`): the header against what a compiler writes, the
+sections within the file and apart, the symbol and string tables, each relocation's
+kind, symbol and place. An object it cannot take raises `Unsupported` (another machine
+or format, a relocation or section kind it does not know) or `Malformed` (anything
+broken), and the cache compiles the kernel again.
+
+    validate(obj)                               whether load() would take it (raises if not)
     load(obj, symbols, ...) -> LoadedModule    .function_address(name), like a JITModule
     symbol_address(name) -> int | None          an external symbol: one registered, the
                                                 process (libc, libm), libgomp, libgcc_s
@@ -53,27 +61,31 @@ _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
 
 _ET_REL, _EM_X86_64 = 1, 62
-_SHT_PROGBITS, _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 4, 8, 9
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOTE, _SHT_NOBITS, _SHT_REL = 1, 2, 3, 4, 7, 8, 9
 _SHT_X86_64_UNWIND = 0x70000001  # .eh_frame: unwind tables, which no kernel needs (nothing unwinds through one)
 _SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR, _SHF_TLS = 0x1, 0x2, 0x4, 0x400
+#: the section flags a compiler writes into such an object: those above, mergeable
+#: constants and strings, a relocation section's link to its target, x86-64's large sections
+_SHF_KNOWN = _SHF_WRITE | _SHF_ALLOC | _SHF_EXECINSTR | _SHF_TLS | 0x10 | 0x20 | 0x40 | 0x10000000
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS = 0, 0xFF00, 0xFFF1
 _STT_SECTION = 3
-#: the relocations this loader applies: R_X86_64_64 (S + A), R_X86_64_PC32 and
-#: R_X86_64_PLT32 (S + A - P, 32-bit: within the object's own mapping), R_X86_64_PC64
+#: the relocations this loader applies, and the bytes each writes: R_X86_64_64 (S + A),
+#: R_X86_64_PC32 and R_X86_64_PLT32 (S + A - P, 32-bit: within the object's own mapping),
+#: R_X86_64_PC64
 _R_64, _R_PC32, _R_PLT32, _R_PC64 = 1, 2, 4, 24
+_WIDTH = {_R_64: 8, _R_PC64: 8, _R_PC32: 4, _R_PLT32: 4}
 _PAGE = mmap.PAGESIZE
 _MAX_BYTES = 1 << 30  # no kernel's sections come near: a table that says so is broken
 
 
 class Unsupported(Exception):
-    """A well-formed object this loader does not load (LLVM's loader may): not an ELF64
-    x86-64 relocatable object, or one with a section or relocation kind it does not
-    handle."""
+    """A well-formed object this loader does not load: not an ELF64 x86-64 relocatable
+    object, or one with a section or relocation kind it does not handle."""
 
 
 class Malformed(ValueError):
-    """An ELF64 x86-64 object whose tables point outside it or contradict each other:
-    loaded by no one (LLVM's loader is not given it: it trusts its input)."""
+    """An ELF64 x86-64 object whose tables point outside it, overlap or contradict each
+    other, or hold values no compiler writes: loaded by no one."""
 
 
 # --------------------------------------------------------------------------- external symbols
@@ -170,40 +182,98 @@ def _pages_for(size: int) -> int:
 
 
 class _Object:
-    """The parts of an ELF64 x86-64 relocatable object the loader uses, checked for bounds."""
+    """An ELF64 x86-64 relocatable object, every table checked before anything is read
+    through it: the header holds what a compiler writes for such an object; the section
+    table, each section's bytes, the header and one another lie within the file without
+    overlapping; the symbol table and its string table are whole, each symbol's name
+    ends within the strings and each defined symbol lies within its section; each
+    relocation names a symbol of the table, is of a kind this loader applies and writes
+    within its section. Malformed where any check fails (whatever struct or indexing
+    would raise included), Unsupported for another kind of object."""
 
     def __init__(self, data: bytes):
+        try:
+            self._read(data)
+        except (struct.error, IndexError) as e:
+            raise Malformed(str(e)) from None
+
+    def _read(self, data: bytes) -> None:
         if len(data) < _ELF_HEADER.size or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             raise Unsupported("not a 64-bit little-endian ELF object")
-        header = _ELF_HEADER.unpack_from(data)
-        e_type, e_machine, shoff, shentsize, shnum = header[1], header[2], header[6], header[11], header[12]
-        if e_type != _ET_REL or e_machine != _EM_X86_64:
-            raise Unsupported(f"not an x86-64 relocatable object (type {e_type}, machine {e_machine})")
-        if shentsize != _SECTION.size or shoff + shnum * shentsize > len(data):
+        (ident, e_type, machine, version, entry, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize, shnum,
+         shstrndx) = _ELF_HEADER.unpack_from(data)
+        if e_type != _ET_REL or machine != _EM_X86_64:
+            raise Unsupported(f"not an x86-64 relocatable object (type {e_type}, machine {machine})")
+        if ident[6] != 1 or any(ident[7:]) or version != 1 or entry or phoff or flags or phentsize or phnum \
+                or ehsize != _ELF_HEADER.size:
+            raise Malformed("an ELF header no compiler writes for a relocatable object")
+        if shentsize != _SECTION.size or not 0 < shstrndx < shnum < _SHN_LORESERVE or shoff % 8 \
+                or shoff < _ELF_HEADER.size or shoff + shnum * shentsize > len(data):
             raise Malformed("the section table lies outside the file")
         self.data = data
         self.sections = [_SECTION.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
-        for _name, kind, _flags, _addr, offset, size, *_ in self.sections:
-            if kind != _SHT_NOBITS and offset + size > len(data):
-                raise Malformed("a section lies outside the file")
-        symtabs = [s for s in self.sections if s[1] == _SHT_SYMTAB]
+        if any(self.sections[0]):
+            raise Malformed("section 0 is not the null section")
+        spans = [(0, _ELF_HEADER.size), (shoff, shoff + shnum * shentsize)]
+        for i, (_name, kind, sh_flags, address, offset, size, link, _info, align, _entsize) in \
+                enumerate(self.sections[1:], 1):
+            if address or align & (align - 1) or sh_flags & ~_SHF_KNOWN or link >= shnum:
+                raise Malformed(f"section {i} has an address, alignment, flags or link no compiler writes")
+            if kind != _SHT_NOBITS and size:
+                if offset + size > len(data) or (align and offset % align):
+                    raise Malformed(f"section {i} lies outside the file")
+                spans.append((offset, offset + size))
+        spans.sort()
+        if any(end > start for (_, end), (start, _) in zip(spans, spans[1:])):
+            raise Malformed("sections overlap")
+        self._check_names(self.sections[shstrndx], [s[0] for s in self.sections], "section")
+        symtabs = [i for i, s in enumerate(self.sections) if s[1] == _SHT_SYMTAB]
         if len(symtabs) != 1:
             raise Malformed(f"{len(symtabs)} symbol tables")
-        symtab = symtabs[0]
-        if symtab[6] >= shnum or symtab[9] != _SYMBOL.size or symtab[5] % _SYMBOL.size:
+        symtab = self.sections[symtabs[0]]
+        if symtab[9] != _SYMBOL.size or symtab[5] % _SYMBOL.size or not symtab[5]:
             raise Malformed("a malformed symbol table")
         self.strtab = self.sections[symtab[6]]
         self.symbols = [_SYMBOL.unpack_from(data, symtab[4] + i) for i in range(0, symtab[5], _SYMBOL.size)]
+        if any(self.symbols[0]) or symtab[7] > len(self.symbols):
+            raise Malformed("a malformed symbol table")
+        self._check_names(self.strtab, [s[0] for s in self.symbols], "symbol")
+        for symbol in self.symbols[1:]:
+            shndx, value, size = symbol[3], symbol[4], symbol[5]
+            if shndx == _SHN_UNDEF:
+                if value or size or not symbol[0]:
+                    raise Malformed("an undefined symbol with a value or without a name")
+            elif shndx != _SHN_ABS and (shndx >= shnum or value + size > self.sections[shndx][5]):
+                raise Malformed("a symbol outside its section")
+        for i, (_name, kind, _flags, _addr, offset, size, link, target, _align, entsize) in enumerate(self.sections):
+            if kind not in (_SHT_RELA, _SHT_REL):
+                continue
+            if link != symtabs[0] or not 0 < target < shnum or self.sections[target][1] == _SHT_NOBITS:
+                raise Malformed(f"relocation section {i} does not link the symbol table to a section")
+            if kind == _SHT_REL:
+                raise Unsupported("REL relocations")
+            if entsize != _RELA.size or size % _RELA.size:
+                raise Malformed("a malformed relocation table")
+            section_size = self.sections[target][5]
+            for r_offset, r_info, _addend in _RELA.iter_unpack(data[offset : offset + size]):
+                r_type, r_symbol = r_info & 0xFFFFFFFF, r_info >> 32
+                if r_type not in _WIDTH:
+                    raise Unsupported(f"relocation type {r_type}")
+                if r_symbol >= len(self.symbols) or r_offset + _WIDTH[r_type] > section_size:
+                    raise Malformed("a relocation outside its section or naming no symbol")
+
+    def _check_names(self, strings: tuple, names: list[int], what: str) -> None:
+        """Each of `names` (offsets) starts within `strings` (a string table), which ends
+        with a NUL: each name ends within it."""
+        if strings[1] != _SHT_STRTAB or not strings[5] or self.data[strings[4] + strings[5] - 1] != 0:
+            raise Malformed(f"the {what} names' string table is not one")
+        if any(name >= strings[5] for name in names):
+            raise Malformed(f"a {what}'s name lies outside its string table")
 
     def symbol_name(self, symbol: tuple) -> str:
-        """A symbol's name, from the string table (Malformed where it points outside it)."""
-        if not symbol[0]:
-            return ""
-        start, size = self.strtab[4], self.strtab[5]
-        end = self.data.find(b"\0", start + symbol[0], start + size)
-        if symbol[0] >= size or end < 0:
-            raise Malformed("a symbol's name lies outside the string table")
-        return self.data[start + symbol[0] : end].decode(errors="replace")
+        """A symbol's name, from the string table."""
+        start = self.strtab[4] + symbol[0]
+        return self.data[start : self.data.index(b"\0", start)].decode(errors="replace")
 
 
 def _loaded_sections(obj: _Object) -> dict[int, tuple[int, int, int]]:
@@ -250,8 +320,6 @@ def _symbol_value(obj: _Object, index: int, bases: dict[int, int], cache: dict[i
     one's from `symbol_address`."""
     if index in cache:
         return cache[index]
-    if index >= len(obj.symbols):
-        raise Malformed("a relocation names no symbol")
     symbol = obj.symbols[index]
     shndx, value = symbol[3], symbol[4]
     if shndx == _SHN_UNDEF:
@@ -271,24 +339,14 @@ def _symbol_value(obj: _Object, index: int, bases: dict[int, int], cache: dict[i
 
 def _relocate(obj: _Object, image: bytearray, base: int, offsets: dict[int, int]) -> None:
     """Apply every relocation of a loaded section to `image` (the mapping's contents,
-    the mapping at `base`)."""
+    the mapping at `base`); the tables were checked by `_Object`."""
     bases = {i: base + off for i, off in offsets.items()}
     values: dict[int, int] = {}
-    for _name, kind, _flags, _addr, offset, size, _link, target, _align, entsize in obj.sections:
-        if kind == _SHT_REL and target in offsets:
-            raise Unsupported("REL relocations")
+    for _name, kind, _flags, _addr, offset, size, _link, target, _align, _entsize in obj.sections:
         if kind != _SHT_RELA or target not in offsets:
             continue
-        if entsize != _RELA.size or size % _RELA.size:
-            raise Malformed("a malformed relocation table")
-        section_size = obj.sections[target][5]
         for r_offset, r_info, addend in _RELA.iter_unpack(obj.data[offset : offset + size]):
             r_type = r_info & 0xFFFFFFFF
-            if r_type not in (_R_64, _R_PC64, _R_PC32, _R_PLT32):
-                raise Unsupported(f"relocation type {r_type}")
-            width = 8 if r_type in (_R_64, _R_PC64) else 4
-            if r_offset + width > section_size:
-                raise Malformed("a relocation outside its section")
             at = offsets[target] + r_offset
             value = _symbol_value(obj, r_info >> 32, bases, values) + addend
             if r_type == _R_64:
@@ -359,16 +417,20 @@ class LoadedModule:
             pages.free()
 
 
+def validate(obj: bytes) -> None:
+    """Whether `load` would take `obj` (Unsupported, Malformed where not), without
+    mapping anything: what the disk cache asks of an object before it files it."""
+    _loaded_sections(_Object(obj))
+
+
 def load(obj: bytes, symbols: dict[str, str], optimized_ir: str = "", cpu: str = "") -> LoadedModule:
     """Load object file `obj`; `symbols` maps each exported function's name (as the IR
     writes it) to its symbol in the object. Unsupported for an object this loader does
-    not take (compiler.jit.engine.load_object may); Malformed for one whose tables are
-    broken; a LoomError for an external symbol found nowhere; OSError where the system
-    refuses executable pages."""
-    try:
-        parsed = _Object(obj)
-    except (struct.error, IndexError) as e:
-        raise Malformed(str(e)) from None
+    not take; Malformed for one whose tables are broken (`_Object`), or whose exported
+    functions are not code; a LoomError for an external symbol found nowhere; OSError
+    where the system refuses executable pages. Nothing but this module's Python reads
+    the object: a broken file raises, it never crashes the process."""
+    parsed = _Object(obj)
     defined = {}
     for symbol in parsed.symbols:
         if symbol[3] != _SHN_UNDEF and symbol[3] < _SHN_LORESERVE and symbol[1] & 0xF != _STT_SECTION:
@@ -376,11 +438,15 @@ def load(obj: bytes, symbols: dict[str, str], optimized_ir: str = "", cpu: str =
     missing = [name for name, sym in symbols.items() if sym not in defined]
     if missing:
         raise Malformed(f"the object does not define {', '.join(missing)}")
-    pages, bases = _map(parsed)
+    try:
+        pages, bases = _map(parsed)
+    except struct.error as e:  # a relocation's value beyond its width
+        raise Malformed(str(e)) from None
     addresses = {}
     for name, sym in symbols.items():
         symbol = defined[sym]
-        if symbol[3] not in bases or symbol[4] >= parsed.sections[symbol[3]][5]:
-            raise Malformed(f"{sym} is not in a loaded section")
+        if symbol[3] not in bases or symbol[4] >= parsed.sections[symbol[3]][5] \
+                or not parsed.sections[symbol[3]][2] & _SHF_EXECINSTR:
+            raise Malformed(f"{sym} is not in a loaded section of code")
         addresses[name] = bases[symbol[3]] + symbol[4]
     return LoadedModule(pages, addresses, optimized_ir, obj, cpu)
