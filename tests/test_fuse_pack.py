@@ -227,3 +227,48 @@ def test_column_blocks_on_threads_are_correct(m, panels, k, threads, seed, kind)
     with planning_for(TARGETS[kind]) as target:
         n = panels * threads * register_tile(target)[1]
         check_both(mm(m, n, k), [(m, k), (k, n)], k, f"loom-default{{num-threads={threads}}}", seed=seed)
+
+
+def rows_from(upper):
+    """Iteration %t copies row %t of %b into %buf, then its reader adds %buf to the rows
+    %t to `upper` of %c (an affine bound of %t)."""
+    return f"""func.func @rows(%b: memref<8x4xf32>, %c: memref<8x4xf32>) {{
+  %buf = memref.alloc() : memref<4xf32>
+  affine.for %t = 0 to 8 {{
+    affine.for %x = 0 to 4 {{
+      %v = affine.load %b[%t, %x] : memref<8x4xf32>
+      affine.store %v, %buf[%x] : memref<4xf32>
+    }}
+    affine.for %i = %t to {upper} {{
+      affine.for %x = 0 to 4 {{
+        %p = affine.load %buf[%x] : memref<4xf32>
+        %q = affine.load %c[%i, %x] : memref<8x4xf32>
+        %s = arith.addf %p, %q : f32
+        affine.store %s, %c[%i, %x] : memref<8x4xf32>
+      }}
+    }}
+  }} {{loom.tag = "rows"}}
+  memref.dealloc %buf : memref<4xf32>
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("upper, last, fuses", [
+    ("8", lambda t: 8, True),  # %t to 8: at least one row, always
+    ("min affine_map<(d0) -> (d0 + 2, 7)>(%t)", lambda t: min(t + 2, 7), False),  # none when %t = 7
+], ids=["always_once", "maybe_never"])
+def test_a_reader_that_may_run_no_iteration_keeps_its_copy(upper, last, fuses):
+    """The copy is fused into its reader's first iteration only where the reader runs at
+    least once: a reader that runs no iteration (%t = 7 with the min bound) would still
+    run the peeled first one. Exact against the loops run in numpy."""
+    kern = compiler.compile(rows_from(upper), pipeline="loom-fuse-pack", remarks=True)
+    remarks = [r for r in kern.remarks if "[loom-fuse-pack]" in r]
+    assert any(("fused into the first iteration of %i" if fuses else "its reader %i may run no iteration") in r
+               for r in remarks), remarks
+    rng = np.random.default_rng(7)
+    b, c = small_ints(rng, (8, 4), np.float32), small_ints(rng, (8, 4), np.float32)
+    want = c.astype(np.float64)
+    for t in range(8):
+        want[t:last(t)] += b[t]
+    kern(b, c)
+    np.testing.assert_array_equal(c, want)

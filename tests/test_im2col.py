@@ -92,6 +92,41 @@ def test_pointwise_conv_reads_the_input_in_place(pipeline):
     np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
 
 
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("pipeline, strides", [(IM2COL, (2, 1)), (IM2COL, (1, 2)), ("loom-default{skip=direct}", (2, 2))])
+def test_strided_pointwise_conv_copies_its_patches(pipeline, strides, layout):
+    """A 1x1 window with a stride reads every other pixel: X is not the patch matrix,
+    the patches are copied (only stride 1 reads X in place). Exact on small integers."""
+    layer = (2, 5, 7, 6, 3, 1, 1, strides, (0, 0), (1, 1))
+    src = source(layer, np.float32, layout)
+    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
+    assert any("copied by nest 'im2col'" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(12)
+    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
+    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("pipeline", [DIRECT, "loom-default{skip=im2col}"])
+def test_direct_conv_stages_a_strided_input(layout, pipeline):
+    """No padding, stride 1: the direct convolution reads a contiguous X in place, but X
+    in the other layout's order (a transposed view) must be staged into planes first;
+    read in place it would be taken for a contiguous X. Exact on small integers."""
+    rng = np.random.default_rng(11)
+    layer = (2, 3, 7, 8, 4, 3, 2, (1, 1), (0, 0), (1, 1))
+    x_shape, w_shape = shapes(layer, layout)
+    order = (0, 2, 3, 1) if layout == "nchw" else (0, 3, 1, 2)  # stored as the other layout
+    x = small_ints(rng, [x_shape[i] for i in order], np.float32).transpose(np.argsort(order))
+    wt = small_ints(rng, w_shape, np.float32)
+    strides = ", ".join(str(s // 4) for s in x.strides)
+    src = source(layer, np.float32, layout).replace(
+        f"%x: tensor<{'x'.join(map(str, x_shape))}xf32>",
+        f"%x: tensor<{'x'.join(map(str, x_shape))}xf32> {{loom.buffer_layout = strided<[{strides}]>}}")
+    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
+    assert any("direct convolution: X staged" in r for r in kern.remarks), kern.remarks
+    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+
+
 def test_patch_buffers_are_freed():
     """Each buffer loom-im2col allocates is freed once, after its last use."""
     src = source((1, 3, 9, 9, 4, 3, 3, (2, 2), (1, 1), (1, 1)), np.float32)

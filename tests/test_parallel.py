@@ -174,3 +174,95 @@ def test_omp_num_threads_is_the_default(tmp_path: Path):
     env["OMP_NUM_THREADS"] = "2"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert int(p.stdout.strip()) > 0
+
+
+def serial_remarks(kernel) -> list[str]:
+    return [r for r in kernel.remarks if "left serial" in r]
+
+
+def test_a_triangular_band_is_not_collapsed():
+    """9 rows on 2 threads split unevenly, but the inner loop's bound uses the outer iv
+    (a triangle): the two are not one rectangular iteration space, so only the outer loop
+    runs in parallel. Exact, whatever the thread count."""
+    src = """func.func @tri(%a: memref<9x9xf32>, %c: memref<9x9xf32>) {
+  affine.for %i = 0 to 9 {
+    affine.for %j = 0 to affine_map<(d0) -> (d0 + 1)>(%i) {
+      %x = affine.load %a[%i, %j] : memref<9x9xf32>
+      %y = arith.addf %x, %x : f32
+      affine.store %y, %c[%i, %j] : memref<9x9xf32>
+    }
+  } {loom.tag = "tri"}
+  func.return
+}"""
+    a = small_ints(np.random.default_rng(6), (9, 9), np.float32)
+    for kernel in kernels(src, pipeline="loom-parallelize", threads=[2, 3]):
+        assert parallel_remarks(kernel) == [r for r in kernel.remarks if "loop %i run in parallel (9 iterations," in r]
+        c = np.zeros((9, 9), np.float32)
+        kernel(a, c)
+        np.testing.assert_array_equal(c, np.tril(2 * a))
+
+
+#: iteration %j writes %c[%j] and %c[%j + 1] (rows of %a and %b, so that the iteration
+#: that writes an element last decides its value): parallel only when %j steps by 2 or more
+NEIGHBOURS = """func.func @neighbours(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<65xf32>) {
+  affine.for %j = 0 to 64 step STEP {
+    %x = affine.load %a[%j] : memref<64xf32>
+    affine.store %x, %c[%j] : memref<65xf32>
+    %y = affine.load %b[%j] : memref<64xf32>
+    affine.store %y, %c[%j + 1] : memref<65xf32>
+  } {loom.tag = "neighbours"}
+  func.return
+}"""
+
+#: iteration %j stores LANES elements of row %j of %a at %c[%j]: parallel only when the
+#: lanes do not reach past the step
+LANES = """func.func @lanes(%a: memref<64x8xf32>, %c: memref<72xf32>) {
+  affine.for %j = 0 to 64 step 4 {
+    %v = affine.vector_load %a[%j, 0] : memref<64x8xf32>, vector<LANESxf32>
+    affine.vector_store %v, %c[%j] : memref<72xf32>, vector<LANESxf32>
+  } {loom.tag = "lanes"}
+  func.return
+}"""
+
+
+#: case -> (source, whether its loop may run in parallel)
+WINDOWS = {
+    # what one iteration writes spans 2 elements, one more than the step: neighbours overlap
+    "neighbours_step_1": (NEIGHBOURS.replace("STEP", "1"), False),
+    "neighbours_step_2": (NEIGHBOURS.replace("STEP", "2"), True),  # 2 elements in a step of 2: apart
+    "lanes_8_step_4": (LANES.replace("LANES", "8"), False),  # 8 lanes in a step of 4: overlap
+    "lanes_4_step_4": (LANES.replace("LANES", "4"), True),  # 4 lanes in a step of 4: apart
+}
+
+
+@pytest.mark.parametrize("case", sorted(WINDOWS))
+def test_iterations_overlap_by_their_window(case):
+    """An iteration writes a window (two neighbours, a vector's lanes); iterations one
+    step apart overlap when the window is longer than the step: left serial, with the
+    dependence named. The results are those of the loops in order on 1, 2, 3 and 8
+    threads, built elementwise in numpy."""
+    src, parallel = WINDOWS[case]
+    rng = np.random.default_rng(8)
+    ks = kernels(src, pipeline="loom-parallelize")
+    for k in ks[1:]:
+        assert bool(parallel_remarks(k)) == parallel, k.remarks
+        assert parallel or any("in different iterations" in r for r in serial_remarks(k)), k.remarks
+    if case.startswith("neighbours"):
+        step = int(case[-1])
+        a, b = small_ints(rng, (64,), np.float32), small_ints(rng, (64,), np.float32)
+        want = np.zeros(65, np.float64)
+        for j in range(0, 64, step):
+            want[j], want[j + 1] = a[j], b[j]
+        args = (a, b)
+    else:
+        lanes = int(case.split("_")[1])
+        a = small_ints(rng, (64, 8), np.float32)
+        want = np.zeros(72, np.float64)
+        for j in range(0, 64, 4):
+            want[j:j + lanes] = a[j, :lanes]
+        args = (a,)
+    for k in ks:
+        for _ in range(20):  # a race shows at a thread's boundary, in some of the runs
+            c = np.zeros(len(want), np.float32)
+            k(*args, c)
+            np.testing.assert_array_equal(c, want, err_msg=f"{k.num_threads} threads")
