@@ -20,7 +20,7 @@ import numpy as np
 
 from compiler.jit import pool
 from compiler.jit.disk_cache import disk_cache
-from compiler.jit.kernel import Kernel
+from compiler.jit.kernel import MAX_THREADS, Kernel
 from passes.support.diagnostics import LoomError
 from passes.support.target import default_threads
 
@@ -33,14 +33,18 @@ pool.install()  # the kernels' calls to the buffer pool resolve to its one copy
 
 
 class KernelCache:
-    """compile()'s in-memory cache: the `size` kernels used last (least recently used
-    out first). A kernel dropped from it is freed, its machine code included, once
-    nothing else holds it (compiler/jit/engine.py); one a caller still holds keeps working.
-    `size` is `LOOM_CACHE_SIZE` (default 64, read at the first compile);
-    `compiler.set_cache_size(n)` changes it, 0 turns caching off."""
+    """The process's budget of compiled kernels in memory: compile()'s kernels, by their
+    source and options, and the specializations of `@loom.jit` functions, by function and
+    signature (each holds its kernel: `put(key, kernel, value)`). At most `size` distinct
+    kernels are held, the least recently used out first (a specialization and compile()'s
+    entry of its kernel count once). A kernel dropped from it is freed, its machine code
+    included, once nothing else holds it (compiler/jit/engine.py); one a caller still
+    holds keeps working. `size` is `LOOM_CACHE_SIZE` (default 64, read at the first
+    compile); `compiler.set_cache_size(n)` changes it, 0 turns caching off."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[tuple, Kernel] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[Kernel, object]] = OrderedDict()  # key -> (kernel, value)
+        self._holders: dict[int, int] = {}  # id(kernel) -> how many entries hold it
         self._lock = threading.Lock()
         self._size: int | None = None
 
@@ -57,20 +61,24 @@ class KernelCache:
             self._size = size
         return self._size
 
-    def get(self, key: tuple) -> Kernel | None:
+    def get(self, key: tuple):
+        """The value kept under `key` (now the most recently used), or None."""
         if self.size == 0:  # (a bad LOOM_CACHE_SIZE is an error here, before the compile)
             return None
         with self._lock:
-            kernel = self._entries.get(key)
-            if kernel is not None:
-                self._entries.move_to_end(key)
-            return kernel
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
 
-    def put(self, key: tuple, kernel: Kernel) -> None:
+    def put(self, key: tuple, kernel: Kernel, value: object = None) -> None:
+        """Keep `value` (the kernel itself by default), which holds `kernel`, under `key`."""
         with self._lock:
             if self.size > 0:
-                self._entries[key] = kernel
-                self._entries.move_to_end(key)
+                self._drop(key)
+                self._entries[key] = (kernel, kernel if value is None else value)
+                self._holders[id(kernel)] = self._holders.get(id(kernel), 0) + 1
             self._trim()
 
     def resize(self, size: int) -> None:
@@ -83,13 +91,22 @@ class KernelCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._holders.clear()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """How many distinct kernels it holds."""
+        return len(self._holders)
+
+    def _drop(self, key: tuple) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            held = self._holders.pop(id(entry[0])) - 1
+            if held:
+                self._holders[id(entry[0])] = held
 
     def _trim(self) -> None:
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        while len(self._holders) > self.size:
+            self._drop(next(iter(self._entries)))
 
 
 kernel_cache = KernelCache()
@@ -140,8 +157,9 @@ def compile(
     code` (`compiler.jit.engine.compile_ir`). A timed compile neither uses nor fills the caches:
     it is a real compile (what `loom-bench --compile` measures).
     """
-    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    if num_threads is not None and (not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS):
+        raise ValueError(f"num_threads must be a positive integer of at most {MAX_THREADS} (the most threads Loom runs "
+                         f"a loop on: compiler/jit/kernel.py), got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     text = _source_text(source)

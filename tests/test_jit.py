@@ -1,6 +1,10 @@
 """@compiler.jit: numpy-like Python traced into the loom dialect, compiled once per signature."""
 
+import gc
 import inspect
+import re
+import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -8,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import compiler as loom
+from compiler import driver
 
 EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).eps}
 
@@ -219,3 +224,238 @@ def test_verifier_errors_of_the_traced_module_point_at_the_user():
 def test_operations_outside_a_trace_say_so():
     with pytest.raises(TypeError, match=r"decorate the function with @loom.jit"):
         loom.relu(np.ones(3, np.float32))
+
+
+def test_an_index_past_the_end_is_refused_by_the_tracer():
+    """The tracer's own message, at the user's line (not the slice verifier's, later)."""
+    @loom.jit
+    def f(x):
+        return x[3] * 2.0
+
+    with pytest.raises(loom.TraceError, match=r"index 3 is out of bounds for dimension 0 of size 3 \(shape \(3,\)\)") \
+            as e:
+        f(np.ones(3))
+    assert str(e.value).startswith(f"{__file__}:{line_of(f.fn, 'return x[3]')}:")
+    for index, message in [((slice(None), 4), "index 4 is out of bounds for dimension 1 of size 4"),
+                           (-4, "index -4 is out of bounds for dimension 0 of size 3"),
+                           ((2, -5), "index -5 is out of bounds for dimension 1 of size 4")]:
+        with pytest.raises(loom.TraceError, match=message):
+            loom.jit(lambda x, i=index: x[i] + 0.0).lower(np.ones((3, 4)))
+    np.testing.assert_array_equal(loom.jit(lambda x: x[2, -4] * 2.0)(np.arange(12.0).reshape(3, 4)), 16.0)
+
+
+def test_an_argument_with_negative_strides_is_refused():
+    """A reversed view is not passed (Loom's layouts have non-negative strides): a
+    ValueError that says to pass a copy; inside the function, x[::-1] is a view."""
+    f = loom.jit(lambda x: x * 2.0)
+    a = np.arange(6.0).reshape(2, 3)
+    for view in (a[::-1], a[:, ::-1], a.T[::-1]):
+        with pytest.raises(ValueError, match=r"argument #0 has strides \(-?\d+, -?\d+\): Loom passes views with "
+                                             r"non-negative strides .* np\.ascontiguousarray"):
+            f(view)
+    np.testing.assert_array_equal(f(np.ascontiguousarray(a[::-1])), a[::-1] * 2)
+
+
+def test_a_jit_function_called_in_another_trace_says_to_call_its_fn():
+    """Called on the Traced arrays of another trace, first or after a call of its own
+    (then its last kernel's call refuses the Traced and looks it up): the dedicated message
+    at the caller's line, not "argument #0 is a Traced"."""
+    @loom.jit(pipeline="naive")
+    def double(x):
+        return x + x
+
+    @loom.jit
+    def outer(x):
+        return double(x) * 3.0
+
+    a = np.ones((2, 2), np.float32)
+    for _ in range(2):
+        with pytest.raises(loom.TraceError, match=r"double\(\) is a @loom.jit function called while another is "
+                                                  r"traced .*: call the undecorated function \(its \.fn\)") as e:
+            outer(a)
+        assert str(e.value).startswith(f"{__file__}:{line_of(outer.fn, 'return double(x)')}:")
+        np.testing.assert_array_equal(double(a), 2 * a)  # the second time, outer calls a known signature
+    np.testing.assert_array_equal(loom.jit(lambda x: double.fn(x) * 3.0)(a), 6 * a)
+
+
+def test_a_jit_function_calling_itself_is_refused_not_a_deadlock():
+    """Traced under its own lock, a function that calls itself once waited for the lock
+    forever: the same message, in a thread that must finish."""
+    @loom.jit
+    def power(x, n):
+        return x if n == 0 else power(x, n - 1) * 2.0
+
+    outcome = []
+
+    def call():
+        try:
+            power(np.ones(3), 2)
+        except loom.TraceError as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive(), "power() deadlocked on its own lock"
+    assert "power() is a @loom.jit function called while another is traced (or while it is itself)" in str(outcome[0])
+    assert str(outcome[0]).startswith(f"{__file__}:{line_of(power.fn, 'power(x, n - 1)')}:")
+
+
+@pytest.mark.parametrize("expression", ["x + w", "w + x", "x - w", "w - x", "x * w", "w * x", "loom.add(w, 1.0)"])
+def test_a_captured_array_in_elementwise_arithmetic_says_pass_it(expression):
+    w = np.ones((2, 2), np.float32)
+    f = loom.jit(eval(f"lambda x: {expression}", {"w": w, "loom": loom}))
+    with pytest.raises(loom.TraceError, match=r"a numpy array captured from outside the function \(shape \(2, 2\)\) "
+                                              r"cannot be used inside @loom.jit: pass it as an argument"):
+        f(w)
+
+
+def test_subtraction_in_both_orders():
+    @loom.jit
+    def f(x, y, s):
+        return (x - y, 1.5 - x, x - s, np.subtract(y, x), x - 2)
+
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(3.0)
+    for got, want in zip(f(x, y, 0.5), (x - y, 1.5 - x, x - 0.5, y - x, x - 2)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(loom.TraceError, match=r"a - b: shapes \(2, 3\) and \(2,\) do not broadcast"):
+        f(x, np.ones(2), 0.5)
+
+
+def test_keyword_arguments_are_bound_to_their_positions():
+    """`f(x, w=w)` is `f(x, w)`: one signature, one kernel; a parameter skipped before a
+    given one takes its default; what cannot go by position is refused with a reason."""
+    @loom.jit(pipeline="naive")
+    def f(x, w, b=None, scale=1.0):
+        y = x @ w
+        return (y if b is None else y + b) * scale
+
+    x, w, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4), np.arange(4.0)
+    np.testing.assert_array_equal(f(x, w=w), x @ w)
+    np.testing.assert_array_equal(f(w=w, x=x), x @ w)
+    np.testing.assert_array_equal(f(x, w), x @ w)
+    assert len(f._specializations) == 1
+    np.testing.assert_array_equal(f(x, w, scale=2.0), (x @ w) * 2)  # b: its default, None
+    np.testing.assert_array_equal(f(x, w, b=b), x @ w + b)
+    assert f.lower(x, w=w) == f.lower(x, w) and f.kernel(x, w=w) is f.kernel(x, w)
+    assert f.compile_request(x, w=w) == f.compile_request(x, w)
+    assert f.specialize(x, w, scale=3.0) is f.specialize(x, w, None, 2.0)
+    with pytest.raises(TypeError, match=r"^f\(\): got an unexpected keyword argument 'c'$"):
+        f(x, w, c=1)
+    with pytest.raises(TypeError, match=r"^f\(\): multiple values for argument 'w'$"):
+        f(x, w, w=w)
+    with pytest.raises(TypeError, match=r"^f\(\): missing a required argument: 'w'$"):
+        f(x)
+
+    @loom.jit
+    def g(x, *, k=2.0):
+        return x * k
+
+    np.testing.assert_array_equal(g(x), 2 * x)  # a keyword-only default is the function's own
+    for call in (lambda: g(x, k=3.0), lambda: loom.jit(lambda x, **kw: x)(x, k=3.0)):
+        with pytest.raises(TypeError, match=r"got k for a keyword-only parameter or \*\*kwargs: a @loom.jit function "
+                                            r"passes its arguments on by position"):
+            call()
+
+
+@pytest.mark.parametrize("method", ["sum", "astype", "max", "mean", "copy"])
+def test_an_array_method_loom_lacks_is_a_located_refusal(method):
+    @loom.jit
+    def f(x):
+        return getattr(x, method)()
+
+    with pytest.raises(loom.TraceError, match=rf"\.{method} is not supported on a traced array inside @loom.jit "
+                                              r"\(supported: @, \+, -, \*, .*\.shape, \.dtype") as e:
+        f(np.ones(3))
+    assert isinstance(e.value, AttributeError)
+    assert str(e.value).startswith(f"{__file__}:{line_of(f.fn, 'return getattr')}:")
+
+
+def test_a_traced_array_still_answers_attribute_probes():
+    """hasattr and getattr with a default say "no" (the refusal is an AttributeError);
+    names with an underscore stay plain AttributeErrors: numpy probes `__array_*__`."""
+    seen = {}
+
+    @loom.jit
+    def f(x):
+        seen.update(sum=hasattr(x, "sum"), default=getattr(x, "astype", None), shape=x.shape, ndim=x.ndim)
+        with pytest.raises(AttributeError) as e:
+            x.__array_interface__  # noqa: B018
+        seen["plain"] = type(e.value) is AttributeError
+        return x * 1.0
+
+    f(np.ones((2, 3)))
+    assert seen == {"sum": False, "default": None, "shape": (2, 3), "ndim": 2, "plain": True}
+
+
+@pytest.mark.parametrize("index, shown", [
+    ("np.array([0, 1])", r"array\(\[0, 1\]\)"), ("[0, 1]", r"\[0, 1\]"), ("True", "True"),
+    ("(0, np.array([1]))", r"array\(\[1\]\)"), ("(..., [0])", r"\[0\]"), ("x > 0", ""),
+])
+def test_advanced_indexing_is_a_located_refusal(index, shown):
+    """Arrays, lists, booleans: refused before numpy's `==` on the index tuple could say
+    "the truth value of an array is ambiguous"."""
+    f = loom.jit(eval(f"lambda x: x[{index}]", {"np": np}))
+    with pytest.raises(loom.TraceError) as e:
+        f(np.ones((2, 3)))
+    assert ("a comparison" in str(e.value)) if index == "x > 0" else \
+        re.search(rf"index {shown}: inside @loom.jit an index is made of slices, integers, \.\.\. and None "
+                  r"\(no arrays, lists or booleans", str(e.value))
+
+
+def test_a_bad_slice_is_a_located_refusal():
+    for index, message in [(slice(0.5, None), r"index slice\(0.5, None, None\): slice indices must be integers"),
+                           (slice(None, None, 0), r"index slice\(None, None, 0\): slice step cannot be zero")]:
+        with pytest.raises(loom.TraceError, match=message):
+            loom.jit(lambda x, i=index: x[i] * 1.0).lower(np.ones(3))
+
+
+@pytest.fixture
+def kernel_budget():
+    """The process's kernel budget, emptied and set to 4 for the test."""
+    size = driver.kernel_cache.size
+    driver.kernel_cache.clear()
+    loom.set_cache_size(4)
+    yield driver.kernel_cache
+    loom.set_cache_size(size)
+
+
+def test_specializations_share_the_process_kernel_budget(kernel_budget):
+    """One function called with 12 shapes keeps the 4 used last, not 12 (each once held
+    its kernel and machine code forever: +0.8 MiB a shape); a dropped signature is traced
+    again, and right."""
+    traces = []
+
+    @loom.jit(pipeline="naive")
+    def f(x):
+        traces.append(x.shape)
+        return x + x
+
+    kernels = []
+    for n in range(1, 13):
+        x = np.arange(n, dtype=np.float64)
+        np.testing.assert_array_equal(f(x), 2 * x)
+        kernels.append(weakref.ref(f.kernel(x)))
+    gc.collect()
+    assert sum(k() is not None for k in kernels) == 4 and len(kernel_budget) == 4
+    assert len(f._specializations) == 4  # a specialization and compile()'s entry of its kernel count once
+    np.testing.assert_array_equal(f(np.arange(1.0)), [0.0])
+    assert len(traces) == 13
+    f(np.arange(12.0))
+    assert len(traces) == 13 and len(f._specializations) == 4
+
+
+def test_without_a_budget_the_signature_called_last_is_kept(kernel_budget):
+    traces = []
+
+    @loom.jit(pipeline="naive")
+    def f(x, s):
+        traces.append(x.shape)
+        return x * s
+
+    loom.set_cache_size(0)
+    a, b = np.ones(2), np.ones(3)
+    f(a, 2.0), f(a, 3.0)
+    assert len(traces) == 1
+    f(b, 2.0), f(a, 2.0)
+    assert len(traces) == 3 and len(f._specializations) == 1 and len(kernel_budget) == 0

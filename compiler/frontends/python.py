@@ -33,12 +33,14 @@ import inspect
 import math
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from compiler.driver import compile as compile_source, kernel_cache
 from passes.support.diagnostics import LoomError
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -53,10 +55,17 @@ class TraceTypeError(TraceError, TypeError):
     """A TraceError about a type: a dtype, a non-array operand."""
 
 
+class TraceAttributeError(TraceError, AttributeError):
+    """A TraceError about an attribute a traced array does not have (`x.sum()`): an
+    AttributeError still, so that `hasattr` and `getattr(x, name, default)` work."""
+
+
 def _user_location() -> str | None:
-    """`file:line:col` of the innermost frame outside this module: the user's expression."""
+    """`file:line:col` of the innermost frame outside this module and the code Loom
+    generates (a kernel's call, `<loom kernel @f>`): the user's expression."""
     frame = inspect.currentframe()
-    while frame is not None and os.path.abspath(frame.f_code.co_filename) == _HERE:
+    while frame is not None and (frame.f_code.co_filename.startswith("<loom ")
+                                 or os.path.abspath(frame.f_code.co_filename) == _HERE):
         frame = frame.f_back
     if frame is None:
         return None
@@ -167,12 +176,10 @@ class Traced:
         return multiply(other, self)
 
     def __sub__(self, other):
-        if isinstance(other, ScalarArgument):
-            other = _scalar(other, self, "a - b")
-        return add(self, _negated(other))
+        return _subtract(self, other)
 
     def __rsub__(self, other):
-        return add(other, _negated(self))
+        return _subtract(other, self)
 
     def __neg__(self):
         return multiply(self, -1.0)
@@ -201,10 +208,15 @@ class Traced:
 
     # ---- what a trace cannot do ------------------------------------------------------
 
-    def _unsupported(self, what: str, *_args):
-        _fail(f"{what} is not supported on a traced array inside @loom.jit (supported: @, +, -, *, "
-              "loom.relu, loom.conv2d, .T, .transpose, slicing, .reshape, loom.broadcast_to, loom.contiguous)",
-              type_error=True)
+    def _unsupported(self, what: str, *, kind: type[TraceError] = TraceTypeError):
+        raise kind(f"{what} is not supported on a traced array inside @loom.jit (supported: @, +, -, *, "
+                   "loom.relu, loom.conv2d, .T, .transpose, slicing, .reshape, loom.broadcast_to, loom.contiguous; "
+                   "and .shape, .dtype, .ndim, .size)", location=_user_location())
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # numpy's and Python's protocols probe for these: "not here", as usual
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._unsupported(f".{name}", kind=TraceAttributeError)
 
     def __truediv__(self, other):
         self._unsupported("division (/)")
@@ -243,6 +255,8 @@ class Traced:
             return add(*inputs)
         if ufunc is np.multiply and method == "__call__" and not kwargs:
             return multiply(*inputs)
+        if ufunc is np.subtract and method == "__call__" and not kwargs:  # ndarray - Traced
+            return _subtract(*inputs)
         _fail(f"numpy's {ufunc.__name__} is not supported on a traced array inside @loom.jit "
               "(use +, -, *, @, loom.relu)", type_error=True)
 
@@ -277,7 +291,7 @@ def _operands(a, b, what: str) -> tuple[Traced, Traced]:
     if not isinstance(a, Traced) and not isinstance(b, Traced):
         if isinstance(a, ScalarArgument) or isinstance(b, ScalarArgument):
             (a if isinstance(a, ScalarArgument) else b)._refuse()
-        raise TypeError(f"{what} takes traced arrays; got {type(a).__name__} and {type(b).__name__}")
+        _traced(b if isinstance(b, np.ndarray) else a, what)  # says what is wrong (a captured array first)
     ta = a if isinstance(a, Traced) else _scalar(a, b, what)
     tb = b if isinstance(b, Traced) else _scalar(b, a, what)
     _same_dtype(ta, tb, what)
@@ -298,6 +312,8 @@ def _scalar(value, like: Traced, what: str) -> Traced:
         known = f.scalars.get((value.position, like.dtype))
         if known is not None:
             return known
+    elif isinstance(value, np.ndarray):
+        _traced(value, what)  # a captured array: pass it as an argument
     elif isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         _fail(f"{what} takes traced arrays or Python numbers, got {type(value).__name__}", type_error=True)
     name = f"%scalar{len(f.extras)}"
@@ -359,15 +375,19 @@ def _elementwise(op: str, a, b, what: str) -> Traced:
                            shape, ta.dtype)
 
 
-def _negated(x):
-    """-x: a number negated in Python (exact), a traced array or float argument multiplied
-    by -1 (exact)."""
-    return -x if isinstance(x, int | float | np.integer | np.floating) else multiply(x, -1.0)
-
-
 def add(a, b) -> Traced:
     """a + b with numpy broadcasting."""
     return _elementwise("add", a, b, "a + b")
+
+
+def _subtract(a, b) -> Traced:
+    """a - b with numpy broadcasting: a + (-b), with a number negated in Python and an
+    array or float argument multiplied by -1 (both exact)."""
+    if isinstance(b, int | float | np.integer | np.floating) and not isinstance(b, bool):
+        return _elementwise("add", a, -b, "a - b")
+    if not isinstance(b, Traced):
+        a, b = _operands(a, b, "a - b")  # b a float argument (a kernel input), or refused
+    return _elementwise("add", a, multiply(b, -1.0), "a - b")
 
 
 def multiply(a, b) -> Traced:
@@ -503,13 +523,18 @@ def _index(t: Traced, index) -> Traced:
     """numpy basic indexing: slices (negative steps too), integers, `...`, `None`: a
     loom.slice, then a reshape for the integers (dropped) and the Nones (added)."""
     index = index if isinstance(index, tuple) else (index,)
+    for i in index:  # before any `in` or `==` on the tuple: an array's == is elementwise
+        if not (i is None or i is Ellipsis or isinstance(i, slice)
+                or isinstance(i, int | np.integer) and not isinstance(i, bool)):
+            _fail(f"index {i!r}: inside @loom.jit an index is made of slices, integers, ... and None (no arrays, "
+                  "lists or booleans: numpy's advanced indexing is not supported)", type_error=True)
     if sum(i is Ellipsis for i in index) > 1:
         _fail("an index can only have a single ellipsis ('...')")
     taking = [i for i in index if i is not None and i is not Ellipsis]
     if len(taking) > t.ndim:
         _fail(f"too many indices for a traced array of shape {t.shape}: {len(taking)}")
-    if Ellipsis in index:
-        at = index.index(Ellipsis)
+    at = next((k for k, i in enumerate(index) if i is Ellipsis), None)
+    if at is not None:
         index = index[:at] + (slice(None),) * (t.ndim - len(taking)) + index[at + 1:]
     else:
         index = index + (slice(None),) * (t.ndim - len(taking))
@@ -521,22 +546,22 @@ def _index(t: Traced, index) -> Traced:
             continue
         n = t.shape[dim]
         if isinstance(i, slice):
-            start, stop, step = i.indices(n)
+            try:
+                start, stop, step = i.indices(n)
+            except (TypeError, ValueError) as e:  # a bound that is not an integer, a step of 0
+                _fail(f"index {i!r}: {e}", type_error=isinstance(e, TypeError))
             size = len(range(start, stop, step))
             offsets.append(start if size else 0)
             sizes.append(size)
             strides.append(step)
             out_shape.append(size)
-        elif isinstance(i, int | np.integer) and not isinstance(i, bool):
+        else:
             k = int(i) + n if int(i) < 0 else int(i)
             if not 0 <= k < n:
                 _fail(f"index {int(i)} is out of bounds for dimension {dim} of size {n} (shape {t.shape})")
             offsets.append(k)
             sizes.append(1)
             strides.append(1)
-        else:
-            _fail(f"index {i!r}: inside @loom.jit an index is made of slices, integers, ... and None "
-                  "(no arrays or booleans)", type_error=True)
         dim += 1
     result = t
     if tuple(sizes) != t.shape or any(offsets) or any(step != 1 for step in strides):  # x[::-1] keeps the shape
@@ -591,7 +616,12 @@ _STATIC = (bool, int, str, tuple)  # arguments that are constants of the trace (
 
 
 class JitFunction:
-    """A Python function compiled by Loom on its first call with each signature."""
+    """A Python function compiled by Loom on its first call with each signature.
+
+    Its specializations share the process's budget of kernels in memory with compile()
+    (`compiler.driver.KernelCache`: `LOOM_CACHE_SIZE`, `compiler.set_cache_size`): the
+    least recently used are dropped (and traced again if called again); the one called
+    last is always kept."""
 
     def __init__(self, fn: Callable, *, pipeline: str = "default", num_threads: int | None = None,
                  remarks: bool = False, cache: bool = True):
@@ -602,19 +632,25 @@ class JitFunction:
         self.num_threads = num_threads
         self.remarks = remarks
         self.cache = cache
-        self._specializations: dict[tuple, Specialization] = {}
-        self._last: Specialization | None = None  # a direct one, called last
+        # signature -> its specialization, while the kernel cache holds it (or it was called last)
+        self._specializations: weakref.WeakValueDictionary[tuple, Specialization] = weakref.WeakValueDictionary()
+        self._token = object()  # the kernel cache's key for a specialization: (token, signature)
+        self._recent: Specialization | None = None  # the one called last
+        self._last: Specialization | None = None  # the same, when direct
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
         try:
-            self._parameters = list(inspect.signature(fn).parameters)
+            self._signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
-            self._parameters = []
+            self._signature = None
+        self._parameters = list(self._signature.parameters) if self._signature else []
 
     def __repr__(self) -> str:
         return f"<loom.jit {self.fn.__qualname__}: {len(self._specializations)} compiled signatures>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._positional(args, kwargs)
         last = self._last
         if last is not None:  # the signature of the last call: the kernel's own checks say
             return last.kernel._fast(last.kernel, args, self._dispatch)
@@ -622,12 +658,7 @@ class JitFunction:
 
     def _dispatch(self, args: tuple):
         """The call by signature: find (or compile) the kernel, call it."""
-        try:
-            spec = self._specializations.get(self._key(args))
-        except TypeError:  # an unhashable constant: specialize() says so
-            spec = None
-        if spec is None:
-            spec = self.specialize(*args)
+        spec = self.specialize(*args)
         self._last = spec if spec.direct else None
         result = spec.kernel(*spec.inputs(args))
         return result if spec.single or isinstance(result, tuple) else (result,)
@@ -640,32 +671,75 @@ class JitFunction:
                      else float if type(a) is float or isinstance(a, np.floating)
                      else (type(a), a) if a is None or isinstance(a, _STATIC) else (type(a), id(a)) for a in args)
 
-    def specialize(self, *args) -> Specialization:
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """The arguments of a call with keywords, by position: `f(x, w=w)` is `f(x, w)`
+        (one signature), a parameter skipped before one given takes its default."""
+        name = getattr(self.fn, "__name__", "kernel")
+        if self._signature is None:
+            raise TypeError(f"{name}() takes its arguments by position inside @loom.jit (its parameters are "
+                            f"unknown), got the keywords {', '.join(kwargs)}")
+        try:
+            given = self._signature.bind(*args, **kwargs).arguments
+        except TypeError as e:
+            raise TypeError(f"{name}(): {e}") from None
+        params = list(self._signature.parameters.values())
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        by_keyword = [k for k in kwargs if k not in {p.name for p in positional}]
+        if by_keyword:
+            raise TypeError(f"{name}() got {', '.join(by_keyword)} for a keyword-only parameter or **kwargs: a "
+                            "@loom.jit function passes its arguments on by position (make it a positional "
+                            "parameter, and pass it by position or by its name)")
+        count = max((k + 1 for k, p in enumerate(positional) if p.name in given), default=0)
+        rest = next((given.get(p.name, ()) for p in params if p.kind is p.VAR_POSITIONAL), ())
+        return (*(given[p.name] if p.name in given else p.default for p in positional[:count]), *rest)
+
+    def _outside_a_trace(self) -> None:
+        if _tracing() is not None:
+            _fail(f"{getattr(self.fn, '__name__', 'kernel')}() is a @loom.jit function called while another is "
+                  "traced (or while it is itself): call the undecorated function (its .fn) inside, so that it is traced into "
+                  "the same kernel", type_error=True)
+
+    def specialize(self, *args, **kwargs) -> Specialization:
         """The kernel for these arguments' signature (traced and compiled on first use)."""
+        if kwargs:
+            args = self._positional(args, kwargs)
+        self._outside_a_trace()  # (before the lock: a function calling itself would wait for it forever)
         key = self._key(args)
         try:
-            hash(key)
+            spec = self._specializations.get(key)
         except TypeError:
             raise TypeError(f"{self.fn.__name__}(): an argument that is a constant of the trace (a tuple) must "
                             "hold hashable values (numbers, strings, tuples)") from None
-        with self._lock:
-            spec = self._specializations.get(key)
-            if spec is None:
-                spec = self._compile(args)
-                self._specializations[key] = spec
+        if spec is None:
+            with self._lock:
+                spec = self._specializations.get(key)
+                if spec is None:
+                    spec = self._compile(args)
+                    self._specializations[key] = spec
+        if kernel_cache.get((self._token, key)) is None:  # else it is now the most recently used
+            kernel_cache.put((self._token, key), spec.kernel, spec)
+        self._recent = spec
         return spec
 
-    def lower(self, *args) -> str:
+    def lower(self, *args, **kwargs) -> str:
         """The loom-dialect MLIR text the function traces to for these arguments."""
+        if kwargs:
+            args = self._positional(args, kwargs)
+        self._outside_a_trace()
         return self._trace(args)[0]
 
-    def kernel(self, *args):
+    def kernel(self, *args, **kwargs):
         """The compiled `compiler.Kernel` for these arguments' signature."""
-        return self.specialize(*args).kernel
+        return self.specialize(*args, **kwargs).kernel
 
     def _trace(self, args: tuple) -> tuple[str, tuple[np.ndarray, ...], bool]:
         name = getattr(self.fn, "__name__", "kernel")
         name = name if name.isidentifier() else "kernel"
+        if self._signature is not None:
+            try:
+                self._signature.bind(*args)
+            except TypeError as e:  # said here, not by the call of the function on its Traced arguments
+                raise TypeError(f"{name}(): {e}") from None
         f = _Function(name)
         traced_args = []
         for i, a in enumerate(args):
@@ -681,9 +755,6 @@ class JitFunction:
             else:
                 raise TypeError(f"{name}() argument #{i} is a {type(a).__name__}: a @loom.jit function takes "
                                 "numpy arrays (and Python numbers, strings, tuples or None, which are constants)")
-        if _tracing() is not None:
-            raise TypeError(f"{name}() is a @loom.jit function called while another is traced: call the "
-                            "undecorated function (its .fn) inside, so that it is traced into the same kernel")
         _active.function = f
         try:
             out = self.fn(*traced_args)
@@ -727,11 +798,11 @@ class JitFunction:
         name = self._parameters[i] if i < len(self._parameters) else ""
         return name if name.isidentifier() and not name.startswith("scalar") else f"arg{i}"
 
-    def compile_request(self, *args) -> dict:
+    def compile_request(self, *args, **kwargs) -> dict:
         """What `compiler.compile` is called with for these arguments' signature (its
         keywords, the traced source included): `compiler.driver.compile_in_parallel` takes
         a list of them."""
-        return self._request(self.lower(*args))
+        return self._request(self.lower(*args, **kwargs))
 
     def _request(self, text: str) -> dict:
         # the ops carry the user's locations; the text's own lines are named as the trace's
@@ -740,8 +811,6 @@ class JitFunction:
                     filename=filename, cache=self.cache)
 
     def _compile(self, args: tuple) -> Specialization:
-        from compiler.driver import compile as compile_source
-
         text, extras, single = self._trace(args)
         kernel = compile_source(**self._request(text))
         arrays = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
