@@ -252,18 +252,171 @@ def test_folded_parameters_follow_in_place_changes():
     check(program(x), model, x, k=27)
 
 
-def test_a_transposed_input_is_copied_again_for_new_values():
-    """y.t() read by a matmul is stored transposed like a weight; for an input that is a new
-    tensor each call (or the same one changed in place) it is copied again, never stale."""
-    fast = compiled(lambda x, y: torch.relu(x @ y.t()))
-    g = torch.Generator().manual_seed(9)
-    x = torch.randint(-3, 4, (5, 6), generator=g).float()
+class ConvBnLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.Linear(4 * 5 * 5, 6)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
+
+
+def test_folded_parameters_follow_writes_that_keep_the_version():
+    """Writes through `.data` and numpy views change neither the storage nor the version
+    counter; the folded filter, batch norm and transposed weight still follow them, down to a
+    single element (issue 27, item 2)."""
+    torch.manual_seed(11)
+    model = _randomize_bn(ConvBnLinear()).eval()
+    x = torch.randn(2, 3, 7, 7)
+    program = loom.from_torch(model, (x,))
+    fast = compiled(model)
+    writes = [lambda: model.conv.weight.data.mul_(2.0),
+              lambda: model.fc.weight.data.copy_(torch.randn(6, 100)),
+              lambda: model.bn.running_var.data.mul_(3.0),
+              lambda: model.conv.weight.detach().numpy().__setitem__((1, 2, 0, 1), 5.0),
+              lambda: model.bn.running_mean.detach().numpy().__setitem__(3, -2.0),
+              lambda: model.fc.weight.detach().numpy().__setitem__((0, 7), 9.0)]
     with torch.no_grad():
-        for _ in range(2):
-            y = torch.randint(-3, 4, (7, 6), generator=g).float()
-            assert torch.equal(fast(x, y), torch.relu(x @ y.t()))
-        y.mul_(-1)  # the same tensor, another version
-        assert torch.equal(fast(x, y), torch.relu(x @ y.t()))
+        for write in [lambda: None, *writes]:
+            write()
+            check(program(x), model, x, k=27 + 100)
+            check(fast(x), model, x, k=27 + 100)
+
+
+def test_a_buffer_refilled_through_numpy_is_read_at_each_call():
+    """An input a matmul reads through .t() is no parameter: it is read in place at each call,
+    never kept from the first (issue 27, item 3: a torch.from_numpy buffer refilled between
+    calls, same identity, pointer and version)."""
+    fast = compiled(lambda q, k: q @ k.t())
+    g = np.random.default_rng(9)
+    q = torch.from_numpy(g.integers(-3, 4, (5, 6)).astype(np.float32))
+    buffer = np.zeros((7, 6), np.float32)
+    k = torch.from_numpy(buffer)
+    with torch.no_grad():
+        for _ in range(3):
+            buffer[...] = g.integers(-3, 4, buffer.shape)
+            assert np.array_equal(fast(q, k).numpy(), q.numpy() @ buffer.T)
+
+
+def test_side_effects_happen_once_per_call():
+    """Capture runs on fake tensors: a model that scales its input in place, and a batch norm
+    recalibrated in training mode under no_grad, change their tensors once per call, as eager
+    does (issue 27, items 4 and 5: three times on the first call)."""
+
+    class Scales(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            x.mul_(2.0)
+            return self.fc(x)
+
+    model = Scales().eval()
+    with torch.no_grad():
+        model.fc.weight.copy_(torch.arange(12.0).reshape(3, 4) - 6)
+    program, fast = loom.from_torch(model, (torch.ones(2, 4),)), compiled(model)
+    for run in (program, fast):
+        x = torch.ones(2, 4)
+        with torch.no_grad():
+            for calls in (1, 2):
+                y = run(x)
+                assert torch.equal(x, torch.full((2, 4), 2.0 ** calls))
+                assert torch.equal(y, model.fc(x.clone()))
+    torch.manual_seed(12)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()).train()
+    eager = _double(net).float()
+    fast = compiled(net)
+    x = torch.randn(2, 3, 6, 6)
+    with torch.no_grad():
+        for calls in (1, 2):
+            check(fast(x), eager, x, k=27)
+            eager(x)
+            assert net[1].num_batches_tracked.item() == calls
+            for name in ("running_mean", "running_var"):
+                assert torch.allclose(getattr(net[1], name), getattr(eager[1], name), rtol=1e-5, atol=1e-6), name
+
+
+def test_inference_mode_tensors():
+    """Parameters and inputs made under torch.inference_mode() track no version counter
+    (issue 27, item 12): they run, and writes to them are followed."""
+    torch.manual_seed(13)
+    with torch.inference_mode():
+        model = _randomize_bn(nn.Sequential(ConvBnRelu(3, 4), nn.Flatten(), nn.Linear(4 * 5 * 5, 3))).eval()
+        x = torch.randn(1, 3, 5, 5)
+        program, fast = loom.from_torch(model, (x,)), compiled(model)
+        for write in (lambda: None, lambda: model[0][0].weight.mul_(-1.0), lambda: model[2].weight.add_(1.0)):
+            write()
+            check(program(x), model, x, k=27 + 100)
+            check(fast(x), model, x, k=27 + 100)
+
+
+def test_a_float_that_changes_between_calls():
+    """A Python float argument or attribute (a scale, a batch norm's eps) that changes between
+    calls: dynamo passes it as a tensor read with .item() once it changed (issue 27, item 12:
+    the capture failed in aten._local_scalar_dense); the number's uses run in torch."""
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.bn, self.scale = nn.Linear(6, 5), nn.BatchNorm1d(5), 0.5
+
+        def forward(self, x, shift):
+            return self.bn(self.fc(x) * self.scale) + shift
+
+    torch.manual_seed(14)
+    model = _randomize_bn(Scaled()).eval()
+    torch._dynamo.reset()
+    fast = torch.compile(model, backend=loom.torch_backend)  # (dynamic=False would compile again per value)
+    x = torch.randn(3, 6)
+    with torch.no_grad(), torchfx.recording() as ran:
+        for scale, eps, shift in [(0.5, 1e-5, 0.25), (1.5, 1e-5, 0.25), (1.5, 1e-5, -2.0), (2.5, 0.5, 3.0),
+                                  (-1.0, 2.0, 1.0)]:
+            model.scale, model.bn.eps = scale, eps
+            assert torch.allclose(fast(x, shift), model(x, shift), rtol=1e-5, atol=1e-5), (scale, eps, shift)
+    assert any(p.partitions for p in ran[1:]), "the linear layer left Loom once the numbers changed"
+
+
+def test_a_from_torch_program_is_fixed_to_its_example():
+    """Another batch size, dtype, a replaced parameter of another shape, a changed attribute
+    or training mode: a clear error that says what to do, never a reshape error from inside
+    Loom or a result for the old attributes (issue 27, item 13)."""
+    model = _randomize_bn(nn.Sequential(ConvBnRelu(3, 4), nn.Flatten(), nn.Linear(4 * 5 * 5, 3))).eval()
+    program = loom.from_torch(model, (torch.randn(2, 3, 5, 5),))
+    again = r"call compiler.from_torch\(model, example\) again, or use torch.compile"
+    with pytest.raises(ValueError, match=r"input #0 is \(5, 3, 5, 5\) float32, \(2, 3, 5, 5\) float32 in the "
+                                         r"example: a from_torch program is fixed to its example's shapes.*" + again):
+        program(torch.randn(5, 3, 5, 5))
+    with pytest.raises(ValueError, match=r"input #0 is \(2, 3, 5, 5\) float64"):
+        program(torch.randn(2, 3, 5, 5, dtype=torch.float64))
+    with pytest.raises(TypeError, match="this program takes 1 inputs"):
+        program(torch.randn(2, 3, 5, 5), torch.randn(2))
+    model[0][1].eps = 0.1
+    with pytest.raises(ValueError, match=r"attribute 0.1.eps is 0.1, 1e-05 when from_torch captured it.*" + again):
+        program(torch.randn(2, 3, 5, 5))
+    model[0][1].eps = 1e-5
+    model.train()
+    with pytest.raises(ValueError, match=r"training mode.*model.eval\(\)"):
+        program(torch.randn(2, 3, 5, 5))
+    model.eval()
+    model[2].weight = nn.Parameter(torch.randn(3, 50))
+    with pytest.raises(ValueError, match=r"2.weight is \(3, 50\) float32, \(3, 100\) float32 in the example"):
+        program(torch.randn(2, 3, 5, 5))
+
+
+def test_freeze_trusts_the_parameters():
+    """freeze=True folds at the first call and never compares again (documented: for
+    parameters that never change); the default sees a write through .data."""
+    torch.manual_seed(15)
+    model = _randomize_bn(nn.Sequential(ConvBnRelu(3, 4))).eval()
+    x = torch.randn(1, 3, 6, 6)
+    checked, frozen = loom.from_torch(model, (x,)), loom.from_torch(model, (x,), freeze=True)
+    with torch.no_grad():
+        before = model(x)
+        check(frozen(x), model, x, k=27)
+        model[0][0].weight.data.mul_(-1.0)
+        check(checked(x), model, x, k=27)
+        assert torch.allclose(frozen(x), before, rtol=1e-5, atol=1e-6)  # the old filter, as documented
 
 
 def test_inputs_are_passed_without_copies():

@@ -8,25 +8,35 @@
     program = loom.from_torch(model, (x,))   # the same, explicit: program(x), program.report()
 
 The graph (dynamo's, or the model's for `from_torch`) is captured as ATen ops: `make_fx`
-over the functionalized graph, on the real example tensors (in-place ops become pure,
-views stay views). torch's `CapabilityBasedPartitioner` groups the ops Loom supports into
+over the functionalized graph, on fake tensors (shapes and dtypes only: the capture runs
+nothing, so an in-place update of an input or a buffer happens once per call, in torch,
+where the functionalized graph copies it back; in-place ops become pure, views stay views).
+torch's `CapabilityBasedPartitioner` groups the ops Loom supports into
 the largest subgraphs it can without a cycle through torch; each group with a matmul or
 conv2d becomes one `@compiler.jit` function (pipeline `default`: fusion included), traced
 from the ATen nodes with the front end's operations; every other op stays in the graph,
 run by torch. Inside a group with a conv2d the 4-D tensors are NHWC (Loom's faster conv
 layout): an input is passed as a permuted view (no copy; a channels_last tensor is then
 contiguous), a 4-D result comes back as an NHWC array viewed as NCHW (torch continues on
-a channels_last tensor). Filters are permuted to HWCF once, at compile time, and an
-inference batch norm after a conv2d is folded into its filter and bias; the tensors they
-come from are checked at each call (storage and version) and folded again if they changed.
+a channels_last tensor). The model's parameters and buffers (only they: an activation or
+any other input is read at each call) are folded at the first call: filters permuted to
+HWCF, an inference batch norm after a conv2d folded into its filter and bias, a weight a
+matmul reads transposed stored so; the tensors they come from are checked at each call
+(every bit, against a copy kept of them: a write through `.data` or a numpy view changes
+no version counter) and folded again if they changed, unless `freeze=True` says they never
+change.
 
 What stays in torch, and why, is in the report (`program.report()`, `compiler.explain`):
 an op Loom has no operation for, a dtype other than float32/float64, a batch norm in
 training mode, a grouped or transposed convolution, a group with no matmul or conv2d (the
 elementwise ops alone are as fast in torch), or a group Loom failed to compile (its error).
-A graph that needs autograd (grad enabled and an input requiring grad), has dynamic shapes
-or tensors off the CPU is left to torch whole, with the reason. This module imports torch:
-nothing else in Loom imports it.
+A Python float that changes between calls (dynamo passes it as a tensor read with `.item()`)
+is read at each call, the ops that use it run in torch. A graph that needs autograd (grad
+enabled and an input requiring grad), has dynamic shapes, tensors off the CPU, or that make_fx
+cannot capture (a float that a decision depends on, such as a batch norm's eps that changed) is
+left to torch whole, with the reason. A `from_torch` program is fixed to its example's shapes
+and dtypes and to the model's attributes: called otherwise, it says so. This module imports
+torch: nothing else in Loom imports it.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._dynamo.source import is_from_unspecialized_param_buffer_source
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
@@ -135,6 +146,8 @@ class LoomSupport(OperatorSupportBase):
         for a in node.args:
             for t in (a if isinstance(a, list | tuple) else [a]):
                 v = _val(t)
+                if isinstance(t, torch.fx.Node) and not isinstance(v, torch.Tensor):
+                    return "an operand that is a number computed at run time (a Python float that changes)"
                 if isinstance(v, torch.Tensor) and (v.dtype != val.dtype or v.dim() == 0):
                     return (f"an operand of dtype {str(v.dtype).replace('torch.', '')} for a "
                             f"{str(val.dtype).replace('torch.', '')} result (a mixed-dtype op)" if v.dim()
@@ -188,13 +201,25 @@ class _Value:
 
 @dataclass
 class _Constant:
-    """Arrays computed from the graph's own tensors (parameters) at compile time and passed
-    to the kernel in their place: a conv2d's filter permuted to HWCF with the batch norm
-    after it folded in, a batch norm's scale and shift, a transposed weight made contiguous."""
+    """Arrays computed from the partition's input tensors before the kernel runs and passed
+    to it in their place: a conv2d's filter permuted to HWCF with the batch norm after it
+    folded in, a batch norm's scale and shift, a transposed weight made contiguous."""
 
     node: torch.fx.Node  # the node the arrays stand in for
     sources: tuple[int | None, ...]  # the placeholders they are computed from (None: absent)
     make: Callable[..., tuple[np.ndarray, ...]]  # the source tensors -> the arrays
+    fixed: bool = True  # made of parameters and buffers alone: kept between calls (else made at each call)
+
+    def arguments(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        """The tensors `make` takes, of the partition's."""
+        return [None if i is None else tensors[i] for i in self.sources]
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    """A tensor's bits: a numpy view of it as integers of its width (no copy), which compares
+    equal only to the very same bits (NaN and -0.0 included)."""
+    a = t.detach().numpy()
+    return a.view(f"i{a.itemsize}")
 
 
 def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype):
@@ -235,11 +260,13 @@ class LoomPartition(torch.nn.Module):
     """A fused group of ATen nodes run by one Loom kernel, in place of the submodule the
     partitioner made of them (kept as `fallback`, run by torch if Loom cannot compile it)."""
 
-    def __init__(self, name: str, sub: torch.fx.GraphModule, *, pipeline: str, num_threads: int | None,
-                 cache: bool):
+    def __init__(self, name: str, sub: torch.fx.GraphModule, *, fixed: frozenset[int], freeze: bool, pipeline: str,
+                 num_threads: int | None, cache: bool):
         super().__init__()
         self.name = name
         self.fallback = sub
+        self.fixed = fixed  # the placeholders that are the model's parameters and buffers: folded
+        self.freeze = freeze  # trust them never to change: folded at the first call, never checked
         self.graph_nodes = [n for n in sub.graph.nodes if n.op == "call_function"]
         self.placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
         out = next(n for n in sub.graph.nodes if n.op == "output").args[0]
@@ -263,28 +290,30 @@ class LoomPartition(torch.nn.Module):
         self.jit: F.JitFunction | None = None  # made by build(), when the constants are known
         self.error: str | None = None
         self._example: list[np.ndarray] = []  # the kernel's arrays for the example inputs (prepare())
-        # per constant: its arrays, and the tensors they were computed from with their storage and version
+        # per constant: its arrays, and the bits of the tensors they were folded from (empty under freeze)
         self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {c.node: () for c in self.constants}
-        self._folded_from: dict[torch.fx.Node, list] = {}
+        self._folded_from: dict[torch.fx.Node, list[np.ndarray]] = {}
         self.last_arrays: list[np.ndarray] | None = None
 
     # ---- planning ---------------------------------------------------------------------
 
     def _plan(self) -> tuple[list[_Constant], set]:
-        """The constants computed at compile time (see _Constant), and the (reader,
-        placeholder) pairs they consume: each conv2d whose filter is a placeholder (with
-        the batch norm after it when that is its only reader), every other batch norm, and
-        each transpose of a placeholder that only matmuls read."""
+        """The constants (see _Constant), and the (reader, placeholder) pairs they consume:
+        each conv2d whose filter and bias are parameters (with the batch norm after it when
+        that is its only reader and its tensors are buffers and parameters), every other batch
+        norm (made at each call when its tensors are not all parameters and buffers), and each
+        transpose of a parameter that only matmuls read. A filter or a transpose of any other
+        tensor is read in the kernel, at each call."""
         index = {p: i for i, p in enumerate(self.placeholders)}
         pos = lambda n: index.get(n) if isinstance(n, torch.fx.Node) else None  # noqa: E731
+        fixed = lambda n: n is None or pos(n) in self.fixed  # (absent, or a parameter or buffer)
         constants, uses = [], set()
 
-        def folds(conv) -> bool:  # a conv2d whose filter and bias are placeholders
-            return conv.target is CONV and pos(conv.args[1]) is not None and (
-                conv.args[2] is None or pos(conv.args[2]) is not None)
+        def folds(conv) -> bool:  # a conv2d whose filter and bias are parameters
+            return conv.target is CONV and pos(conv.args[1]) is not None and all(map(fixed, conv.args[1:3]))
 
         bn_of_conv = {n.args[0]: n for n in self.graph_nodes if n.target in BATCH_NORM
-                      and folds(n.args[0]) and len(n.args[0].users) == 1}
+                      and folds(n.args[0]) and len(n.args[0].users) == 1 and all(map(fixed, n.args[1:5]))}
         for n in self.graph_nodes:
             if folds(n):
                 w, b = n.args[1], n.args[2]
@@ -298,24 +327,29 @@ class LoomPartition(torch.nn.Module):
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants
             elif n.target in BATCH_NORM and n.args[0] not in bn_of_conv:
                 constants.append(_Constant(n, tuple(map(pos, n.args[1:5])),
-                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype)))
+                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype),
+                                           fixed=all(map(fixed, n.args[1:5]))))
                 uses |= {(n, p) for p in n.args[1:5]}
             elif (n.target in (aten.t.default, aten.permute.default, aten.transpose.int) and pos(n.args[0]) is not None
-                  and all(u.target in MATMULS for u in n.users)):
+                  and fixed(n.args[0]) and all(u.target in MATMULS for u in n.users)):
                 constants.append(_Constant(n, (pos(n.args[0]),), functools.partial(_permuted, perm=_perm(n))))
                 uses.add((n, n.args[0]))
         return constants, uses
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
-        """Each constant, computed again when a tensor it comes from is another one (a
-        parameter replaced, or an activation: a new tensor per call) or changed in place."""
+        """Each constant, computed again unless it is made of parameters and buffers whose
+        every bit is what it was when it was made (compared with a copy kept of them: a write
+        through `.data` or a numpy view changes neither storage nor version counter); under
+        freeze, made at the first call only."""
         for c in self.constants:
-            state = [(tensors[i], tensors[i].data_ptr(), tensors[i]._version) for i in c.sources if i is not None]
+            arguments = c.arguments(tensors)
+            sources = [t for t in arguments if t is not None]
             known = self._folded_from.get(c.node)
-            if known is None or len(known) != len(state) or not all(
-                    a[0] is b[0] and a[1:] == b[1:] for a, b in zip(known, state)):
-                self._constant_arrays[c.node] = c.make(*(None if i is None else tensors[i] for i in c.sources))
-                self._folded_from[c.node] = state  # (the tensors held: an id is not reused while they live)
+            if known is not None and (self.freeze or all(np.array_equal(k, _bits(t)) for k, t in zip(known, sources))):
+                continue
+            self._constant_arrays[c.node] = c.make(*arguments)
+            if c.fixed:
+                self._folded_from[c.node] = [] if self.freeze else [_bits(t).copy() for t in sources]
 
     # ---- the trace --------------------------------------------------------------------
 
@@ -466,6 +500,9 @@ class LoomPartition(torch.nn.Module):
         """The kernel's arguments for these tensors: views of them (4-D ones NHWC in a conv
         group), then the folded constants."""
         self._fold(tensors)
+        return self._arguments(tensors)
+
+    def _arguments(self, tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
         out = []
         for i in self.passed:
             t = tensors[i].detach()
@@ -475,10 +512,12 @@ class LoomPartition(torch.nn.Module):
         return out + [a for made in self._constant_arrays.values() for a in made]
 
     def prepare(self, tensors: Sequence[torch.Tensor]) -> dict | None:
-        """The kernel's @compiler.jit function for the example tensors, and its compile()
+        """The kernel's @compiler.jit function for the example tensors (their shapes, strides
+        and dtypes: the constants made of them are not kept as folded), and its compile()
         request (None when tracing failed: the torch fallback is kept, and the error said)."""
         try:
-            self._example = self.arrays(tensors)
+            self._constant_arrays = {c.node: c.make(*c.arguments(tensors)) for c in self.constants}
+            self._example = self._arguments(tensors)
             self._body_fn.__signature__ = inspect.Signature(
                 [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in self._argument_names()])
             self.jit = F.jit(self._body_fn, **self._options)
@@ -601,9 +640,12 @@ def recording():
 
 
 def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
-    """The ATen graph of fn on these inputs: functionalized (no in-place ops), dead code gone."""
-    with torch.no_grad():
-        gm = make_fx(torch.func.functionalize(fn), tracing_mode="real")(*inputs)
+    """The ATen graph of fn on these inputs: functionalized (no in-place ops: an input's
+    mutation is a copy_ back at the end), dead code gone. Traced on fake tensors: nothing
+    runs, so no side effect happens (it happens at each call, once). Outside dynamo's tracing
+    context, whose fake tensors have symbolic sizes: make_fx makes its own, of static sizes."""
+    with torch.no_grad(), torch._guards.tracing(None):
+        gm = make_fx(torch.func.functionalize(fn), tracing_mode="fake")(*inputs)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
@@ -622,15 +664,22 @@ def _whole_graph_reason(inputs: Sequence) -> str | None:
     return None
 
 
-def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", num_threads: int | None = None,
-                  cache: bool = True) -> TorchProgram:
+def compile_graph(fn: Callable, inputs: Sequence, *, state: frozenset[int] = frozenset(), freeze: bool = False,
+                  pipeline: str = "default", num_threads: int | None = None, cache: bool = True) -> TorchProgram:
     """Capture `fn` (a graph module or a function of tensors) on `inputs`, partition it and
-    compile the Loom partitions: a TorchProgram that runs the same computation."""
+    compile the Loom partitions: a TorchProgram that runs the same computation. `state`:
+    the positions of the inputs that are a model's parameters and buffers (the tensors Loom
+    folds into constants, checked at each call; with freeze=True, never checked)."""
     reason = _whole_graph_reason(inputs)
     if reason is not None:
         return TorchProgram(fn, whole_reason=reason)
     start = time.perf_counter()
-    gm = _capture(fn, inputs)
+    try:
+        gm = _capture(fn, inputs)
+    except RuntimeError as e:  # (make_fx's refusals: data-dependent values, ops fake tensors cannot run)
+        return TorchProgram(fn, whole_reason=f"make_fx could not capture it: {str(e).strip().splitlines()[0]}")
+    # (by name: fusing the partitions makes the graph anew)
+    state_names = {n.name for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder") if i in state}
     if num_threads is None:
         num_threads = torch.get_num_threads()
     support = LoomSupport()
@@ -658,8 +707,9 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("loom_"):
             continue
-        part = LoomPartition(node.target, getattr(fused, node.target), pipeline=pipeline, num_threads=num_threads,
-                             cache=cache)
+        fixed = frozenset(j for j, a in enumerate(node.args) if a.op == "placeholder" and a.name in state_names)
+        part = LoomPartition(node.target, getattr(fused, node.target), fixed=fixed, freeze=freeze, pipeline=pipeline,
+                             num_threads=num_threads, cache=cache)
         for m in part.graph_nodes:
             placements[m.name] = Placement(m.name, _name(m.target), "loom", partition=part.name)
         setattr(fused, node.target, part)
@@ -670,8 +720,8 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
         if node.op == "call_function" and node.target in (aten.view.default, aten._unsafe_view.default):
             node.target = aten.reshape.default
     fused.recompile()
-    # the partitions' example tensors: run the graph in torch once, recording each one's arguments
-    examples = _partition_inputs(fused, inputs)
+    examples = {node.target: [_example(_val(a)) for a in node.args] for node in fused.graph.nodes
+                if node.op == "call_module" and isinstance(getattr(fused, node.target), LoomPartition)}
     requests = [part.prepare(examples[part.name]) for part in partitions]
     compile_in_parallel([r for r in requests if r is not None])  # (into the disk cache: build() loads them)
     for part in partitions:
@@ -684,33 +734,29 @@ def compile_graph(fn: Callable, inputs: Sequence, *, pipeline: str = "default", 
                         compile_seconds=time.perf_counter() - start)
 
 
-def _partition_inputs(gm: torch.fx.GraphModule, inputs) -> dict[str, tuple]:
-    """Each partition's argument tensors when the graph runs on `inputs` (in torch)."""
-    seen: dict[str, tuple] = {}
-
-    class Recorder(torch.fx.Interpreter):
-        def call_module(self, target, args, kwargs):
-            module = getattr(gm, target)
-            if isinstance(module, LoomPartition):
-                seen[target] = args
-                return module.fallback(*args)
-            return super().call_module(target, args, kwargs)
-
-    with torch.no_grad():
-        Recorder(gm).run(*inputs)
-    return seen
+def _example(fake: torch.Tensor) -> torch.Tensor:
+    """A tensor of zeros with the shape, strides and dtype the capture gave a value (what a
+    partition is compiled for; its values matter to nothing)."""
+    extent = 1 + sum((d - 1) * s for d, s in zip(fake.shape, fake.stride())) if fake.numel() else 0
+    return torch.zeros(extent, dtype=fake.dtype).as_strided(fake.shape, fake.stride())
 
 
 def torch_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **options) -> Callable:
     """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`.
-    Options (through functools.partial): pipeline=, num_threads= (torch's by default), cache=."""
-    return compile_graph(gm, list(example_inputs), **options)
+    Options (through functools.partial): pipeline=, num_threads= (torch's by default), cache=,
+    freeze= (True: the model's parameters and buffers never change; see compile_graph)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # the parameters and buffers: the placeholders whose source dynamo says is a module's (L['self']._parameters[...])
+    state = frozenset(i for i, n in enumerate(placeholders) if "grapharg" in n.meta
+                      and is_from_unspecialized_param_buffer_source(n.meta["grapharg"].source))
+    return compile_graph(gm, list(example_inputs), state=state, **options)
 
 
 def from_torch(model: torch.nn.Module, example_inputs: Sequence, **options) -> TorchProgram:
     """The model captured on `example_inputs` (a tuple of tensors), its Loom partitions
-    compiled: a TorchProgram called with the inputs alone (the parameters are read from the
-    model at each call, by pointer)."""
+    compiled: a TorchProgram called with inputs of the example's shapes and dtypes alone (the
+    parameters and buffers are read from the model at each call). Options: those of
+    torch_backend."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"from_torch takes a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, torch.Tensor):
@@ -726,21 +772,63 @@ def from_torch(model: torch.nn.Module, example_inputs: Sequence, **options) -> T
 
     with torch.no_grad():  # inference: the parameters' requires_grad does not matter
         program = compile_graph(lambda *flat: run(dict(zip(names, flat[:len(names)])), *flat[len(names):]),
-                                [*(state[n] for n in names), *example_inputs], **options)
-    return _Bound(program, model, names)
+                                [*(state[n] for n in names), *example_inputs], state=frozenset(range(len(names))),
+                                **options)
+    return _Bound(program, model, names, list(example_inputs))
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    return repr(value)
+
+
+def _settings(model: torch.nn.Module) -> dict[str, Any]:
+    """The model's public plain attributes, module by module (numbers, strings, flags and
+    tuples of them: training, a batch norm's eps, a scale): the capture read them as constants
+    (torch's own marks, such as torch.compile's `_is_torch_compile`, are private)."""
+    plain = (bool, int, float, str, type(None))
+    return {f"{name}.{key}".lstrip("."): v for name, m in model.named_modules() for key, v in vars(m).items()
+            if not key.startswith("_") and (isinstance(v, plain) or isinstance(v, tuple)
+                                            and all(isinstance(x, plain) for x in v))}
 
 
 class _Bound(TorchProgram):
-    """A TorchProgram that supplies the model's parameters itself."""
+    """A TorchProgram that supplies the model's parameters itself, and checks that what its
+    capture fixed (the shapes and dtypes of the tensors, the model's plain attributes) holds."""
 
-    def __init__(self, program: TorchProgram, model: torch.nn.Module, names: list[str]):
+    def __init__(self, program: TorchProgram, model: torch.nn.Module, names: list[str], example_inputs: list):
         super().__init__(program.module, program.placements, program.partitions, program.whole_reason,
                          program.compile_seconds)
         self.model = model
         self.names = names
+        state = dict(model.named_parameters()) | dict(model.named_buffers())
+        self.captured = [_describe(v) for v in [*(state[n] for n in names), *example_inputs]]
+        self.settings = _settings(model)
 
     def __call__(self, *inputs):
+        again = ("call compiler.from_torch(model, example) again, or use torch.compile(model, "
+                 "backend=compiler.torch_backend), which compiles again when they change")
+        if self.model.training:
+            raise ValueError("the model is in training mode; from_torch captured it for inference: call "
+                             "model.eval() (or use torch.compile(model, backend=compiler.torch_backend), which runs "
+                             "training mode in torch)")
+        settings = _settings(self.model)
+        if settings != self.settings:
+            key = next(k for k in settings.keys() | self.settings.keys() if settings.get(k) != self.settings.get(k))
+            raise ValueError(f"the model's attribute {key} is {settings.get(key)!r}, {self.settings.get(key)!r} when "
+                             f"from_torch captured it: a from_torch program is fixed to the model's attributes; "
+                             f"{again}")
         state = dict(self.model.named_parameters()) | dict(self.model.named_buffers())
+        tensors = [*(state[n] for n in self.names), *inputs]
+        if len(tensors) != len(self.captured):
+            raise TypeError(f"this program takes {len(self.captured) - len(self.names)} inputs (as its example), "
+                            f"got {len(inputs)}")
+        labels = self.names + [f"input #{i}" for i in range(len(inputs))]
+        for label, value, captured in zip(labels, tensors, self.captured):
+            if _describe(value) != captured:
+                raise ValueError(f"{label} is {_describe(value)}, {captured} in the example: a from_torch program "
+                                 f"is fixed to its example's shapes and dtypes; {again}")
         with torch.no_grad():
-            out = super().__call__(*(state[n] for n in self.names), *inputs)
+            out = super().__call__(*tensors)
         return out[0] if isinstance(out, tuple | list) and len(out) == 1 else out
