@@ -20,15 +20,32 @@ from io import StringIO
 
 import numpy as np
 from xdsl.dialects import affine, func, llvm, memref, vector
-from xdsl.dialects.builtin import DictionaryAttr, Float32Type, Float64Type, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from compiler import numpy_reference as ref
 from compiler.jit.emit import to_llvm_ir
 from compiler.jit.engine import Timings, compile_ir, timed
-from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset, objects_wrapper
+from compiler.jit.kernel import (
+    MAX_THREADS,
+    OBJECTS_SUFFIX,
+    AllocationSite,
+    ArgSpec,
+    Kernel,
+    array_data_offset,
+    objects_wrapper,
+)
 from dialects.context import make_context
 from dialects.layout import VIEW_OPS
 from dialects.loom import LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
@@ -38,6 +55,7 @@ from passes.pipelines import Callback
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.parser import parse_module
 from passes.support.remarks import collect
+from passes.support.target import default_threads
 from passes.support.verifier import verify
 
 _DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}
@@ -188,6 +206,29 @@ def _failure_table(module: ModuleOp, entry: str) -> tuple[bool, dict[int, Alloca
     return fn.function_type.output == STATUS, sites
 
 
+def _check_threads(module: ModuleOp) -> None:
+    """Each parallel loop of the lowered module runs on at most `MAX_THREADS` threads:
+    the count its `GOMP_parallel` call passes (0: libgomp's default, `OMP_NUM_THREADS`
+    or the cores), whichever option or environment variable set it. More is a LoomError
+    at the loop (see compiler/jit/kernel.py: libgomp would crash or end the process)."""
+    for call in module.walk():
+        if not (isinstance(call, llvm.CallOp) and call.callee is not None
+                and call.callee.string_value() == "GOMP_parallel"):
+            continue
+        count = call.args[2].owner
+        if not (isinstance(count, llvm.ConstantOp) and isinstance(count.value, IntegerAttr)):
+            continue
+        threads = count.value.value.data
+        if (threads or default_threads()) > MAX_THREADS:
+            what = f"{threads} threads" if threads else f"libgomp's default of {default_threads()} threads"
+            body = call.args[0].owner  # the loop's thread function: where the loop was
+            where = SymbolTable.lookup_symbol(module, body.global_name) if isinstance(body, llvm.AddressOfOp) else None
+            raise LoomError(f"a parallel loop would run on {what}, more than the {MAX_THREADS} Loom runs a loop on "
+                            "(libgomp keeps a record per thread on the caller's stack, and ends the process when "
+                            "it cannot start a thread): ask for fewer (compile(num_threads=...), loom-run --threads, "
+                            "OMP_NUM_THREADS or the pass's num-threads)", where or call)
+
+
 def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threads: int | None, remarks: bool,
           stages: bool, filename: str, timings: Timings | None) -> Kernel:
     """The kernel compile() makes of `source` (see compiler.driver.compile: the arguments
@@ -210,6 +251,7 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
                                  num_threads=num_threads)
     with collect() as collected:
         passes.apply(make_context(), module)
+    _check_threads(module)
     if not stages:
         with timed(timings, "verify"):
             verify(module)

@@ -11,6 +11,7 @@
   functions and its rounds of timing.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -24,8 +25,9 @@ import pytest
 import compiler
 from passes.support.diagnostics import LoomError
 from compiler.build import load_module, written_arguments
-from compiler.jit.kernel import array_data_offset
+from compiler.jit.kernel import MAX_THREADS, array_data_offset
 from compiler.measure.runner import array_with_layout, outside_view, run_and_check
+from passes.support.target import openmp_runtime
 
 PIPELINES = ["naive", "default"]
 BIN = Path(sys.executable).parent
@@ -594,3 +596,72 @@ def test_contiguous_arrays_go_by_their_addresses():
         assert np.abs(got - ref).max() <= 4 * 7 * np.finfo(np.float32).eps * np.abs(ref).max()
     ints = (np.arange(35, dtype=np.float32).reshape(5, 7) % 5 - 2, np.arange(21, dtype=np.float32).reshape(7, 3) % 3)
     np.testing.assert_array_equal(k(*ints)[0], ints[0] @ ints[1])
+
+
+# --------------------------------------------------------------------------------------
+# Threads: no more than libgomp can start
+
+#: a matmul whose loops loom-parallelize runs on threads
+SMALL_MM = """\
+func.func @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = loom.matmul %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %c : tensor<64x64xf32>
+}
+"""
+
+
+def test_num_threads_beyond_what_libgomp_starts_is_refused():
+    for n in (MAX_THREADS + 1, 100_000):
+        with pytest.raises(ValueError, match=f"num_threads must be a positive integer of at most {MAX_THREADS}.*"
+                                             f"got {n}$"):
+            compiler.compile(SMALL_MM, num_threads=n)
+
+
+#: under OMP_NUM_THREADS=100000 (libgomp's default too), each way of asking for a thread
+#: count beyond the cap: refused, or run and checked (JSON: name -> message or rightness)
+_THREAD_COUNTS = """
+import json, sys
+import numpy as np
+import compiler
+from compiler.jit.kernel import MAX_THREADS
+
+source = sys.argv[1]
+a = (np.arange(64 * 64) % 7 - 3).astype(np.float32).reshape(64, 64)
+out = {}
+for name, pipeline in [("OMP_NUM_THREADS", "default"), ("num-threads", "loom-parallelize{num-threads=100000}"),
+                       ("libgomp's default", "loom-parallelize"),
+                       ("the cap", f"loom-parallelize{{num-threads={MAX_THREADS}}}")]:
+    try:
+        kernel = compiler.compile(source, pipeline=pipeline, remarks=True, filename="mm.mlir")
+        out[name] = {"right": bool((kernel(a, a) == a @ a).all()),
+                     "threads": [r for r in kernel.remarks if "run in parallel" in r]}
+    except compiler.LoomError as e:
+        out[name] = {"error": str(e)}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(openmp_runtime() is None, reason="libgomp is not installed")
+def test_thread_counts_libgomp_cannot_start_are_refused_never_a_crash(tmp_path):
+    """100,000 threads overflowed libgomp's team start (a record per thread on the calling
+    thread's stack: SIGSEGV); whichever way the count is set, the compile refuses it at
+    the loop, and the cap itself runs (4,096 threads, here on 2 cores)."""
+    p = subprocess.run([sys.executable, "-c", _THREAD_COUNTS, SMALL_MM], capture_output=True, text=True,
+                       env={**os.environ, "OMP_NUM_THREADS": "100000"}, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    for name, what in [("OMP_NUM_THREADS", "100000 threads"), ("num-threads", "100000 threads"),
+                       ("libgomp's default", "libgomp's default of 100000 threads")]:
+        assert re.fullmatch(rf"mm\.mlir:2:3: error: a parallel loop would run on {what}, more than the {MAX_THREADS} "
+                            r"Loom runs a loop on \(.*\): ask for fewer \(.*OMP_NUM_THREADS.*\)", out[name].get("error", ""),
+                            re.S), (name, out[name])
+    assert out["the cap"]["right"] and f"{MAX_THREADS} threads)" in out["the cap"]["threads"][0], out["the cap"]
+
+
+def test_loom_run_refuses_too_many_threads(tmp_path):
+    (tmp_path / "mm.mlir").write_text(SMALL_MM)
+    p = subprocess.run([BIN / "loom-run", "mm.mlir", "--threads", "100000"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=600)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert p.stderr == (f"mm.mlir: error: num_threads must be a positive integer of at most {MAX_THREADS} (the most "
+                        "threads Loom runs a loop on: compiler/jit/kernel.py), got 100000\n"), p.stderr

@@ -14,22 +14,78 @@ call with each array given as the address of its numpy object: the fast call's w
 A function that may fail (it allocates temporaries) returns a status: 0, or the number
 of the allocation site that got no memory, which the kernel turns into a `MemoryError`
 naming the temporary, its type, its size and its location (`allocation_sites`).
+
+Threads. A kernel whose loops run on libgomp's team (its code calls `GOMP_parallel`,
+passes/conversion/loom_lower_parallel.py) is `parallel`. Two limits of libgomp's:
+
+- It starts a team with a record of about 120 bytes per thread on the calling thread's
+  stack, and ends the process when it cannot create a thread: 100,000 threads overflowed
+  the main thread's 8 MiB stack (SIGSEGV), and with a larger stack libgomp exited for
+  want of threads. A loop runs on at most `MAX_THREADS` threads (more than any machine's
+  cores; half a MiB of stack): compile() refuses more (compiler/build.py reads the count
+  in the code, whichever option or environment variable set it).
+- Its team does not survive fork(): in a child forked after the team started
+  (`os.fork`, multiprocessing's fork start method, DataLoader workers), the next parallel
+  region waits forever for threads that exist only in the parent. So in a child forked
+  after a parallel kernel was made (`os.register_at_fork`), Loom sets libgomp's
+  max-active-levels to 0, and `GOMP_parallel` then runs each region on the calling thread
+  alone (a thread's share of the iterations comes from `omp_get_num_threads()`: the
+  results are the same); the first parallel kernel called there warns once
+  (`ForkWarning`). Threads the child starts have teams of their own.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import cffi
 import numpy as np
 
+from compiler.jit.loader import symbol_address
 from passes.support.units import format_bytes
 
 if TYPE_CHECKING:
     from passes.support.remarks import Remark
 
 _ffi = cffi.FFI()
+
+#: the most threads a parallel loop runs on (see the module's docstring)
+MAX_THREADS = 4096
+
+
+class ForkWarning(RuntimeWarning):
+    """This process was forked after a kernel ran on libgomp's threads: its parallel
+    kernels run on one thread here."""
+
+
+_parallel_made = [False]  # a parallel kernel was made in this process
+_fork_unwarned = [False]  # forked after that, and no parallel kernel has warned yet: what the calls read
+
+
+def _serial_after_fork() -> None:
+    """In a child forked after a parallel kernel was made: no parallel region of this
+    thread starts libgomp's team (the parent's), each runs on this thread alone."""
+    if _parallel_made[0]:
+        address = symbol_address("omp_set_max_active_levels")  # from the libgomp the kernels call
+        if address:
+            ctypes.CFUNCTYPE(None, ctypes.c_int)(address)(0)
+        _fork_unwarned[0] = True
+
+
+os.register_at_fork(after_in_child=_serial_after_fork)
+
+
+def _warn_forked() -> None:
+    """The ForkWarning, at the first call of a parallel kernel in a forked child."""
+    if _fork_unwarned[0]:
+        _fork_unwarned[0] = False
+        warnings.warn("this process was forked after kernels ran on libgomp's threads, which do not survive a fork: "
+                      "its parallel kernels run on one thread (start workers with multiprocessing's 'spawn' or "
+                      "'forkserver' method to keep their threads)", ForkWarning, stacklevel=3)
 
 
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -167,8 +223,11 @@ class Kernel:
     _written: tuple[int, ...] = ()
     _direct: bool = True
     _asm: str = ""
+    _parallel: bool = False
 
     def __post_init__(self):
+        self._parallel = "@GOMP_parallel(" in self.llvm_ir
+        _parallel_made[0] |= self._parallel
         self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
         self._direct = all(s.contiguous for s in self.inputs)  # from_buffer takes every array
         # cffi rather than ctypes: a call costs well under a microsecond of Python
@@ -274,6 +333,8 @@ class Kernel:
 
     def _call(self, arrays: tuple):
         """The call with every check spelled out: what `_fast_call`'s code falls back on."""
+        if self._parallel and _fork_unwarned[0]:
+            _warn_forked()
         ins = self.check(arrays)
         outs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
         if self._direct:
@@ -305,7 +366,8 @@ def _fast_call(kernel: Kernel):
     `objects_wrapper`'s function, the arrays go by their addresses (`id`, 28 ns each),
     not through cffi's `from_buffer` (200-320 ns each)."""
     names = [f"a{i}" for i in range(len(kernel.inputs))]
-    env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc}
+    env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc,
+                 "forked": _fork_unwarned, "warn_forked": _warn_forked}
     if kernel.objects_address:  # each array by its address (id), not through cffi's from_buffer
         env.update(f=_ffi.cast(_c_type(kernel, "intptr_t"), kernel.objects_address), fb=id)
     tests = []
@@ -318,6 +380,7 @@ def _fast_call(kernel: Kernel):
         env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
     pointers = ", ".join(f"fb({v})" for v in (*names, *outs))
     lines = ["def call(kernel, arrays, miss):",  # the kernel passed in: no cycle through its own function
+             *(["    if forked[0]:", "        warn_forked()"] if kernel._parallel else []),
              f"    if len(arrays) != {len(names)}:",
              "        return miss(arrays)",
              *([f"    {', '.join(names)}, = arrays"] if names else []),
