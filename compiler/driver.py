@@ -20,7 +20,7 @@ import numpy as np
 
 from compiler.jit import pool
 from compiler.jit.disk_cache import disk_cache
-from compiler.jit.kernel import Kernel
+from compiler.jit.kernel import MAX_THREADS, Kernel
 from passes.support.diagnostics import LoomError
 from passes.support.target import default_threads
 
@@ -157,8 +157,9 @@ def compile(
     code` (`compiler.jit.engine.compile_ir`). A timed compile neither uses nor fills the caches:
     it is a real compile (what `loom-bench --compile` measures).
     """
-    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    if num_threads is not None and (not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS):
+        raise ValueError(f"num_threads must be a positive integer of at most {MAX_THREADS} (the most threads Loom runs "
+                         f"a loop on: compiler/jit/kernel.py), got {num_threads!r}")
     if not isinstance(pipeline, str):
         raise TypeError(f"pipeline must be a string, got {type(pipeline).__name__}")
     text = _source_text(source)
