@@ -82,6 +82,32 @@ def test_python_numbers_are_inputs_a_new_float_does_not_recompile():
     assert "%s: tensor<1xf64>" in f.lower(x, 2.0)
 
 
+def test_a_float_argument_on_either_side_of_an_array():
+    """`s * x`, `s + x`, `s - x` are array arithmetic as `x * s` is (once refused: the
+    float argument's own operators took them for arithmetic between numbers)."""
+    @loom.jit
+    def f(x, s):
+        return s * x + (s - x) + (s + x)
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(f(x, 1.5), 1.5 * x + (1.5 - x) + (1.5 + x))
+    with pytest.raises(TypeError, match=r"the float argument s is a kernel input"):
+        loom.jit(lambda x, s: x * (s - 1.0))(x, 1.5)
+
+
+def test_a_0d_array_and_a_number_stay_0d():
+    """numpy's `x[0, 0] * 2.0` is 0-d: the number's kernel input, of shape (1,), is viewed
+    as 0-d beside it (it once broadcast the result to shape (1,))."""
+    @loom.jit
+    def f(x, s):
+        return x[0, 1] * 2.0, 1.0 - x[1, 2], x[-1, 0] * s, x[0, 0] + x
+
+    x = np.arange(6.0).reshape(2, 3)
+    for got, want in zip(f(x, 3.0), (x[0, 1] * 2.0, 1.0 - x[1, 2], x[-1, 0] * 3.0, x[0, 0] + x)):
+        assert got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_integer_arguments_are_constants_of_the_signature():
     @loom.jit
     def f(x, w, stride):

@@ -305,6 +305,13 @@ def _same_dtype(ta: Traced, tb: Traced, what: str) -> None:
 
 
 def _scalar(value, like: Traced, what: str) -> Traced:
+    """A number as an operand beside `like`: its kernel input, viewed as 0-d beside a 0-d
+    array (numpy's 0-d array * number is 0-d, not of shape (1,))."""
+    t = _scalar_input(value, like, what)
+    return t if like.ndim else reshape(t, ())
+
+
+def _scalar_input(value, like: Traced, what: str) -> Traced:
     """A number as a kernel input of shape (1,) in `like`'s dtype: a float argument of the
     function (filled per call) or a number of the body (fixed)."""
     f = like._function
@@ -347,7 +354,12 @@ class ScalarArgument:
               "arithmetic (x * s, x + s) only; compute with it outside the function, or pass it as an array",
               type_error=True)
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    def _arithmetic(self, other):
+        if isinstance(other, Traced):  # s * x: the array's reflected operation (x.__rmul__) takes it
+            return NotImplemented
+        self._refuse()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _arithmetic
     __neg__ = __float__ = __int__ = __bool__ = __index__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
 
     def __matmul__(self, other):
