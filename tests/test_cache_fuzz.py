@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -282,6 +283,7 @@ def fuzz(entries: list[Entry], batch: list[tuple[int, tuple]], folder: Path) -> 
     (runtime,) = [e for e in entries if e.kind == "runtime"]
     (folder / "cases" / "pool.loom").write_bytes(runtime.data)
     results = run_cases(cases, {"key": runtime.key, "file": str(folder / "cases" / "pool.loom")}, folder)
+    shutil.rmtree(folder)  # (a case is its mutation, which hypothesis reports: the files are not kept)
     problems = []
     for n, (mutation, name, wanted) in expect.items():
         r = results[n]
