@@ -485,3 +485,18 @@ def test_without_a_budget_the_signature_called_last_is_kept(kernel_budget):
     assert len(traces) == 1
     f(b, 2.0), f(a, 2.0)
     assert len(traces) == 3 and len(f._specializations) == 1 and len(kernel_budget) == 0
+
+
+def test_numpy_functions_on_a_traced_array():
+    """numpy's functions that dispatch to a traced array (`__array_function__`) run as
+    Loom's; np.ascontiguousarray does not dispatch (it converts its argument): refused,
+    naming loom.contiguous."""
+    @loom.jit
+    def f(x):
+        return np.transpose(x), np.reshape(x, (3, 2)), np.broadcast_to(x, (2, 2, 3)), np.matmul(x, x.T)
+
+    x = np.arange(6.0).reshape(2, 3)
+    for got, want in zip(f(x), (x.T, x.reshape(3, 2), np.broadcast_to(x, (2, 2, 3)), x @ x.T)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(loom.TraceError, match=r"cannot be converted to numpy .* loom.contiguous for np.ascontiguousarray"):
+        loom.jit(lambda x: np.ascontiguousarray(x))(x)

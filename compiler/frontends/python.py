@@ -13,17 +13,26 @@ of the other arguments) runs the Python function once on `Traced` stand-ins: eac
 operation on them appends one loom op to a function, located at the user's line (so a
 verifier error points there too). The function is compiled with `compiler.compile`
 (pipeline `default` unless told otherwise) and kept; later calls with that signature go
-straight to the kernel. Arrays are passed as they are: a view (transposed, sliced with
-steps, broadcast, Fortran-ordered) becomes an argument with its strides
-(`loom.buffer_layout`), never a copy.
+straight to the kernel. Keyword arguments are bound to their positions (`f(x, w=w)` is
+`f(x, w)`, one signature); a keyword-only parameter or `**kwargs` is refused. The
+compiled signatures share the process's budget of kernels in memory (`LOOM_CACHE_SIZE`,
+`compiler.set_cache_size`: `compiler.driver.KernelCache`): one function called with
+thousands of shapes keeps the least recently used out, and traces one again if it comes
+back; the signature called last is always kept. Arrays are passed as they are: a view
+(transposed, sliced with steps, broadcast, Fortran-ordered) becomes an argument with its
+strides (`loom.buffer_layout`), never a copy; a view with a negative stride is refused
+(pass a copy).
 
 What a trace may do: `@` (2-D, batched 3-D, and 3-D @ 2-D), `+`, `-`, `*` with numpy
-broadcasting (Python numbers included: they become inputs of the kernel, so a new value
-does not recompile), unary `-`, `loom.relu`, `loom.conv2d(x, w, stride=, padding=,
-dilation=, layout=)`, `.T`, `.transpose(...)`, slicing with steps (`x[1:, ::2]`, `x[::-1]`, an
-integer index, `...`, `None`), `loom.broadcast_to`, `.reshape(...)`, `loom.contiguous`.
-float32 and float64. Anything else (a division, a comparison, `if` on a traced value,
-converting it to numpy) is an error that names the user's line and what is supported.
+broadcasting (Python numbers and float arguments included, on either side: they become
+inputs of the kernel, so a new value does not recompile), unary `-`, `loom.relu`,
+`loom.conv2d(x, w, stride=, padding=, dilation=, layout=)`, `.T`, `.transpose(...)`,
+slicing with steps (`x[1:, ::2]`, `x[::-1]`, an integer index, `...`, `None`),
+`loom.broadcast_to`, `.reshape(...)`, `loom.contiguous`; `.shape`, `.dtype`, `.ndim`,
+`.size`. float32 and float64. Anything else (a division, a comparison, `if` on a traced
+value, a method numpy has and Loom lacks such as `x.sum()`, an index array, converting
+to numpy, another @loom.jit function called inside: call its `.fn`) is an error that
+names the user's line and what is supported.
 """
 
 from __future__ import annotations
@@ -40,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.driver import compile as compile_source, kernel_cache
+from compiler.driver import compile as compile_source
+from compiler.driver import kernel_cache
 from passes.support.diagnostics import LoomError
 
 _DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -236,8 +246,9 @@ class Traced:
               "(if, while, and, or) cannot depend on array contents inside @loom.jit", type_error=True)
 
     def __array__(self, *args, **kwargs):
-        _fail("a traced array cannot be converted to numpy inside @loom.jit (use loom's operations on it, "
-              "or compute with numpy outside the jit function)", type_error=True)
+        _fail("a traced array cannot be converted to numpy inside @loom.jit (use loom's operations on it: "
+              "loom.contiguous for np.ascontiguousarray; or compute with numpy outside the jit function)",
+              type_error=True)
 
     def __iter__(self):
         _fail("iterating over a traced array is not supported inside @loom.jit (index it instead)",
@@ -262,7 +273,7 @@ class Traced:
 
     def __array_function__(self, func, types, args, kwargs):
         forwarded = {np.transpose: transpose, np.reshape: reshape, np.broadcast_to: broadcast_to,
-                     np.matmul: matmul, np.ascontiguousarray: contiguous}
+                     np.matmul: matmul}
         if func in forwarded:
             return forwarded[func](*args, **kwargs)
         _fail(f"numpy.{func.__name__} is not supported on a traced array inside @loom.jit", type_error=True)
@@ -703,7 +714,7 @@ class JitFunction:
                             "parameter, and pass it by position or by its name)")
         count = max((k + 1 for k, p in enumerate(positional) if p.name in given), default=0)
         rest = next((given.get(p.name, ()) for p in params if p.kind is p.VAR_POSITIONAL), ())
-        return (*(given[p.name] if p.name in given else p.default for p in positional[:count]), *rest)
+        return (*(given.get(p.name, p.default) for p in positional[:count]), *rest)
 
     def _outside_a_trace(self) -> None:
         if _tracing() is not None:
