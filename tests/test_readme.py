@@ -25,9 +25,10 @@ def python_blocks(path: Path) -> list[str]:
 
 def run_block(block: str, name: str, monkeypatch) -> None:
     """Run one block from the repository's root (its examples name files under it); a
-    block that imports torch needs torch installed (the `torch` extra)."""
-    if re.search(r"^import torch\b", block, re.MULTILINE) and importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed (pip install -e '.[torch]')")
+    block that imports torch or torchvision needs them installed (the `torch` extra)."""
+    for package in ("torch", "torchvision"):
+        if re.search(rf"^import .*\b{package}\b", block, re.MULTILINE) and importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} is not installed (pip install -e '.[torch]')")
     monkeypatch.chdir(ROOT)
     exec(compile(block, name, "exec"), {})
     assert os.getcwd() == str(ROOT)
