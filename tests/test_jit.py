@@ -498,5 +498,6 @@ def test_numpy_functions_on_a_traced_array():
     x = np.arange(6.0).reshape(2, 3)
     for got, want in zip(f(x), (x.T, x.reshape(3, 2), np.broadcast_to(x, (2, 2, 3)), x @ x.T)):
         np.testing.assert_array_equal(got, want)
-    with pytest.raises(loom.TraceError, match=r"cannot be converted to numpy .* loom.contiguous for np.ascontiguousarray"):
+    with pytest.raises(loom.TraceError, match=r"cannot be converted to numpy .* loom.contiguous for "
+                                              r"np.ascontiguousarray"):
         loom.jit(lambda x: np.ascontiguousarray(x))(x)

@@ -719,8 +719,8 @@ class JitFunction:
     def _outside_a_trace(self) -> None:
         if _tracing() is not None:
             _fail(f"{getattr(self.fn, '__name__', 'kernel')}() is a @loom.jit function called while another is "
-                  "traced (or while it is itself): call the undecorated function (its .fn) inside, so that it is traced into "
-                  "the same kernel", type_error=True)
+                  "traced (or while it is itself): call the undecorated function (its .fn) inside, so that it is "
+                  "traced into the same kernel", type_error=True)
 
     def specialize(self, *args, **kwargs) -> Specialization:
         """The kernel for these arguments' signature (traced and compiled on first use)."""
