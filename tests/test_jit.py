@@ -489,8 +489,9 @@ def test_without_a_budget_the_signature_called_last_is_kept(kernel_budget):
 
 def test_numpy_functions_on_a_traced_array():
     """numpy's functions that dispatch to a traced array (`__array_function__`) run as
-    Loom's; np.ascontiguousarray does not dispatch (it converts its argument): refused,
-    naming loom.contiguous."""
+    Loom's, and an option of numpy's that Loom lacks (`order=`) is a located refusal (it
+    was a TypeError from inside Loom); np.ascontiguousarray does not dispatch (it converts
+    its argument): refused, naming loom.contiguous."""
     @loom.jit
     def f(x):
         return np.transpose(x), np.reshape(x, (3, 2)), np.broadcast_to(x, (2, 2, 3)), np.matmul(x, x.T)
@@ -501,3 +502,6 @@ def test_numpy_functions_on_a_traced_array():
     with pytest.raises(loom.TraceError, match=r"cannot be converted to numpy .* loom.contiguous for "
                                               r"np.ascontiguousarray"):
         loom.jit(lambda x: np.ascontiguousarray(x))(x)
+    with pytest.raises(loom.TraceError, match=r"numpy.reshape on a traced array inside @loom.jit takes what "
+                                              r"loom.reshape takes: got an unexpected keyword argument 'order'"):
+        loom.jit(lambda x: np.reshape(x, (3, 2), order="F"))(x)

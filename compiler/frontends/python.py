@@ -272,9 +272,13 @@ class Traced:
               "(use +, -, *, @, loom.relu)", type_error=True)
 
     def __array_function__(self, func, types, args, kwargs):
-        forwarded = {np.transpose: transpose, np.reshape: reshape, np.broadcast_to: broadcast_to,
-                     np.matmul: matmul}
-        if func in forwarded:
+        forwarded = {np.transpose: transpose, np.reshape: reshape, np.broadcast_to: broadcast_to}
+        if func in forwarded:  # (np.matmul is a ufunc: __array_ufunc__)
+            try:
+                inspect.signature(forwarded[func]).bind(*args, **kwargs)
+            except TypeError as e:  # numpy's options Loom lacks: order=, subok=, ...
+                _fail(f"numpy.{func.__name__} on a traced array inside @loom.jit takes what "
+                      f"loom.{forwarded[func].__name__} takes: {e}", type_error=True)
             return forwarded[func](*args, **kwargs)
         _fail(f"numpy.{func.__name__} is not supported on a traced array inside @loom.jit", type_error=True)
 
