@@ -17,13 +17,15 @@ an `Access` with its subscripts as linear forms and its loops:
   (what its body writes in one iteration, a box, spans at most its step), the loops
   inside a reduction loop run in each of its iterations, no access sits under a guard
   (`affine.if`), every store after (before) the access writes elements apart from its
-  own or all of them, and every load of the buffer is followed by a store of the same
-  elements (it is read only to accumulate). Otherwise `Refused` says why, in a remark's
-  words.
+  own or all of them, every load of the buffer is followed by a store of the same
+  elements (it is read only to accumulate), and the last writes write every element of
+  the buffer (their counts add up to its size: an element only the zero fill writes
+  would take no epilogue). Otherwise `Refused` says why, in a remark's words.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,6 +147,7 @@ class LastWriteAnalysis:
         for write in self.writes.values():
             if not _in_fill(write):
                 write.when = self._last(write)
+        self._check_covered()
         try:
             for load in self.loads:
                 load.when = self._first(load)
@@ -180,6 +183,47 @@ class LastWriteAnalysis:
                 return loops[::-1]
             cur = cur.parent_op()
         raise AssertionError("a store inside its nest")
+
+    def _check_covered(self) -> None:
+        """Refused unless the last writes write every element of the buffer: their
+        counts (each store's lanes times the iterations of its spatial loops) add up to
+        its size, as they write different elements (checked). An element that only the
+        zero fill writes would take no epilogue, and lose its zero with the fill."""
+        written = 0
+        for write in self.writes.values():
+            if _in_fill(write) or write.when is None:
+                continue
+            count = self._count(write)
+            if count is None:
+                raise Refused(f"cannot count the elements {_access_text(write.op)} writes, to tell that the "
+                              f"producer writes all of {value_name(self.root)}")
+            written += count
+        size = math.prod(self.root.type.get_shape())  # type: ignore[attr-defined]
+        if written != size:
+            raise Refused(f"the producer writes {written} of the {size} elements of {value_name(self.root)}: "
+                          "the others only the zero fill writes")
+
+    def _count(self, write: Access) -> int | None:
+        """How many elements `write` writes in the last iteration of its reduction loops
+        (each of which must run): its lanes per iteration of its spatial loops, those
+        counted group by group (a group: loops whose bounds use each other's ivs, the
+        outer ones' iterations walked); None when that is not known."""
+        spatial = self._spatial(write)
+        if not write.exact or any(loop not in spatial and not provably_nonempty(loop) for loop in write.loops):
+            return None
+        loops = [loop for loop in write.loops if loop in spatial]
+        groups: list[list[affine.ForOp]] = []
+        for loop in loops:
+            used = set((*loop.lowerBoundOperands, *loop.upperBoundOperands))
+            joined = [g for g in groups if any(outer.body.block.args[0] in used for outer in g)]
+            groups = [g for g in groups if g not in joined] + [[l for g in joined for l in g] + [loop]]
+        count = write.lanes
+        for group in groups:
+            iterations = _iterations(sorted(group, key=loops.index))
+            if iterations is None:
+                return None
+            count *= iterations
+        return count
 
     def _check_loads(self, nest: affine.ForOp) -> None:
         """Every load of the result is followed, in its block, by a store of the same
@@ -367,6 +411,56 @@ class LastWriteAnalysis:
 
 def _in_fill(access: Access) -> bool:
     return nest_tag(access.loops[0]) in INITS
+
+
+#: the most iterations of outer loops `_iterations` walks to count those of inner ones
+MAX_WALKED = 1 << 16
+
+
+def _iterations(loops: list[affine.ForOp]) -> int | None:
+    """How many times the innermost of `loops` (nested, outermost first; their bounds
+    use no iv but theirs) runs its body, the iterations of the outer loops whose ivs an
+    inner bound uses walked; None when a bound uses another value or is not linear, or
+    the walk would take more than MAX_WALKED iterations."""
+    bounds = []
+    for loop in loops:
+        pair = []
+        for m, operands in ((loop.lowerBoundMap.data, loop.lowerBoundOperands),
+                            (loop.upperBoundMap.data, loop.upperBoundOperands)):
+            forms = map_forms(m, operands)
+            if any(f is None for f in forms):
+                return None
+            pair.append(forms)
+        bounds.append(pair)
+    budget = MAX_WALKED
+
+    def count(depth: int, ivs: dict[SSAValue, int]) -> int | None:
+        nonlocal budget
+        if depth == len(loops):
+            return 1
+        loop = loops[depth]
+        ends = []
+        for forms, pick in zip(bounds[depth], (max, min)):
+            if any(v not in ivs for f in forms for v in f.coeffs):
+                return None
+            ends.append(pick(f.const + sum(c * ivs[v] for v, c in f.coeffs.items()) for f in forms))
+        points = range(ends[0], ends[1], step_of(loop))
+        iv = loop.body.block.args[0]
+        if not any(iv in f.coeffs for pair in bounds[depth + 1:] for forms in pair for f in forms):
+            rest = count(depth + 1, ivs)
+            return None if rest is None else len(points) * rest
+        budget -= len(points)
+        if budget < 0:
+            return None
+        total = 0
+        for value in points:
+            rest = count(depth + 1, {**ivs, iv: value})
+            if rest is None:
+                return None
+            total += rest
+        return total
+
+    return count(0, {})
 
 
 def _structural(write: Access, within: Sequence[affine.ForOp], other: Access,

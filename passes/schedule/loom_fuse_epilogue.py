@@ -28,9 +28,11 @@ write (first read):
   (what its body writes in one iteration, a box, spans at most its step), the loops
   inside a reduction loop run in each of its iterations, no access sits under a guard
   (`affine.if`), every store after (before) the access writes elements apart from its
-  own or all of them, and every load of C is followed by a store of the same elements
-  (C is read only to accumulate). A store that fails this is refused (the nests left as
-  they were); a load that fails it keeps the zero fill (into R).
+  own or all of them, every load of C is followed by a store of the same elements (C
+  is read only to accumulate), and the last writes write every element of C (their
+  counts add up to its size: an element only the zero fill writes would take no
+  epilogue). A store that fails this is refused (the nests left as they were); a load
+  that fails it keeps the zero fill (into R).
 
 The guarded store becomes `select(guard, epilogue(c), c)` (no select without a guard),
 the epilogue on the register block's vectors: operands read at unit stride along the
