@@ -266,3 +266,32 @@ def test_iterations_overlap_by_their_window(case):
             c = np.zeros(len(want), np.float32)
             k(*args, c)
             np.testing.assert_array_equal(c, want, err_msg=f"{k.num_threads} threads")
+
+
+def test_accesses_offset_by_an_outer_iv_may_meet():
+    """%c[%i + %t] and %c[%i] differ by %t, fixed while %i runs but not a constant: for
+    %t = 1 iteration %i writes what %i + 1 reads (a running sum). %i is left serial, as
+    is %t; the sums are exact on any thread count."""
+    src = """func.func @offset(%a: memref<64xf32>, %c: memref<65xf32>) {
+  affine.for %t = 0 to 2 {
+    affine.for %i = 0 to 64 {
+      %x = affine.load %c[%i] : memref<65xf32>
+      %y = affine.load %a[%i] : memref<64xf32>
+      %s = arith.addf %x, %y : f32
+      affine.store %s, %c[%i + %t] : memref<65xf32>
+    }
+  } {loom.tag = "offset"}
+  func.return
+}"""
+    rng = np.random.default_rng(9)
+    a, c0 = small_ints(rng, (64,), np.float32), small_ints(rng, (65,), np.float32)
+    want = c0.astype(np.float64)
+    for t in range(2):
+        for i in range(64):
+            want[i + t] = want[i] + a[i]
+    for k in kernels(src, pipeline="loom-parallelize"):
+        assert not parallel_remarks(k), k.remarks
+        assert any("%i: load %c[%i]" in r and "may touch the same element" in r for r in serial_remarks(k)), k.remarks
+        c = c0.copy()
+        k(a, c)
+        np.testing.assert_array_equal(c, want, err_msg=f"{k.num_threads} threads")
