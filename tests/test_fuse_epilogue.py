@@ -390,6 +390,28 @@ def test_a_store_within_a_vector_store_is_not_fused():
     np.testing.assert_array_equal(r, want)
 
 
+@pytest.mark.parametrize("stride, fuses", [(2, False), (0, True)])
+def test_an_operand_read_along_the_vector_at_its_stride(stride, fuses):
+    """The bias as a strided view: fused where the vector broadcasts it (stride 0: one
+    value for every column), refused with the stride named where its elements are 2
+    apart (a vector load would read the ones between). Exact on small integers."""
+    m, n, k = 6, 40, 9
+    tc = f"tensor<{m}x{n}xf32>"
+    src = f"""func.func @f(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>, %bias: tensor<{n}xf32> {{loom.buffer_layout = strided<[{stride}]>}}) -> {tc} {{
+  %c = loom.matmul %a, %b : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> {tc}
+  %s = loom.add %c, %bias : ({tc}, tensor<{n}xf32>) -> {tc}
+  func.return %s : {tc}
+}}"""
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    assert bool(fused(kern)) == fuses, kern.remarks
+    assert fuses or any("is read 2 elements apart along the vector" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(9)
+    a, b = small_ints(rng, (m, k), np.float32), small_ints(rng, (k, n), np.float32)
+    base = small_ints(rng, (max(stride, 1) * n,), np.float32)
+    bias = np.lib.stride_tricks.as_strided(base, (n,), (stride * 4,))
+    np.testing.assert_array_equal(kern(a, b, bias), a.astype(np.float64) @ b + bias)
+
+
 @settings(max_examples=50)
 @given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
 def test_operand_views_reach_what_numpy_reshape_does(shape, data):
