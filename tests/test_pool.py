@@ -9,6 +9,7 @@ import numpy as np
 
 import compiler
 from compiler.jit import pool
+from compiler.jit.engine import compile_ir
 from kernels import conv2d, small_ints
 
 
@@ -80,3 +81,53 @@ def test_a_parked_buffer_is_handed_out_only_for_its_own_size():
     for p, n in [*others, (parked, size)]:
         give(p, n)
     assert pool.clear() == 3
+
+
+#: takes and parks a buffer of %bytes %n times, as kernels on several threads do; returns
+#: how many of the pointers taken were not buffers (null, or 1: the mark of a busy slot)
+CHURN = """
+declare ptr @loom_take(i64, i64)
+declare void @loom_give(ptr, i64)
+
+define i64 @churn(i64 %bytes, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %step]
+  %bad = phi i64 [0, %entry], [%bad2, %step]
+  %p = call ptr @loom_take(i64 64, i64 %bytes)
+  %pi = ptrtoint ptr %p to i64
+  %real = icmp ugt i64 %pi, 1
+  br i1 %real, label %park, label %step
+park:
+  call void @loom_give(ptr %p, i64 %bytes)
+  br label %step
+step:
+  %more = add i64 %bad, 1
+  %bad2 = select i1 %real, i64 %bad, i64 %more
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %out, label %loop
+out:
+  ret i64 %bad2
+}
+"""
+
+
+def test_native_threads_taking_and_parking_at_once():
+    """Four threads take and park buffers of their own size in a native loop (no GIL
+    between the calls): a slot another thread is filling or emptying is never claimed,
+    so every pointer handed out is a buffer (a take that finds its size's slot busy
+    allocates another: at most SLOTS stay parked)."""
+    pool.install()
+    jit = compile_ir(CHURN)
+    churn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(jit.function_address("churn"))
+    pool.clear()
+    bad: list[int] = []
+    threads = [threading.Thread(target=lambda i=i: bad.append(churn((i + 1) << 12, 200_000))) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == [0] * 4, f"pointers that were not buffers handed out: {bad}"
+    assert 4 <= pool.clear() <= pool.SLOTS
