@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
+from kernels import prime_factors
 
 import compiler as loom
 
@@ -165,16 +166,6 @@ def _transpose(b: _Builder, v: Value) -> None:
         b.add(f"{v.name}.transpose({', '.join(map(str, perm)) if spelling == 'method' else perm})", shape, v.bound)
 
 
-def _factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
-
-
 def _reshape(b: _Builder, v: Value) -> None:
     """The element count regrouped into 1 to 4 dimensions, 1s sprinkled in, maybe one -1."""
     count = math.prod(v.shape)
@@ -182,7 +173,7 @@ def _reshape(b: _Builder, v: Value) -> None:
         return
     rank = b.draw(st.integers(1, 4))
     dims = [1] * rank
-    for f in b.draw(st.permutations(_factors(count))):
+    for f in b.draw(st.permutations(prime_factors(count))):
         dims[b.draw(st.integers(0, rank - 1))] *= f
     spelled = list(dims)
     if b.draw(st.booleans()):

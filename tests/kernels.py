@@ -11,6 +11,18 @@ from dialects.loom import conv2d_output_hw
 DT = {np.float32: "f32", np.float64: "f64"}
 
 
+def prime_factors(n: int) -> list[int]:
+    """n's prime factors, with repeats, smallest first (what a shape's element count is
+    regrouped from)."""
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
 def ty(shape, dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + DT[dtype] + ">"
 

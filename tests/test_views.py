@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels import small_ints, ty
+from kernels import prime_factors, small_ints, ty
 from xdsl.dialects import func
 
 import compiler
@@ -128,16 +128,6 @@ def broadcasts(draw, chain: Chain) -> None:
     chain.add(f"loom.broadcast_to {chain.value}", shape, lambda x, shape=shape: np.broadcast_to(x, shape))
 
 
-def _factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
-
-
 @st.composite
 def reshapes(draw, chain: Chain) -> None:
     """The element count regrouped: its prime factors shuffled into 1 to 4 dimensions, 1s
@@ -145,7 +135,7 @@ def reshapes(draw, chain: Chain) -> None:
     count = math.prod(chain.shape)
     if count == 0:
         return
-    factors = draw(st.permutations(_factors(count)))
+    factors = draw(st.permutations(prime_factors(count)))
     rank = draw(st.integers(1, 4))
     dims = [1] * rank
     for f in factors:
@@ -253,7 +243,7 @@ def test_reshape_strides_is_numpys_rule(chain, data):
     count = math.prod(view.shape)
     if count == 0:
         return
-    factors = data.draw(st.permutations(_factors(count)))
+    factors = data.draw(st.permutations(prime_factors(count)))
     dims = [1] * data.draw(st.integers(1, 4))
     for f in factors:
         dims[data.draw(st.integers(0, len(dims) - 1))] *= f
