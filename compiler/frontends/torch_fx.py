@@ -777,10 +777,13 @@ def from_torch(model: torch.nn.Module, example_inputs: Sequence, **options) -> T
     return _Bound(program, model, names, list(example_inputs))
 
 
-def _describe(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
-    return repr(value)
+def _form(value) -> tuple:
+    """What the capture fixed of a tensor: its shape and dtype (of anything else, its value)."""
+    return (tuple(value.shape), value.dtype) if isinstance(value, torch.Tensor) else (value,)
+
+
+def _describe(form: tuple) -> str:
+    return f"{form[0]} {str(form[1]).removeprefix('torch.')}" if len(form) == 2 else repr(form[0])
 
 
 def _settings(model: torch.nn.Module) -> dict[str, Any]:
@@ -803,7 +806,7 @@ class _Bound(TorchProgram):
         self.model = model
         self.names = names
         state = dict(model.named_parameters()) | dict(model.named_buffers())
-        self.captured = [_describe(v) for v in [*(state[n] for n in names), *example_inputs]]
+        self.captured = [_form(v) for v in [*(state[n] for n in names), *example_inputs]]
         self.settings = _settings(model)
 
     def __call__(self, *inputs):
@@ -826,9 +829,9 @@ class _Bound(TorchProgram):
                             f"got {len(inputs)}")
         labels = self.names + [f"input #{i}" for i in range(len(inputs))]
         for label, value, captured in zip(labels, tensors, self.captured):
-            if _describe(value) != captured:
-                raise ValueError(f"{label} is {_describe(value)}, {captured} in the example: a from_torch program "
-                                 f"is fixed to its example's shapes and dtypes; {again}")
+            if _form(value) != captured:
+                raise ValueError(f"{label} is {_describe(_form(value))}, {_describe(captured)} in the example: a "
+                                 f"from_torch program is fixed to its example's shapes and dtypes; {again}")
         with torch.no_grad():
             out = super().__call__(*tensors)
         return out[0] if isinstance(out, tuple | list) and len(out) == 1 else out
