@@ -384,6 +384,31 @@ def test_keyword_arguments_are_bound_to_their_positions():
             call()
 
 
+def test_positional_only_parameters_keep_their_place_among_keywords():
+    """`f(x, w=w)` with `def f(x, /, w)`: x, positional-only, stays the first argument (a
+    binding that counted only the positional-or-keyword parameters dropped it)."""
+    @loom.jit(pipeline="naive")
+    def f(x, /, w, b=None):
+        return x @ w if b is None else x @ w + b
+
+    x, w, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4), np.arange(4.0)
+    np.testing.assert_array_equal(f(x, w=w), x @ w)
+    np.testing.assert_array_equal(f(x, w, b=b), x @ w + b)
+    assert f.specialize(x, w=w) is f.specialize(x, w)
+
+
+def test_a_parameter_named_like_a_numbers_input_is_renamed():
+    """The body's numbers are the inputs %scalar0, %scalar1, ...: a parameter of that name
+    is called arg<i> in the kernel, never a second %scalar0."""
+    @loom.jit(pipeline="naive")
+    def f(scalar0, scalar1, s):
+        return scalar0 * 2.0 + scalar1 * s + 3.0
+
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(3.0)
+    np.testing.assert_array_equal(f(x, y, 0.5), x * 2.0 + y * 0.5 + 3.0)
+    assert "%arg0: tensor<2x3xf64>" in f.lower(x, y, 0.5)
+
+
 @pytest.mark.parametrize("method", ["sum", "astype", "max", "mean", "copy"])
 def test_an_array_method_loom_lacks_is_a_located_refusal(method):
     @loom.jit
