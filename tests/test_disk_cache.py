@@ -698,6 +698,13 @@ def test_an_unusable_folder_turns_the_disk_cache_off_with_a_warning(disk, tmp_pa
     with pytest.warns(CacheWarning, match=r"shared is writable by others \(mode 777\).*never loaded from a folder"):
         compiler.compile(relu(22))
     assert entries(shared / "kernels") == []
+    group = tmp_path / "group"  # writable by the group: by others than the user all the same
+    (group / "kernels").mkdir(parents=True)
+    group.chmod(0o770)
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(group))
+    with pytest.warns(CacheWarning, match=r"group is writable by others \(mode 770\)"):
+        compiler.compile(relu(23))
+    assert entries(group / "kernels") == []
 
 
 def test_the_folder_stays_under_its_bound(disk, monkeypatch):
@@ -800,3 +807,57 @@ def test_the_loader_rejects_broken_objects_and_missing_symbols():
                       "  ret i64 %r }\n", reloc="static", codemodel="large")
     with pytest.raises(LoomError, match="needs a symbol found nowhere: loom_no_such_symbol"):
         loader.load(missing, {"f": "f"})
+
+
+def _sections(obj: bytes) -> dict[str, tuple[int, tuple]]:
+    """Each section of `obj` by name: where its header lies in the file, and its fields."""
+    parsed = loader._Object(obj)
+    names = parsed.sections[int.from_bytes(obj[62:64], "little")][4]
+    table = int.from_bytes(obj[40:48], "little")
+    return {obj[names + s[0] : obj.index(b"\0", names + s[0])].decode(): (table + 64 * i, s)
+            for i, s in enumerate(parsed.sections)}
+
+
+def _patched(obj: bytes, at: int, value: int) -> bytes:
+    """`obj` with the 8 bytes at `at` set to `value`."""
+    return obj[:at] + value.to_bytes(8, "little") + obj[at + 8 :]
+
+
+def _call_f(module, i: int) -> int:
+    import ctypes
+
+    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(module.function_address("f"))(i)
+
+
+def test_the_loader_refuses_a_section_whose_bytes_end_past_the_file():
+    """The code moved to the file's end (after the section table) loads and runs; with its
+    bytes cut off, the section starts at the end and overlaps nothing, but lies outside."""
+    obj = _object(_INTERNAL, reloc="static", codemodel="large")
+    obj += bytes(-len(obj) % 16)
+    at, code = _sections(obj)[".ltext"]
+    moved = _patched(obj, at + 24, len(obj))  # sh_offset
+    module = loader.load(moved + obj[code[4] : code[4] + code[5]], {"f": "f"})
+    assert [_call_f(module, i) for i in range(4)] == [20, 40, 60, 80]
+    with pytest.raises(loader.Malformed, match="section 3 lies outside the file"):
+        loader.validate(moved)
+
+
+def test_the_loader_refuses_a_relocation_that_writes_past_its_section():
+    """An 8-byte relocation (R_X86_64_64) may end at its section's last byte, not one past."""
+    obj = _object(_INTERNAL, reloc="static", codemodel="large")
+    sections = _sections(obj)
+    relocations, code = sections[".rela.ltext"][1], sections[".ltext"][1]
+    assert int.from_bytes(obj[relocations[4] + 8 : relocations[4] + 12], "little") == 1  # R_X86_64_64
+    loader.validate(_patched(obj, relocations[4], code[5] - 8))  # r_offset: the section's last 8 bytes
+    for r_offset in (code[5] - 7, code[5] - 1):
+        with pytest.raises(loader.Malformed, match="a relocation outside its section"):
+            loader.validate(_patched(obj, relocations[4], r_offset))
+
+
+def test_the_loader_refuses_thread_local_data():
+    """Thread-local data needs a TLS block, not a copy: Unsupported, even where no code uses it."""
+    obj = _object("@t = thread_local global i64 5\ndefine i64 @f() { ret i64 1 }\n", reloc="static",
+                  codemodel="large")
+    with pytest.raises(loader.Unsupported, match="flags 0x403"):
+        loader.validate(obj)
+    assert not cache._loadable(obj)
