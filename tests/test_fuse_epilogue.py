@@ -251,16 +251,27 @@ def test_refused_epilogues_stay_right(case, pipeline):
         assert_within_bound(got, want, 5, np.float32)
 
 
-def test_a_returned_intermediate_is_still_written():
-    """relu(c + d) and c + d both returned: the add is fused (the matmul writes the sum),
-    the relu stays a nest that reads it."""
+#: an intermediate c + d that must still be written: (what follows the add, what is
+#: returned, why the chain stops before the relu)
+INTERMEDIATES = {
+    "returned": ("", "%s, %r", "%s is a result of the function"),
+    # read by the relu and by a mul: fusing the relu would leave the mul nothing to read
+    "two_readers": ("\n  %m = loom.mul %s, %d : (T, T) -> T", "%r, %m", "%s is also used by nest 'mul' (line 5)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTERMEDIATES))
+def test_an_intermediate_still_read_is_still_written(case):
+    """relu(c + d), and c + d returned or read by another nest as well: the add is fused
+    (the matmul writes the sum), the relu stays a nest that reads it."""
+    after, returned, why = INTERMEDIATES[case]
     t46 = "tensor<4x6xf32>"
     src = (f"func.func @f(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>, %d: {t46}) -> ({t46}, {t46}) {{\n"
            f"  %c = loom.matmul %a, %b : (tensor<4x5xf32>, tensor<5x6xf32>) -> {t46}\n"
-           f"  %s = loom.add %c, %d : ({t46}, {t46}) -> {t46}\n  %r = loom.relu %s : {t46}\n"
-           f"  func.return %s, %r : {t46}, {t46}\n}}\n")
+           f"  %s = loom.add %c, %d : ({t46}, {t46}) -> {t46}\n  %r = loom.relu %s : {t46}"
+           f"{after.replace('T', t46)}\n  func.return {returned} : {t46}, {t46}\n}}\n")
     kern = compiler.compile(src, pipeline="default", remarks=True)
-    assert "relu (line 4) left as its own nest: %s is a result of the function" in fused(kern)[0]
+    assert f"relu (line 4) left as its own nest: {why}" in fused(kern)[0], fused(kern)
     rng = np.random.default_rng(1)
     args = [rng.standard_normal(s).astype(np.float32) for s in [(4, 5), (5, 6), (4, 6)]]
     for got, want in zip(kern(*args), compiler.reference(src, *args)):
