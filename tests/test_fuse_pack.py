@@ -275,11 +275,14 @@ def test_a_reader_that_may_run_no_iteration_keeps_its_copy(upper, last, fuses):
 
 
 #: readers whose iterations read different elements of the buffer: (the bounds of the
-#: loop %y inside the reader %i, the element read, the same in Python)
+#: loop %y inside the reader %i, the element read, the values of %y that read it, the
+#: element in Python)
 VARYING = {
     "subscript": ("0 to 1", "%i", lambda i: range(1), lambda i, y: i),
     "upper_bound": ("0 to affine_map<(d0) -> (d0 + 1)>(%i)", "%y", lambda i: range(i + 1), lambda i, y: y),
     "lower_bound": ("affine_map<(d0) -> (d0)>(%i) to 4", "%y", lambda i: range(i, 4), lambda i, y: y),
+    # the read under `affine.if %y <= %i`: the first iteration reads element 0 only
+    "condition": ("0 to 4", "%y", lambda i: range(i + 1), lambda i, y: y),
 }
 
 
@@ -287,9 +290,22 @@ VARYING = {
 def test_a_reader_whose_iterations_read_different_elements_keeps_its_copy(case):
     """The first iteration of the reader stores into the buffer only what it reads: when
     the others read other elements (at %i, or at the iv of a loop whose bounds use %i,
-    which varies with %i too), those would never be copied. Left as it is, with the
-    remark naming the subscripts; exact against numpy."""
+    which varies with %i too, or under a condition on %i), those would never be copied.
+    Left as it is, with the remark naming the subscripts or the condition; exact against
+    numpy."""
     bounds, element, ys, at = VARYING[case]
+    body = f"""%p = affine.load %buf[{element}] : memref<4xf32>
+        %q = affine.load %c[%i, {element}] : memref<4x4xf32>
+        %s = arith.addf %p, %q : f32
+        affine.store %s, %c[%i, {element}] : memref<4x4xf32>"""
+    why = "the iterations of %i read different elements of it (its subscripts at affine.load depend on %i)"
+    if case == "condition":
+        body = f"""\"affine.if\"(%i, %y) <{{condition = affine_set<(d0, d1) : (d0 - d1 >= 0)>}}> ({{
+        {body}
+        affine.yield
+        }}, {{
+        }}) : (index, index) -> ()"""
+        why = "the iterations of %i read different elements of it (a loop or condition around a read depends on %i)"
     src = f"""func.func @varying(%b: memref<3x4xf32>, %c: memref<4x4xf32>) {{
   %buf = memref.alloc() : memref<4xf32>
   affine.for %t = 0 to 3 {{
@@ -299,10 +315,7 @@ def test_a_reader_whose_iterations_read_different_elements_keeps_its_copy(case):
     }}
     affine.for %i = 0 to 4 {{
       affine.for %y = {bounds} {{
-        %p = affine.load %buf[{element}] : memref<4xf32>
-        %q = affine.load %c[%i, {element}] : memref<4x4xf32>
-        %s = arith.addf %p, %q : f32
-        affine.store %s, %c[%i, {element}] : memref<4x4xf32>
+        {body}
       }}
     }}
   }} {{loom.tag = "varying"}}
@@ -310,7 +323,6 @@ def test_a_reader_whose_iterations_read_different_elements_keeps_its_copy(case):
   func.return
 }}"""
     kern = compiler.compile(src, pipeline="loom-fuse-pack", remarks=True)
-    why = "the iterations of %i read different elements of it (its subscripts at affine.load depend on %i)"
     assert any(f"left as it is: {why}" in r for r in kern.remarks), kern.remarks
     rng = np.random.default_rng(10)
     b, c = small_ints(rng, (3, 4), np.float32), small_ints(rng, (4, 4), np.float32)
