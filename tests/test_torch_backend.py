@@ -2,6 +2,7 @@
 `torch.compile(backend=compiler.torch_backend)` and `compiler.from_torch`, against the same
 model in float64. Skipped when torch is not installed (it is the `torch` extra)."""
 
+import functools
 import subprocess
 import sys
 
@@ -75,9 +76,10 @@ def mlp(d=24, h=40):
     return nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, d))
 
 
-def compiled(model):
+def compiled(model, **options):
     torch._dynamo.reset()
-    return torch.compile(model, backend=loom.torch_backend, dynamic=False)
+    backend = functools.partial(loom.torch_backend, **options) if options else loom.torch_backend
+    return torch.compile(model, backend=backend, dynamic=False)
 
 
 def programs(fn, *args):
@@ -111,9 +113,22 @@ def test_residual_block_folds_batch_norm_and_fuses_the_shortcut():
     assert source.count("loom.conv2d") == 3 and "batch_norm" not in source
 
 
+class SequenceNorm(nn.Module):
+    """A linear layer over a sequence, then a batch norm of its channels: (N, L, C) -> (N, C, L)."""
+
+    def __init__(self, d, c):
+        super().__init__()
+        self.fc, self.bn = nn.Linear(d, c), nn.BatchNorm1d(c)
+
+    def forward(self, x):
+        return self.bn(self.fc(x).transpose(1, 2))
+
+
 def test_batch_norms_not_after_a_conv_are_a_scale_and_shift():
     """A batch norm a conv2d does not feed alone: x * scale + shift per channel, in NHWC after
-    a relu in a conv group, in NCHW before a flatten, and on the rows of a linear layer."""
+    a relu in a conv group, in NCHW before a flatten, on the rows of a linear layer, and along
+    dimension 1 of a 3-D tensor (its last dimension as long as its channels: a scale along the
+    wrong one broadcasts and is wrong)."""
     torch.manual_seed(8)
     conv_group = _randomize_bn(nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.BatchNorm2d(6), nn.Conv2d(6, 4, 1))).eval()
     x = torch.randn(2, 3, 7, 7)
@@ -126,6 +141,11 @@ def test_batch_norms_not_after_a_conv_are_a_scale_and_shift():
     program = loom.from_torch(head, (x,))
     check(program(x), head, x, k=48 + 2)
     assert all(q.where == "loom" for q in program.ops), program.report()
+    sequence = _randomize_bn(SequenceNorm(6, 5)).eval()
+    x = torch.randn(3, 5, 6)
+    program = loom.from_torch(sequence, (x,))
+    check(program(x), sequence, x, k=6 + 2)
+    assert all(q.where == "loom" for q in program.ops), program.report()
 
 
 def test_mlp_through_torch_compile():
@@ -137,6 +157,42 @@ def test_mlp_through_torch_compile():
     [program] = ran
     assert [p.where for p in program.placements] == ["loom"] * len(program.placements)
     assert "aten.addmm x2" in program.report()
+
+
+class ConvBnSkip(nn.Module):
+    """A conv2d whose result a batch norm and an add both read: the batch norm is not folded into it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.relu(self.bn(y) + y)
+
+
+def test_a_batch_norm_is_folded_only_into_a_conv_it_alone_reads():
+    torch.manual_seed(16)
+    model = _randomize_bn(ConvBnSkip()).eval()
+    x = torch.randn(2, 3, 7, 6)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=27 + 2)
+    assert all(q.where == "loom" for q in program.ops), program.report()
+
+
+def test_alpha_and_beta_scale_their_own_operands():
+    """add/sub's alpha scales the second operand, addmm's beta the bias and alpha the product:
+    small integers, exact against numpy."""
+    g = np.random.default_rng(17)
+    x, w, b = (torch.from_numpy(g.integers(-3, 4, shape).astype(np.float32)) for shape in [(4, 5), (5, 3), (4, 3)])
+    fast = compiled(lambda x, w, b: (torch.add(x @ w, b, alpha=2.0), torch.sub(b, x @ w, alpha=3.0),
+                                     torch.addmm(b, x, w, beta=0.5, alpha=-2.0)))
+    out, ran = programs(fast, x, w, b)
+    assert ran[0].partitions and all(p.where == "loom" for p in ran[0].ops), ran[0].report()
+    xw = x.double().numpy() @ w.double().numpy()
+    bn = b.double().numpy()
+    for o, ref in zip(out, [xw + 2 * bn, bn - 3 * xw, 0.5 * bn - 2 * xw]):
+        assert np.array_equal(o.numpy(), ref)
 
 
 def test_an_unsupported_op_in_the_middle_splits_the_graph():
@@ -419,6 +475,21 @@ def test_freeze_trusts_the_parameters():
         assert torch.allclose(frozen(x), before, rtol=1e-5, atol=1e-6)  # the old filter, as documented
 
 
+def test_freeze_trusts_parameters_alone():
+    """Under freeze=True a weight that is an argument, not a parameter (read through .t() by a
+    matmul, or a conv2d's filter), is still read at each call: small integers, exact."""
+    g = np.random.default_rng(18)
+    fast = compiled(lambda q, k, x, f: (q @ k.t(), nn.functional.conv2d(x, f)), freeze=True)
+    q, x = torch.from_numpy(g.integers(-3, 4, (5, 6)).astype(np.float32)), torch.ones(1, 2, 4, 4)
+    for _ in range(3):
+        k, f = (torch.from_numpy(g.integers(-3, 4, shape).astype(np.float32)) for shape in [(7, 6), (3, 2, 2, 2)])
+        (attention, conv), ran = programs(fast, q, k, x, f)
+        assert ran[0].partitions, ran[0].report()
+        assert np.array_equal(attention.numpy(), q.numpy() @ k.numpy().T)
+        assert np.array_equal(conv.numpy(), np.broadcast_to(f.numpy().sum(axis=(1, 2, 3))[None, :, None, None],
+                                                            (1, 3, 3, 3)))
+
+
 def test_inputs_are_passed_without_copies():
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).eval()
     x = torch.randn(2, 3, 10, 10)
@@ -435,11 +506,12 @@ def test_inputs_are_passed_without_copies():
 
 @settings(deadline=None)
 @given(n=st.sampled_from([1, 2, 3]), c=st.sampled_from([1, 3, 5]), f=st.sampled_from([1, 4, 7, 16]),
-       hw=st.tuples(st.integers(3, 13), st.integers(3, 13)), kernel=st.sampled_from([1, 2, 3]),
+       hw=st.tuples(st.integers(3, 13), st.integers(3, 13)),
+       kernel=st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3])),
        stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), dilation=st.sampled_from([1, 2]),
        bias=st.booleans(), bn=st.booleans())
 def test_random_conv_layers(n, c, f, hw, kernel, stride, padding, dilation, bias, bn):
-    if (hw[0] + 2 * padding - dilation * (kernel - 1) - 1) < 0 or (hw[1] + 2 * padding - dilation * (kernel - 1) - 1) < 0:
+    if any(d + 2 * padding - dilation * (r - 1) - 1 < 0 for d, r in zip(hw, kernel)):
         return
     torch.manual_seed(6)
     layers = [nn.Conv2d(c, f, kernel, stride, padding, dilation, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
@@ -447,12 +519,13 @@ def test_random_conv_layers(n, c, f, hw, kernel, stride, padding, dilation, bias
     x = torch.randn(n, c, *hw)
     program = loom.from_torch(model, (x,))
     assert program.partitions and program.partitions[0].error is None
-    check(program(x), model, x, k=c * kernel * kernel + 1)
+    check(program(x), model, x, k=c * kernel[0] * kernel[1] + 1)
 
 
 def test_small_integers_are_exact():
-    """Integer-valued inputs and weights: every sum is exact in f32, so Loom equals torch bit for bit."""
-    model = nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(5 * 6 * 6, 4)).eval()
+    """Integer-valued inputs and weights: every sum is exact in f32, so Loom equals torch bit for bit
+    (a 3 x 2 filter: its rows and columns are not interchangeable)."""
+    model = nn.Sequential(nn.Conv2d(3, 5, (3, 2), padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(5 * 6 * 7, 4)).eval()
     g = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for p in model.parameters():
