@@ -43,6 +43,12 @@ CASES = [
         (29, 31, 37), tiled(16, 16, 8, "loom-tile{sizes=4,8 depth=3 op=matmul}", pack(1, 2, 8), pack(0, 3)),
         id="two-levels",
     ),
+    # register tiles of 8 columns in panels of 16: every other tile starts mid-panel, so
+    # a tile's offset in its panel is not j - j_t2
+    pytest.param(
+        (29, 31, 37), tiled(16, 32, 8, "loom-tile{sizes=4,8 depth=3 op=matmul}", pack(1, 2, 16)),
+        id="half-panel-tiles",
+    ),
 ]
 
 
