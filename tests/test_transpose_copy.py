@@ -131,3 +131,27 @@ def test_a_copy_within_one_buffer_stays_in_order():
             want[k, j] = want[j, k]
     kern(m)
     np.testing.assert_array_equal(m, want)
+
+
+def test_a_triangular_copy_stays_scalar():
+    """%m[k, j] = %w[j, k] for k >= j only (%k starts at %j): width x width tiles would
+    copy whole squares, below the diagonal too. Left scalar, with the remark; the
+    elements below the diagonal keep their values, exact against numpy."""
+    src = """func.func @upper(%w: memref<8x8xf32>, %m: memref<8x8xf32>) {
+  %t = memref.reinterpret_cast %w to offset: [0], sizes: [8, 8], strides: [1, 8]
+    : memref<8x8xf32> to memref<8x8xf32, strided<[1, 8]>>
+  affine.for %j = 0 to 8 {
+    affine.for %k = affine_map<(d0) -> (d0)>(%j) to 8 {
+      %v = affine.load %t[%k, %j] : memref<8x8xf32, strided<[1, 8]>>
+      affine.store %v, %m[%k, %j] : memref<8x8xf32>
+    }
+  }
+  func.return
+}"""
+    kern = compiler.compile(src, pipeline="loom-transpose-copy{width=4}", remarks=True)
+    assert any("left scalar: the bounds of %k use %j" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(4)
+    w, m = small_ints(rng, (8, 8), np.float32), small_ints(rng, (8, 8), np.float32)
+    want = np.where(np.tril(np.ones((8, 8), bool)), w.T, m)
+    kern(w, m)
+    np.testing.assert_array_equal(m, want)
