@@ -18,12 +18,9 @@ from __future__ import annotations
 import time
 from io import StringIO
 
-import numpy as np
 from xdsl.dialects import affine, func, llvm, memref, vector
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    Float32Type,
-    Float64Type,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -47,8 +44,16 @@ from compiler.jit.kernel import (
     objects_wrapper,
 )
 from dialects.context import make_context
+from dialects.dtypes import numpy_dtype
 from dialects.layout import VIEW_OPS
-from dialects.loom import LoomComputeOp, PrefetchOp, argument_buffer_type, argument_layout
+from dialects.loom import (
+    ELEMENT_TYPES,
+    LoomComputeOp,
+    PrefetchOp,
+    argument_buffer_type,
+    argument_layout,
+    type_names,
+)
 from passes import pipelines
 from passes.conversion.to_llvm.abi import ALLOC_SITE, STATUS, memref_layout
 from passes.pipelines import Callback
@@ -57,9 +62,6 @@ from passes.support.parser import parse_module
 from passes.support.remarks import collect
 from passes.support.target import default_threads
 from passes.support.verifier import verify
-
-_DTYPES = {Float32Type: np.dtype(np.float32), Float64Type: np.dtype(np.float64)}
-
 
 def print_module(op: Operation) -> str:
     """`op` as MLIR text."""
@@ -171,10 +173,10 @@ def arg_spec(name: str, t: Attribute, *, is_output: bool, writes: bool = False,
                         "writes its results into arguments)", op)
     if not isinstance(t, TensorType | MemRefType):
         raise LoomError(f"kernel arguments must be tensors or memrefs, got {t} for {name}", op)
-    elt = type(t.get_element_type())
-    if elt not in _DTYPES:
-        raise LoomError(f"unsupported element type {t.get_element_type()} for {name} (f32 and f64 are)", op)
-    dtype = _DTYPES[elt]
+    dtype = numpy_dtype(t.get_element_type())
+    if dtype is None:
+        raise LoomError(f"unsupported element type {t.get_element_type()} for {name} ({type_names(ELEMENT_TYPES)} "
+                        "are)", op)
     shape = tuple(t.get_shape())
     if isinstance(t, TensorType):
         if any(n < 0 for n in shape):

@@ -1,4 +1,4 @@
-"""The numpy reference: a loom function evaluated op by op in float64.
+"""The numpy reference: a loom function evaluated op by op in float64 (integers in int64).
 
 Used by the tests and by `loom-run` to check what the compiled kernel computes, and by
 `flops` / `reduction_length` for GFLOP/s and error bounds.
@@ -6,9 +6,11 @@ Used by the tests and by `loom-run` to check what the compiled kernel computes, 
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntegerType, bf16, i32
+from xdsl.ir import Attribute, SSAValue
 
 from passes.support.diagnostics import LoomError
 from dialects import loom
@@ -36,20 +38,71 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
 
 
+def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:
+    """The dtype the reference holds values of `element_type` in: int64 for the integers
+    (exact; an i32 result is then wrapped as the kernel's arithmetic wraps), else `dtype`."""
+    return np.dtype(np.int64) if isinstance(element_type, IntegerType) else np.dtype(dtype)
+
+
+def _wrap_i32(v: np.ndarray) -> np.ndarray:
+    """int64 values taken modulo 2^32 into i32's range, as i32 additions and products wrap."""
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def _per_channel(v: np.ndarray, op: loom.AffineQuantizationOp, rank: int) -> np.ndarray:
+    """A quantization parameter shaped to broadcast against the input along op's axis."""
+    axis = op.quantization_axis(rank)
+    return v if axis is None else v.reshape([-1 if d == axis else 1 for d in range(rank)])
+
+
+def _quantize(op: loom.QuantizeOp, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray) -> np.ndarray:
+    """In f32, as the kernel computes it: round_half_even(x / scale) + zero point, clamped
+    with fmax/fmin (a NaN gives the least value)."""
+    least, greatest = loom.QUANTIZED[op.output_type.get_element_type()]
+    scale = _per_channel(scale.astype(np.float32), op, x.ndim)
+    zero_point = _per_channel(zero_point, op, x.ndim).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.rint(x.astype(np.float32) / scale) + zero_point
+    return np.fmin(np.fmax(q, np.float32(least)), np.float32(greatest)).astype(np.int64)
+
+
+def _dequantize(op: loom.DequantizeOp, q: np.ndarray, scale: np.ndarray, zero_point: np.ndarray, dtype) -> np.ndarray:
+    """f32(q - zero point) * scale, the difference in i32, the product in f32."""
+    diff = _wrap_i32(q - _per_channel(zero_point, op, q.ndim))
+    return (diff.astype(np.float32) * _per_channel(scale.astype(np.float32), op, q.ndim)).astype(dtype)
+
+
+def _cast(out_t: Attribute, x: np.ndarray, dtype) -> np.ndarray:
+    if out_t == bf16:  # the f32 value, rounded to nearest even
+        return x.astype(np.float32).astype(ml_dtypes.bfloat16).astype(dtype)
+    return x.astype(np.float32).astype(dtype)  # bf16 -> f32 exact, i32 -> f32 rounded
+
+
 def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64) -> np.ndarray:
-    a = [np.asarray(x, dtype=dtype) for x in args]
+    """The value of `op` on `args`: floats in `dtype`, integers exact in int64 (wrapped as
+    i32 wraps), quantize and dequantize in f32 as the kernel computes them."""
+    a = [np.asarray(x, dtype=domain(v.type.get_element_type(), dtype)) for x, v in zip(args, op.ins)]
+    out_t = op.output_type.get_element_type()
     if isinstance(op, loom.MatmulOp):
-        return np.matmul(a[0], a[1])
-    if isinstance(op, loom.Conv2DOp):
+        value = np.matmul(a[0], a[1])
+    elif isinstance(op, loom.Conv2DOp):
         conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
-        return conv(a[0], a[1], *op.conv_params())
-    if isinstance(op, loom.AddOp):
-        return a[0] + a[1]
-    if isinstance(op, loom.MulOp):
-        return a[0] * a[1]
-    if isinstance(op, loom.ReluOp):
-        return np.maximum(a[0], a[0].dtype.type(0))
-    raise LoomError(f"no reference for '{op.name}'", op)
+        value = conv(a[0], a[1], *op.conv_params())
+    elif isinstance(op, loom.AddOp):
+        value = a[0] + a[1]
+    elif isinstance(op, loom.MulOp):
+        value = a[0] * a[1]
+    elif isinstance(op, loom.ReluOp):
+        value = np.maximum(a[0], a[0].dtype.type(0))
+    elif isinstance(op, loom.CastOp):
+        value = _cast(out_t, a[0], dtype)
+    elif isinstance(op, loom.QuantizeOp):
+        value = _quantize(op, *a)
+    elif isinstance(op, loom.DequantizeOp):
+        value = _dequantize(op, *a, dtype)
+    else:
+        raise LoomError(f"no reference for '{op.name}'", op)
+    return _wrap_i32(value) if out_t == i32 else value
 
 
 def evaluate_view(op: loom.LoomViewOp, a: np.ndarray) -> np.ndarray:
@@ -79,7 +132,8 @@ def evaluate(fn: func.FuncOp, arrays: list[np.ndarray], dtype=np.float64) -> tup
         raise LoomError(f"@{fn.sym_name.data} takes {len(block.args)} arrays, got {len(arrays)}", fn)
     env: dict[SSAValue, np.ndarray] = {}
     for arg, arr in zip(block.args, arrays):
-        env[arg] = np.asarray(arr, dtype=dtype)
+        with np.errstate(invalid="ignore"):  # (a NaN in a bf16 array warns as it converts)
+            env[arg] = np.asarray(arr, dtype=domain(arg.type.get_element_type(), dtype))
     for op in block.ops:
         if isinstance(op, loom.LoomComputeOp):
             value = evaluate_op(op, [env[v] for v in op.ins], dtype)
@@ -113,6 +167,12 @@ def flops(fn: func.FuncOp) -> int:
         else:
             total += out
     return total
+
+
+def rounds_to_integers(fn: func.FuncOp) -> bool:
+    """Whether `fn` quantizes: an integer result may then be one step from the float64
+    reference's, where a float computed with rounding falls near a half."""
+    return any(isinstance(op, loom.QuantizeOp) for op in _compute_ops(fn))
 
 
 def reduction_length(fn: func.FuncOp) -> int:

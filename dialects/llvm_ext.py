@@ -81,4 +81,24 @@ class MaskedLoadOp(IRDLOperation):
         )
 
 
+@irdl_op_definition
+class MaskedStoreOp(IRDLOperation):
+    """`llvm.intr.masked.store` of any vector (xDSL's takes float vectors only; LLVM's any:
+    an i32 accumulator's or an i8 result's remainder columns). Made by the lowering, not
+    loaded into the context: the name is xDSL's op's, which parses the float form."""
+
+    name = "llvm.intr.masked.store"
+
+    value = operand_def(VectorType)
+    data = operand_def(LLVMPointerType)
+    mask = operand_def(VectorType.constr(I1))
+    alignment = prop_def(IntegerAttr[IntegerType])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$value `,` $data `,` $mask attr-dict `:` type($value) `,` type($mask) `into` type($data)"
+
+    def __init__(self, value: SSAValue, data: SSAValue, mask: SSAValue, alignment: int):
+        super().__init__(operands=[value, data, mask], properties={"alignment": IntegerAttr(alignment, i32)})
+
+
 EXTRA_LLVM_OPS: tuple[type[Operation], ...] = (FPToSIOp, FPToUIOp, UIToFPOp, ExtractElementOp, MaskedLoadOp)

@@ -18,7 +18,16 @@ loom.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>) outs(%c : memref<
 ```
 
 Shape rules live in `result_shape`, shared by the verifiers, bufferization, the lowering
-to loops and the numpy reference.
+to loops and the numpy reference; element types in `check_element_types`: f32 and f64
+everywhere, bf16 (summed in f32) and i8/ui8 (summed in i32) into matmul and conv2d, i32
+through the elementwise ops, and the conversions between them:
+
+```mlir
+%c = loom.matmul %x, %w : (tensor<64x32xui8>, tensor<32x16xi8>) -> tensor<64x16xi32>
+%y = loom.dequantize %c, %s, %z {axis = 1 : i64} : (tensor<64x16xi32>, tensor<16xf32>, tensor<16xi32>) -> tensor<64x16xf32>
+%q = loom.quantize %y, %so, %zo : (tensor<64x16xf32>, tensor<f32>, tensor<i32>) -> tensor<64x16xui8>
+%h = loom.cast %y : tensor<64x16xf32> -> tensor<64x16xbf16>
+```
 
 View ops, on tensors only, which `loom-bufferize` makes memref views (strided layouts)
 of their operand's buffer, with no copy; `loom.contiguous` is the one that copies:
@@ -48,13 +57,17 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
     StringAttr,
+    Signedness,
     TensorType,
+    bf16,
     f32,
     f64,
+    i8,
     i32,
     i64,
 )
@@ -79,9 +92,36 @@ from dialects.layout import may_alias, memref_root, reshape_strides, row_major_s
 
 ShapedT = TensorType | MemRefType
 
-#: the element types the loom ops compute in (the lowering, the JIT and the numpy
-#: reference know these two; f16/bf16/f80/f128 would fail late, in LLVM or in numpy)
-ELEMENT_TYPES = (f32, f64)
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+
+#: every element type a loom op takes or gives (the lowering, the JIT and the numpy
+#: reference know these; f16/f80/f128 would fail late, in LLVM or in numpy)
+ELEMENT_TYPES = (f32, f64, bf16, i8, ui8, i32)
+
+#: matmul and conv2d: the inputs' element type -> the result's, in which the products are
+#: summed (bf16 in f32, as oneDNN and torch do; i8/ui8 exactly in i32, which wraps)
+ACCUMULATOR = {f32: f32, f64: f64, bf16: f32, i8: i32, ui8: i32}
+
+#: the element types of the elementwise ops (the epilogues of an f32 or i32 result)
+ELEMENTWISE_TYPES = (f32, f64, i32)
+
+#: loom.cast: the input's element type -> the result's it casts to
+CASTS = {f32: (bf16,), bf16: (f32,), i32: (f32,)}
+
+#: loom.quantize's results and loom.dequantize's inputs: (least, greatest) value
+QUANTIZED = {i8: (-128, 127), ui8: (0, 255)}
+
+
+def type_names(types, conjunction: str = "and") -> str:
+    """Element types in a message: "f32, f64 and bf16" ("or" as `conjunction`)."""
+    names = [str(t) for t in types]
+    return ", ".join(names[:-1]) + f" {conjunction} {names[-1]}" if len(names) > 1 else names[0]
+
+
+def check_element_type(what: str, elt: Attribute) -> None:
+    """Refuse an element type no loom op knows."""
+    if elt not in ELEMENT_TYPES:
+        raise VerifyException(f"{what} has element type {elt}: loom ops support {type_names(ELEMENT_TYPES)}")
 
 
 def _static_layout(t: MemRefType) -> bool:
@@ -193,15 +233,9 @@ class LoomComputeOp(IRDLOperation):
         for i, v in enumerate(self.ins):
             if not isinstance(v.type, kind):
                 raise VerifyException(f"{self._describe(i)} must be a {kind_name}, got {v.type}")
-            self._check_element_type(self._describe(i), v.type.get_element_type())
-        elt = out_t.get_element_type()
-        self._check_element_type(which, elt)
-        for i, v in enumerate(self.ins):
-            if v.type.get_element_type() != elt:
-                raise VerifyException(
-                    f"{self._describe(i)} has element type {v.type.get_element_type()}, "
-                    f"expected {elt} (the {which}'s)"
-                )
+            check_element_type(self._describe(i), v.type.get_element_type())
+        check_element_type(which, out_t.get_element_type())
+        self.check_element_types([v.type.get_element_type() for v in self.ins], out_t.get_element_type(), which)
         shapes = [tuple(v.type.get_shape()) for v in self.ins]
         for i, s in enumerate(shapes):
             if any(d < 0 for d in s):
@@ -216,10 +250,16 @@ class LoomComputeOp(IRDLOperation):
         if self.is_bufferized:
             self._check_aliasing()
 
-    @staticmethod
-    def _check_element_type(what: str, elt: Attribute) -> None:
-        if elt not in ELEMENT_TYPES:
-            raise VerifyException(f"{what} has element type {elt}: loom ops support f32 and f64")
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        """Refuse element types the op does not compute in, naming the operand. By
+        default (the elementwise ops): one of ELEMENTWISE_TYPES, the same everywhere."""
+        for what, t in [*((self._describe(i), t) for i, t in enumerate(ins)), (which, out)]:
+            if t not in ELEMENTWISE_TYPES:
+                raise VerifyException(f"{what} has element type {t}: {self.name} computes in "
+                                      f"{type_names(ELEMENTWISE_TYPES)}")
+        for i, t in enumerate(ins):
+            if t != out:
+                raise VerifyException(f"{self._describe(i)} has element type {t}, expected {out} (the {which}'s)")
 
     def _check_aliasing(self) -> None:
         """The outs buffer must not be an input's, nor overlap one through a view: the
@@ -276,9 +316,11 @@ class LoomComputeOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         if parser.parse_optional_punctuation("(") is None:
-            # unary ops: `loom.relu %x : tensor<...>`
+            # unary ops: `loom.relu %x : tensor<...>`, `loom.cast %x : tensor<...> -> tensor<...>`
             t = parser.parse_type()
             in_types, out_t = [t], t
+            if parser.parse_optional_punctuation("->") is not None:
+                out_t = parser.parse_type()
         else:
             in_types = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, parser.parse_type
@@ -329,8 +371,11 @@ class LoomComputeOp(IRDLOperation):
         printer.print_list(self.ins, printer.print_operand)
         self._print_attrs(printer)
         printer.print_string(" : ")
-        if len(self.ins) == 1 and self.ins[0].type == self.res[0].type:
-            printer.print_attribute(self.res[0].type)
+        if len(self.ins) == 1:
+            printer.print_attribute(self.ins[0].type)
+            if self.ins[0].type != self.res[0].type:
+                printer.print_string(" -> ")
+                printer.print_attribute(self.res[0].type)
             return
         printer.print_string("(")
         printer.print_list([v.type for v in self.ins], printer.print_attribute)
@@ -338,8 +383,26 @@ class LoomComputeOp(IRDLOperation):
         printer.print_attribute(self.res[0].type)
 
 
+class ContractionOp(LoomComputeOp):
+    """matmul and conv2d: products of the two inputs summed into the result, in the
+    result's element type (ACCUMULATOR: bf16 in f32, i8/ui8 in i32)."""
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        for i, t in enumerate(ins):
+            if t not in ACCUMULATOR:
+                raise VerifyException(f"{self._describe(i)} has element type {t}: {self.name} takes "
+                                      f"{type_names(ACCUMULATOR)}")
+        a, b = ins
+        if a != b and not (a in QUANTIZED and b in QUANTIZED):
+            raise VerifyException(f"{self._describe(1)} has element type {b}, expected {a} (the "
+                                  f"{self.OPERAND_NAMES[0]}'s): only i8 and ui8 mix")
+        if out != ACCUMULATOR[a]:
+            raise VerifyException(f"{which} has element type {out}, expected {ACCUMULATOR[a]}: {a} products "
+                                  f"are summed in {ACCUMULATOR[a]}")
+
+
 @irdl_op_definition
-class MatmulOp(LoomComputeOp):
+class MatmulOp(ContractionOp):
     """C = A @ B, optionally batched (rank 3, same batch size).
 
     ```mlir
@@ -371,7 +434,7 @@ class MatmulOp(LoomComputeOp):
 
 
 @irdl_op_definition
-class Conv2DOp(LoomComputeOp):
+class Conv2DOp(ContractionOp):
     """2-D convolution (cross-correlation): NCHW input, FCHW filter, NFHW output, or with
     `layout = "nhwc"` NHWC input, HWCF filter (R x S x C x F), NHWF output.
 
@@ -519,6 +582,106 @@ class ReluOp(LoomComputeOp):
         return shapes[0]
 
 
+@irdl_op_definition
+class CastOp(LoomComputeOp):
+    """An element type conversion: f32 -> bf16 (round to nearest even; a NaN stays a
+    NaN), bf16 -> f32 (exact), i32 -> f32 (round to nearest even).
+
+    ```mlir
+    %h = loom.cast %y : tensor<64x16xf32> -> tensor<64x16xbf16>
+    ```
+    """
+
+    name = "loom.cast"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        if out not in CASTS.get(ins[0], ()):
+            pairs = ", ".join(f"{a} -> {b}" for a, bs in CASTS.items() for b in bs)
+            raise VerifyException(f"cannot cast {ins[0]} to {out}: loom.cast converts {pairs}")
+
+    def result_shape(self, shapes):
+        return shapes[0]
+
+
+class AffineQuantizationOp(LoomComputeOp):
+    """loom.quantize and loom.dequantize: a scale and a zero point per tensor (0-d
+    operands) or per channel along `axis` (operands of the input's extent there)."""
+
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input", "scale", "zero_point")
+
+    axis = opt_prop_def(Attribute)
+
+    def quantization_axis(self, rank: int) -> int | None:
+        """The channel axis, or None (per tensor)."""
+        attr = self.properties.get("axis")
+        if attr is None:
+            return None
+        if not isinstance(attr, IntegerAttr) or not 0 <= attr.value.data < rank:
+            raise VerifyException(f"attribute 'axis' must be an integer from 0 to {rank - 1} (the input has rank "
+                                  f"{rank}), got {attr}")
+        return attr.value.data
+
+    def result_shape(self, shapes):
+        x = shapes[0]
+        axis = self.quantization_axis(len(x))
+        want = () if axis is None else (x[axis],)
+        why = "per tensor: a 0-d tensor" if axis is None else f"per channel: the input's extent along axis {axis}"
+        for i in (1, 2):
+            if shapes[i] != want:
+                raise VerifyException(f"{self._describe(i)} has shape {_fmt_shape(shapes[i])}, expected "
+                                      f"{_fmt_shape(want)} ({why})")
+        return x
+
+    def _check_parameters(self, ins: list[Attribute]) -> None:
+        for i, want in ((1, f32), (2, i32)):
+            if ins[i] != want:
+                raise VerifyException(f"{self._describe(i)} has element type {ins[i]}, expected {want}")
+
+
+@irdl_op_definition
+class QuantizeOp(AffineQuantizationOp):
+    """q = clamp(round_half_even(x / scale) + zero_point, least, greatest) of the i8
+    (-128, 127) or ui8 (0, 255) result: the division in f32, the clamp saturating
+    (a NaN gives the least value).
+
+    ```mlir
+    %q = loom.quantize %y, %s, %z : (tensor<64x16xf32>, tensor<f32>, tensor<i32>) -> tensor<64x16xui8>
+    %q = loom.quantize %y, %s, %z {axis = 1 : i64} : (tensor<64x16xf32>, tensor<16xf32>, tensor<16xi32>) -> tensor<64x16xi8>
+    ```
+    """
+
+    name = "loom.quantize"
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        if ins[0] != f32:
+            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected f32")
+        self._check_parameters(ins)
+        if out not in QUANTIZED:
+            raise VerifyException(f"{which} has element type {out}, expected {type_names(QUANTIZED, 'or')}")
+
+
+@irdl_op_definition
+class DequantizeOp(AffineQuantizationOp):
+    """x = f32(q - zero_point) * scale, the subtraction in i32 and the product in f32, of
+    an i8, ui8 or i32 (an accumulator's) input.
+
+    ```mlir
+    %y = loom.dequantize %acc, %s, %z {axis = 1 : i64} : (tensor<64x16xi32>, tensor<16xf32>, tensor<16xi32>) -> tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.dequantize"
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        if ins[0] not in (*QUANTIZED, i32):
+            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected "
+                                  f"{type_names((*QUANTIZED, i32), 'or')}")
+        self._check_parameters(ins)
+        if out != f32:
+            raise VerifyException(f"{which} has element type {out}, expected f32")
+
+
 # --------------------------------------------------------------------------------------
 # View ops: one tensor in, a tensor that is a view of its elements out. On tensors they
 # are values like any other; loom-bufferize makes each a memref view of its operand's
@@ -576,7 +739,7 @@ class LoomViewOp(IRDLOperation):
             if not isinstance(t, TensorType):
                 raise VerifyException(f"{what} must be a tensor, got {t} ({self.name} takes tensors; loom-bufferize "
                                       "makes it a view of the operand's buffer)")
-            LoomComputeOp._check_element_type(what, t.get_element_type())
+            check_element_type(what, t.get_element_type())
             if any(d < 0 for d in t.get_shape()):
                 raise VerifyException(f"{what} must have a static shape, got {t}")
         elt, out_elt = self.input.type.get_element_type(), self.result.type.get_element_type()  # type: ignore[attr-defined]
@@ -882,4 +1045,5 @@ class PrefetchOp(IRDLOperation):
         printer.print_attribute(self.memref.type)
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, *VIEW_OP_TYPES, PrefetchOp], [])
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
+                       PrefetchOp], [])

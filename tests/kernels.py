@@ -1,6 +1,7 @@
 """Test kernels: MLIR text for loom ops, random conv2d cases, inputs, and the check of a
 result against the numpy reference."""
 
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
@@ -8,7 +9,7 @@ import compiler
 from compiler.measure.runner import error_bound
 from dialects.loom import conv2d_output_hw
 
-DT = {np.float32: "f32", np.float64: "f64"}
+DT = {np.float32: "f32", np.float64: "f64", ml_dtypes.bfloat16: "bf16", np.int8: "i8", np.uint8: "ui8", np.int32: "i32"}
 
 
 def prime_factors(n: int) -> list[int]:
@@ -27,18 +28,21 @@ def ty(shape, dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + DT[dtype] + ">"
 
 
-def matmul(a_shape, b_shape, c_shape, dtype) -> str:
-    ta, tb, tc = ty(a_shape, dtype), ty(b_shape, dtype), ty(c_shape, dtype)
+def matmul(a_shape, b_shape, c_shape, dtype, b_dtype=None, c_dtype=None) -> str:
+    """C = A @ B; B's and C's element types are A's unless given (bf16 -> f32, i8 -> i32)."""
+    ta, tb, tc = ty(a_shape, dtype), ty(b_shape, b_dtype or dtype), ty(c_shape, c_dtype or dtype)
     return f"""func.func @mm(%a: {ta}, %b: {tb}) -> {tc} {{
   %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
   func.return %c : {tc}
 }}"""
 
 
-def conv2d(x_shape, w_shape, y_shape, strides, padding, dilations, dtype) -> str:
-    tx, tw, ty_ = ty(x_shape, dtype), ty(w_shape, dtype), ty(y_shape, dtype)
+def conv2d(x_shape, w_shape, y_shape, strides, padding, dilations, dtype, w_dtype=None, y_dtype=None,
+           layout="nchw") -> str:
+    tx, tw, ty_ = ty(x_shape, dtype), ty(w_shape, w_dtype or dtype), ty(y_shape, y_dtype or dtype)
+    layout_attr = "" if layout == "nchw" else f', layout = "{layout}"'
     attrs = (f"{{strides = array<i64: {strides[0]}, {strides[1]}>, padding = array<i64: {padding[0]}, "
-             f"{padding[1]}>, dilations = array<i64: {dilations[0]}, {dilations[1]}>}}")
+             f"{padding[1]}>, dilations = array<i64: {dilations[0]}, {dilations[1]}>{layout_attr}}}")
     return f"""func.func @conv(%x: {tx}, %w: {tw}) -> {ty_} {{
   %y = loom.conv2d %x, %w {attrs} : ({tx}, {tw}) -> {ty_}
   func.return %y : {ty_}

@@ -23,16 +23,17 @@ from passes.support.verifier import verify, verify_ops
 # element types
 
 
-@pytest.mark.parametrize("elt", ["f16", "bf16", "f80", "f128"])
-def test_element_types_other_than_f32_f64_are_refused_at_the_op(elt):
+@pytest.mark.parametrize("elt, why", [(elt, "loom ops support f32, f64, bf16, i8, ui8 and i32") for elt in
+                                      ("f16", "f80", "f128", "i16", "i64")]
+                         + [(elt, "loom.add computes in f32, f64 and i32") for elt in ("bf16", "i8", "ui8")])
+def test_element_types_an_op_does_not_compute_in_are_refused_at_the_op(elt, why):
     """They passed the verifier and failed late (f80/f128 with an empty NotImplementedError)."""
     src = (f"func.func @f(%a: tensor<4x4x{elt}>, %b: tensor<4x4x{elt}>) -> tensor<4x4x{elt}> {{\n"
            f"  %c = loom.add %a, %b : (tensor<4x4x{elt}>, tensor<4x4x{elt}>) -> tensor<4x4x{elt}>\n"
            f"  func.return %c : tensor<4x4x{elt}>\n}}\n")
     with pytest.raises(LoomError) as e:
         compiler.compile(src)
-    assert str(e.value) == (f"<source>:2:3: error: 'loom.add' op operand #0 (lhs) has element type {elt}: "
-                            f"loom ops support f32 and f64")
+    assert str(e.value) == f"<source>:2:3: error: 'loom.add' op operand #0 (lhs) has element type {elt}: {why}"
 
 
 # --------------------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def test_a_completed_pipeline_is_parsed_once(monkeypatch):
 LIT = Path(__file__).parent / "lit"
 #: what verify_ops checks beyond xDSL 0.74's verifier (passes/support/verifier.py)
 LOOM_ONLY = ("affine constants are 64-bit integers", "index values are 64-bit integers",
-             "is not supported (Loom computes in f32 and f64)", "a loop's step must be positive")
+             "is not supported (Loom's floats are f32, f64, bf16 and f16)", "a loop's step must be positive")
 
 
 def test_verify_ops_agrees_with_xdsl_on_the_lit_corpus():

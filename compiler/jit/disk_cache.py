@@ -58,11 +58,11 @@ import warnings
 import zlib
 from collections import Counter
 from pathlib import Path
-import numpy as np
 
 from compiler.jit import loader
 from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset
 from compiler.version import __version__
+from dialects.dtypes import BY_DTYPE
 from passes.support import target
 from passes.support.diagnostics import LoomError
 from passes.support import session
@@ -240,10 +240,13 @@ def _encode_spec(spec) -> dict:
             "in_place": spec.in_place, "strides": list(spec.strides), "offset": spec.offset, "type": spec.type}
 
 
+_DTYPE_NAMED = {dtype.name: dtype for dtype in BY_DTYPE}
+
+
 def _decode_spec(d: dict) -> ArgSpec:
-    dtype = np.dtype(d["dtype"])
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype {dtype}")
+    dtype = _DTYPE_NAMED.get(d["dtype"])
+    if dtype is None:
+        raise ValueError(f"dtype {d['dtype']!r}")
     return ArgSpec(str(d["name"]), tuple(int(n) for n in d["shape"]), dtype, bool(d["is_output"]),
                    bool(d["in_place"]), tuple(int(s) for s in d["strides"]), int(d["offset"]), str(d["type"]))
 

@@ -164,6 +164,11 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return True
 
 
+def _dtype_expression(dtype: np.dtype) -> str:
+    """How Python code names `dtype`: np.float32, ml_dtypes.bfloat16 (numpy has no bf16)."""
+    return f"np.{dtype.name}" if hasattr(np, dtype.name) else f"ml_dtypes.{dtype.name}"
+
+
 def _layout_message(where: str, spec: ArgSpec, arr: np.ndarray) -> str:
     """Why `arr` does not fit `spec`'s layout, and what to pass instead. The kernel takes
     the array's memory as it is: a copy fits an argument it only reads, but one it writes
@@ -292,7 +297,7 @@ class Kernel:
                 raise TypeError(f"{where} must be a numpy array ({spec.describe()}), got {type(arr).__name__}")
             if arr.dtype != spec.dtype:
                 raise TypeError(f"{where} has dtype {arr.dtype}, expected {spec.dtype} "
-                                f"(convert with .astype(np.{spec.dtype.name}))")
+                                f"(convert with .astype({_dtype_expression(spec.dtype)}))")
             if arr.shape != spec.shape:
                 raise ValueError(f"{where} has shape {arr.shape}, expected {spec.shape}")
             if not spec.fits(arr):

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.dialects.builtin import bf16
 
 from compiler import numpy_reference as ref
 from compiler.build import find_entry, load_module
 from compiler.driver import compile
 from compiler.jit.kernel import ArgSpec
+from dialects.dtypes import BY_DTYPE, BY_TYPE
 from passes.support.target import host
 
 if TYPE_CHECKING:
@@ -29,11 +31,28 @@ if TYPE_CHECKING:
 
 def error_bound(reduction: int, dtype: np.dtype, ref_max: float) -> float:
     """About 4*K*eps*max|ref|: the rounding a length-K f32/f64 reduction may show in any
-    summation order."""
+    summation order; a bf16 result (summed in f32) one bf16 rounding more. 0 for integers:
+    int8 products are summed exactly (quantize's result: `compare`)."""
+    if dtype.kind in "iu":
+        return 0.0
+    if dtype == BY_TYPE[bf16]:
+        return error_bound(reduction, np.dtype(np.float32), ref_max) + 2.0**-8 * ref_max
     return 4.0 * reduction * float(np.finfo(dtype).eps) * ref_max
 
 
-def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
+def fill_value(dtype: np.dtype):
+    """What `array_with_layout` fills the buffer around a view with: NaN, or an integer
+    type's least value (a kernel that writes there is caught either way)."""
+    return np.iinfo(dtype).min if dtype.kind in "iu" else np.nan
+
+
+def untouched(values: np.ndarray) -> bool:
+    """Whether `values` (`outside_view`'s) all still hold `fill_value`."""
+    fill = fill_value(values.dtype)
+    return bool(np.all(values == fill) if values.dtype.kind in "iu" else np.isnan(values.astype(np.float64)).all())
+
+
+def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float | None = None) -> np.ndarray:
     """`values` in an array with `spec`'s layout: itself when that is C-contiguous, else a
     view with the spec's strides into a buffer (its `base`) that reaches from the pointer
     the kernel is passed (the layout's offset before element 0), the rest of it `fill`."""
@@ -41,16 +60,27 @@ def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float = np.nan) -
         return np.ascontiguousarray(values, dtype=spec.dtype)
     itemsize = spec.dtype.itemsize
     reach = sum(max(0, (n - 1) * s) for n, s in zip(spec.shape, spec.strides)) if 0 not in spec.shape else 0
-    base = np.full(spec.offset + reach // itemsize + 1, fill, dtype=spec.dtype)
+    base = np.full(spec.offset + reach // itemsize + 1, fill_value(spec.dtype) if fill is None else fill,
+                   dtype=spec.dtype)
     view = np.ndarray(spec.shape, spec.dtype, buffer=base, offset=spec.offset * itemsize, strides=spec.strides)
     view[...] = values
     return view
 
 
 def random_inputs(specs, seed: int) -> list[np.ndarray]:
-    """Standard normal values for each argument, in the argument's layout."""
+    """Random values of each argument's kind, in its layout: standard normal floats (bf16
+    rounded from them), i8/ui8 over their whole range, i32 in -1000..1000."""
     rng = np.random.default_rng(seed)
-    return [array_with_layout(s, rng.standard_normal(s.shape)) for s in specs]
+    return [array_with_layout(s, _random(rng, s.dtype, s.shape)) for s in specs]
+
+
+def _random(rng: np.random.Generator, dtype: np.dtype, shape) -> np.ndarray:
+    if dtype.itemsize == 1:
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max + 1, shape)
+    if dtype.kind in "iu":
+        return rng.integers(-1000, 1001, shape)
+    return rng.standard_normal(shape).astype(np.float32) if dtype == BY_TYPE[bf16] else rng.standard_normal(shape)
 
 
 def outside_view(a: np.ndarray) -> np.ndarray:
@@ -184,16 +214,21 @@ class Report:
         return "\n".join(lines)
 
 
-def compare(got: list[np.ndarray], want: list[np.ndarray], reduction: int) -> tuple[float, float]:
+def compare(got: list[np.ndarray], want: list[np.ndarray], reduction: int,
+            rounds_to_integers: bool = False) -> tuple[float, float]:
     """Max |got - want| over the pairs (NaN where one is NaN and the other is not: a read
-    out of bounds, say), and the largest error bound among them."""
+    out of bounds, say), and the largest error bound among them. `rounds_to_integers`: a
+    float computation is quantized on the way, which may round one step apart from the
+    float64 reference's (a bound of 1 for integer results)."""
     errors, bound = [0.0], 0.0
     for g, w in zip(got, want):
         g64 = g.astype(np.float64)
+        w = np.asarray(w, np.float64)
         diff = np.where(np.isnan(g64) & np.isnan(w), 0.0, np.abs(g64 - w))
         errors.append(float(np.max(diff, initial=0.0)))
         magnitude = float(np.max(np.abs(w), initial=0.0, where=~np.isnan(w)))
-        bound = max(bound, error_bound(reduction, g.dtype, magnitude))
+        integer_step = float(rounds_to_integers and g.dtype.kind in "iu")
+        bound = max(bound, error_bound(reduction, g.dtype, magnitude), integer_step)
     return (np.nan if any(np.isnan(errors)) else max(errors)), bound
 
 
@@ -224,15 +259,15 @@ def run_and_check(
     compile_seconds = time.perf_counter() - t0
 
     arrays = random_inputs(kernel.inputs, seed)
-    reference_args = [a.astype(np.float64) for a in arrays]  # the reference writes outs into these
+    reference_args = [a.astype(ref.domain(BY_DTYPE[a.dtype])) for a in arrays]  # the reference writes outs into these
     got = kernel(*arrays)
     want = list(ref.evaluate(fn, reference_args))
     written = [i for i, s in enumerate(kernel.inputs) if s.in_place]
     got_list = ([got] if len(kernel.outputs) == 1 else list(got or ())) + [arrays[i] for i in written]
     want += [reference_args[i] for i in written]
-    max_err, bound = compare(got_list, want, ref.reduction_length(fn))
+    max_err, bound = compare(got_list, want, ref.reduction_length(fn), ref.rounds_to_integers(fn))
     notes = [f"the kernel wrote outside the view of argument {kernel.inputs[i].name}"
-             for i in written if not np.isnan(outside_view(arrays[i])).all()]
+             for i in written if not untouched(outside_view(arrays[i]))]
     checked = ", ".join([*(f"result #{i}" for i in range(len(kernel.outputs))),
                          *(f"argument {kernel.inputs[i].name}" for i in written)])
     checked = checked or "nothing to compare (no results, no argument written)"

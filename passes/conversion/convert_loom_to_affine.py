@@ -9,8 +9,15 @@ The nests are the textbook ones, the starting point of every schedule:
   (NHWC: n, oh, ow, f, r, s, c with `Y[n, oh, ow, f] += X[n, ih, iw, c] * W[r, s, c, f]`);
   with padding, the read sits under an `affine.if` that keeps it inside the input (the
   padded border contributes zero; nothing is read out of bounds);
+  Low precision: bf16 elements are widened to f32 (`arith.extf`), i8/ui8 to i32
+  (`arith.extsi`/`extui`) as they are read, and summed with `muli`/`addi` in i32;
 - `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
-  numpy broadcasting (a size-1 or missing dimension reads index 0);
+  numpy broadcasting (a size-1 or missing dimension reads index 0); on i32, `addi`,
+  `muli` and `maxsi`;
+- `loom.cast` (`truncf`, `extf`, `sitofp`), `loom.quantize` (`divf`, `math.roundeven`, the
+  zero point added, `maxnumf`/`minnumf` to the range, `fptosi`, `trunci`) and
+  `loom.dequantize` (widened, `subi`, `sitofp`, `mulf`): the same one nest, the scale
+  and the zero point read at the channel's index (per channel) or once (per tensor);
 - `memref.copy` (from bufferization: `loom.contiguous`, a reshape that is not a view, a
   returned argument): a copy nest, each side read or written through its own layout.
 
@@ -29,17 +36,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref
+from xdsl.dialects import affine, arith, math, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
     FloatAttr,
     IndexType,
+    IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     StringAttr,
+    bf16,
+    f32,
+    i32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineConstraintKind, AffineSet
 from xdsl.passes import ModulePass
@@ -109,10 +122,39 @@ def broadcast_exprs(operand_shape: Sequence[int], out_shape: Sequence[int]) -> l
     ]
 
 
+def constant(value: float, t: Attribute) -> arith.ConstantOp:
+    """A scalar constant of element type `t` (an integer one for i32, i8, ...)."""
+    return arith.ConstantOp(IntegerAttr(int(value), t) if isinstance(t, IntegerType) else FloatAttr(value, t))
+
+
+def widen(value: SSAValue, to: Attribute) -> tuple[list[Operation], SSAValue]:
+    """`value` in the accumulator type `to`: bf16 extended to f32 (exact), i8 sign- and ui8
+    zero-extended to i32; the ops that do it and the widened value."""
+    t = value.type
+    if t == to:
+        return [], value
+    if t == bf16:
+        op: Operation = arith.ExtFOp(value, to)
+    elif isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED:
+        op = arith.ExtUIOp(value, to)
+    else:
+        op = arith.ExtSIOp(value, to)
+    return [op], op.results[0]
+
+
+def accumulate(acc: SSAValue, a: SSAValue, b: SSAValue) -> list[Operation]:
+    """`acc + a * b` in acc's type, a and b widened to it first; the sum is the last op."""
+    to_a, a = widen(a, acc.type)
+    to_b, b = widen(b, acc.type)
+    mul, add = (arith.MuliOp, arith.AddiOp) if isinstance(acc.type, IntegerType) else (arith.MulfOp, arith.AddfOp)
+    prod = mul(a, b)
+    return [*to_a, *to_b, prod, add(acc, prod)]
+
+
 def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
     t = out.type
     assert isinstance(t, MemRefType)
-    zero = arith.ConstantOp(FloatAttr(0.0, t.get_element_type()))
+    zero = constant(0, t.get_element_type())
     shape = t.get_shape()
     return [zero, *build_nest(shape, tag, lambda ivs: [store(zero.result, out, ivs, dims(len(shape)))])]
 
@@ -139,9 +181,8 @@ def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue, a_at: Sequence[AffineExpr
         la = load(a, ivs, a_at if a_at is not None else [*bt, i, k])
         lb = load(b, ivs, b_at if b_at is not None else [*bt, k, j])
         lc = load(c, ivs, [*bt, i, j])
-        prod = arith.MulfOp(la, lb)
-        acc = arith.AddfOp(lc, prod)
-        return [la, lb, lc, prod, acc, store(acc.result, c, ivs, [*bt, i, j])]
+        ops = accumulate(lc.result, la.result, lb.result)
+        return [la, lb, lc, *ops, store(ops[-1].results[0], c, ivs, [*bt, i, j])]
 
     names = ["b", "i", "j", "k"][1 - nb :]
     return build_nest(extents, "matmul", body, names)
@@ -171,9 +212,8 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
         lx = load(x, ivs, x_at)
         lw = load(w, ivs, w_at)
         ly = load(y, ivs, y_at)
-        prod = arith.MulfOp(lx, lw)
-        acc = arith.AddfOp(ly, prod)
-        ops: list[Operation] = [lx, lw, ly, prod, acc, store(acc.result, y, ivs, y_at)]
+        sums = accumulate(ly.result, lx.result, lw.result)
+        ops: list[Operation] = [lx, lw, ly, *sums, store(sums[-1].results[0], y, ivs, y_at)]
         inside = conv2d_guard(ih, iw, (h_, w_), (ph, pw))
         if inside is None:
             return ops
@@ -204,24 +244,67 @@ def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: t
     return AffineSetAttr(AffineSet(7, 0, tuple(constraints))) if constraints else None
 
 
+def elementwise_body(op: loom.LoomComputeOp, values: list[SSAValue]) -> list[Operation]:
+    """The ops computing one output element of an elementwise op (add, mul, relu, cast,
+    quantize, dequantize) from its operands' elements `values`; the result is the last op's."""
+    out_t = op.output_type.get_element_type()
+    integer = isinstance(out_t, IntegerType)
+    if isinstance(op, loom.ReluOp):
+        zero = constant(0, out_t)
+        if integer:
+            return [zero, arith.MaxSIOp(values[0], zero)]
+        # max(x, 0) with NaN passing through, like numpy.maximum(x, 0)
+        keep = arith.CmpfOp(values[0], zero, "ugt")
+        return [zero, keep, arith.SelectOp(keep, values[0], zero)]
+    if isinstance(op, loom.AddOp | loom.MulOp):
+        ops = {(loom.AddOp, False): arith.AddfOp, (loom.MulOp, False): arith.MulfOp,
+               (loom.AddOp, True): arith.AddiOp, (loom.MulOp, True): arith.MuliOp}
+        return [ops[type(op), integer](values[0], values[1])]
+    if isinstance(op, loom.CastOp):
+        x = values[0]
+        if x.type == bf16:
+            return [arith.ExtFOp(x, out_t)]
+        if out_t == bf16:
+            return [arith.TruncFOp(x, out_t)]
+        return [arith.SIToFPOp(x, out_t)]
+    if isinstance(op, loom.QuantizeOp):
+        x, scale, zero_point = values
+        least, greatest = loom.QUANTIZED[out_t]
+        quotient = arith.DivfOp(x, scale)
+        rounded = math.RoundEvenOp(quotient)
+        zp = arith.SIToFPOp(zero_point, f32)
+        shifted = arith.AddfOp(rounded, zp)
+        lo, hi = constant(least, f32), constant(greatest, f32)
+        above = arith.MaxnumfOp(shifted, lo)  # maxnum: a NaN gives the least value
+        clamped = arith.MinnumfOp(above, hi)
+        whole = arith.FPToSIOp(clamped, i32)
+        return [quotient, rounded, zp, shifted, lo, hi, above, clamped, whole, arith.TruncIOp(whole, out_t)]
+    assert isinstance(op, loom.DequantizeOp), op.name
+    q, scale, zero_point = values
+    to_i32, q = widen(q, i32)
+    diff = arith.SubiOp(q, zero_point)
+    as_float = arith.SIToFPOp(diff, f32)
+    return [*to_i32, diff, as_float, arith.MulfOp(as_float, scale)]
+
+
+def operand_exprs(op: loom.LoomComputeOp, index: int, out_shape: Sequence[int]) -> list[AffineExpr]:
+    """Where an elementwise op reads operand `index` for the output element at the nest's
+    ivs: numpy broadcasting, or a quantization parameter's channel (or nothing, per tensor)."""
+    if isinstance(op, loom.AffineQuantizationOp) and index > 0:
+        axis = op.quantization_axis(len(out_shape))
+        return [] if axis is None else [AffineExpr.dimension(axis)]
+    return broadcast_exprs(op.ins[index].type.get_shape(), out_shape)
+
+
 def lower_elementwise(op: loom.LoomComputeOp) -> list[Operation]:
     out = op.outs[0]
     shape = out.type.get_shape()
     tag = op.name.removeprefix("loom.")
 
     def body(ivs):
-        loads = [load(v, ivs, broadcast_exprs(v.type.get_shape(), shape)) for v in op.ins]
-        if isinstance(op, loom.ReluOp):
-            # max(x, 0) with NaN passing through, like numpy.maximum(x, 0)
-            zero = arith.ConstantOp(FloatAttr(0.0, out.type.get_element_type()))
-            keep = arith.CmpfOp(loads[0], zero, "ugt")
-            res = arith.SelectOp(keep, loads[0], zero)
-            compute = [zero, keep, res]
-        else:
-            cls = arith.AddfOp if isinstance(op, loom.AddOp) else arith.MulfOp
-            res = cls(loads[0], loads[1])
-            compute = [res]
-        return [*loads, *compute, store(res.result, out, ivs, dims(len(shape)))]
+        loads = [load(v, ivs, operand_exprs(op, i, shape)) for i, v in enumerate(op.ins)]
+        compute = elementwise_body(op, [ld.result for ld in loads])
+        return [*loads, *compute, store(compute[-1].results[0], out, ivs, dims(len(shape)))]
 
     return build_nest(shape, tag, body)
 

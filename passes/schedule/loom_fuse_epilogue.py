@@ -99,6 +99,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     VectorType,
 )
@@ -619,10 +620,13 @@ class _Rewriter:
                         v.owner.erase()
 
     def _zero(self, t, block: Block | None, ops: list[Operation]) -> SSAValue:
+        element = t.element_type if isinstance(t, VectorType) else t
+        zero = 0 if isinstance(element, IntegerType) else 0.0  # an i32 accumulator's or a float's
         if isinstance(t, VectorType):
-            make = lambda: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [0.0] * t.get_shape()[0]))]  # noqa: E731
+            make = lambda: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [zero] * t.get_shape()[0]))]  # noqa: E731
         else:
-            make = lambda: [arith.ConstantOp(FloatAttr(0.0, t))]  # noqa: E731
+            scalar = IntegerAttr(zero, t) if isinstance(t, IntegerType) else FloatAttr(zero, t)
+            make = lambda: [arith.ConstantOp(scalar)]  # noqa: E731
         return self._cached(("zero", block, t), make, ops)
 
     def _cached(self, key: tuple, make, ops: list[Operation]) -> SSAValue:

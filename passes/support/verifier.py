@@ -131,14 +131,14 @@ _UNSUPPORTED_FLOATS = (Float80Type, Float128Type)
 
 def _check_float_types(op: Operation) -> None:
     """f80 and f128 values are refused where they appear: Loom computes in f32 and f64
-    (f16 where LLVM takes it), and xDSL 0.74 can neither print nor lower f80/f128
+    (bf16 is stored and widened; f16 where LLVM takes it), and xDSL 0.74 can neither print nor lower f80/f128
     constants (a bare NotImplementedError from its float format)."""
     for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
         t = value.type
         element = t.get_element_type() if hasattr(t, "get_element_type") else t
         if isinstance(element, _UNSUPPORTED_FLOATS):
             raise LoomError(f"'{op.name}' op has a value of type {t}: {element} is not supported "
-                            "(Loom computes in f32 and f64)", op)
+                            "(Loom's floats are f32, f64, bf16 and f16)", op)
 
 
 def _check_loop_step(op: Operation) -> None:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -48,6 +49,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StridedLayoutAttr,
     VectorType,
+    i16,
     i32,
     i64,
 )
@@ -58,8 +60,12 @@ from passes.support.diagnostics import LoomError
 
 PASS = "loom-convert-to-llvm"
 
-_SCALARS = (IntegerType, Float16Type, Float32Type, Float64Type)
-FLOATS = (Float16Type, Float32Type, Float64Type)  # bf16: xDSL's LLVM emitter has no bfloat
+_SCALARS = (IntegerType, Float16Type, BFloat16Type, Float32Type, Float64Type)
+FLOATS = (Float16Type, Float32Type, Float64Type)
+#: bf16 in LLVM: its 16 bits, an i16 (llvmlite has no bfloat type, and LLVM lowers an
+#: fptrunc to bfloat to a library call where the CPU lacks AVX512-BF16): arith.extf and
+#: arith.truncf of bf16 become integer code (to_llvm/arith.py), exact and vectorizable
+BF16_BITS = i16
 
 
 def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
@@ -67,11 +73,12 @@ def convert_type(t: Attribute, op: Operation | None = None) -> Attribute:
     if isinstance(t, IndexType):
         return i64
     if isinstance(t, IntegerType):
-        if t.signedness.data != Signedness.SIGNLESS:
-            raise LoomError(f"{PASS}: only signless integers can be lowered, got {t}", op)
-        return t
+        # signedness lives in the ops (extsi/extui, sitofp/uitofp), not in LLVM's types: ui8 is i8
+        return t if t.signedness.data == Signedness.SIGNLESS else IntegerType(t.width.data)
     if isinstance(t, FLOATS):
         return t
+    if isinstance(t, BFloat16Type):
+        return BF16_BITS
     if isinstance(t, VectorType):
         if t.get_num_scalable_dims():
             raise LoomError(f"{PASS}: scalable vectors are not supported: {t}", op)

@@ -3,11 +3,13 @@ nsw/nuw flags kept), comparisons, casts, math intrinsics and libm calls, branche
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, cf, llvm, math, vector
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float32Type,
     Float64Type,
@@ -16,6 +18,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     VectorType,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -52,6 +55,11 @@ class ConstantLowering(Lowering):
     def lower(self, op: arith.ConstantOp, r: Rewrite) -> None:
         t = r.type(op.result.type)
         value = op.value
+        if _is_bf16(op.result.type):  # its bits, rounded as _f32_to_bf16 rounds
+            if isinstance(value, FloatAttr):
+                value = IntegerAttr(bf16_bits(value.value.data), t)
+            elif isinstance(value, DenseIntOrFPElementsAttr):
+                value = DenseIntOrFPElementsAttr.from_list(t, [bf16_bits(v) for v in value.get_values()])
         if isinstance(value, IntegerAttr):
             value = IntegerAttr(value.value.data, t)
         elif isinstance(value, DenseIntOrFPElementsAttr):
@@ -319,6 +327,61 @@ def _width(t: Attribute) -> int:
     return t.width.data
 
 
+def _is_bf16(t: Attribute) -> bool:
+    return isinstance(t.element_type if isinstance(t, VectorType) else t, BFloat16Type)
+
+
+def _like(t: Attribute, element: Attribute) -> Attribute:
+    """`element`, or a vector of it shaped like `t`."""
+    return VectorType(element, t.get_shape()) if isinstance(t, VectorType) else element
+
+
+def _splat_int(r: Rewrite, value: int, t: Attribute) -> SSAValue:
+    """An integer constant of type `t`, a scalar or a splat vector."""
+    return r.result(llvm.ConstantOp(_splat(value, t) if isinstance(t, VectorType) else IntegerAttr(value, t), t))
+
+
+def _bf16_to_f32(r: Rewrite, bits: SSAValue, to: Attribute) -> SSAValue:
+    """bf16 -> f32, exact: its 16 bits are the f32's upper half."""
+    wide = _like(to, i32)
+    ext = r.result(llvm.ZExtOp(bits, wide))
+    shifted = r.result(llvm.ShlOp(ext, _splat_int(r, 16, wide)))
+    return r.result(llvm.BitcastOp(shifted, to))
+
+
+def bf16_bits(value: float) -> int:
+    """The 16 bits of `value` as bf16 (through f32, rounded to nearest even; a NaN quiet), as
+    a signed i16: the constant form of `_f32_to_bf16`."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if bits & 0x7FFFFFFF > 0x7F800000:
+        half = (bits >> 16) | 0x40
+    else:
+        half = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return half - 0x10000 if half & 0x8000 else half
+
+
+def _f32_to_bf16(r: Rewrite, x: SSAValue, to: Attribute) -> SSAValue:
+    """f32 -> bf16, rounded to nearest even: add 0x7fff plus the lowest kept bit, keep the
+    upper half (a carry into the exponent rounds up to the next binade or to infinity,
+    as it should); a NaN keeps its upper half with the quiet bit set (the rounding could
+    carry its payload into the sign or make it an infinity)."""
+    wide = _like(to, i32)
+    bits = r.result(llvm.BitcastOp(x, wide))
+    upper = r.result(llvm.LShrOp(bits, _splat_int(r, 16, wide)))
+    lowest_kept = r.result(llvm.AndOp(upper, _splat_int(r, 1, wide)))
+    bias = r.result(llvm.AddOp(lowest_kept, _splat_int(r, 0x7FFF, wide)))
+    rounded = r.result(llvm.LShrOp(r.result(llvm.AddOp(bits, bias)), _splat_int(r, 16, wide)))
+    quiet = r.result(llvm.OrOp(upper, _splat_int(r, 0x40, wide)))
+    magnitude = r.result(llvm.AndOp(bits, _splat_int(r, 0x7FFFFFFF, wide)))
+    ugt = llvm.ICmpPredicateFlag("ugt").to_int()  # (xDSL types a vector llvm.fcmp i1: compare the bits)
+    nan = r.result(llvm.ICmpOp(magnitude, _splat_int(r, 0x7F800000, wide), IntegerAttr(ugt, i64)))
+    # select by a mask of the lanes (xDSL's llvm.select takes an i1 condition only)
+    mask = r.result(llvm.SExtOp(nan, wide))
+    differ = r.result(llvm.XOrOp(rounded, quiet))
+    picked = r.result(llvm.XOrOp(rounded, r.result(llvm.AndOp(differ, mask))))
+    return r.result(llvm.TruncOp(picked, to))
+
+
 class CastLowering(Lowering):
     """sitofp … bitcast → the llvm cast of the same meaning; index_cast → sext/trunc/nothing."""
 
@@ -327,6 +390,12 @@ class CastLowering(Lowering):
     def lower(self, op: Operation, r: Rewrite) -> None:
         (arg,) = r.values(op.operands)
         to = r.type(op.results[0].type)
+        if isinstance(op, arith.ExtFOp) and _is_bf16(op.operands[0].type):
+            r.replace(_bf16_to_f32(r, arg, to))
+            return
+        if isinstance(op, arith.TruncFOp) and _is_bf16(op.results[0].type):
+            r.replace(_f32_to_bf16(r, arg, to))
+            return
         if isinstance(op, arith.IndexCastOp):
             src, dst = _width(arg.type), _width(to)
             if src == dst:

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from dialects.llvm_ext import ExtractElementOp, MaskedLoadOp
+from dialects.llvm_ext import ExtractElementOp, MaskedLoadOp, MaskedStoreOp
 from passes.conversion.to_llvm.abi import FLOATS, MemrefLayout
 from passes.conversion.to_llvm.common import Lowering, Rewrite, fastmath
 from passes.conversion.to_llvm.memref import element_pointer
@@ -64,10 +64,8 @@ class MaskedLoadStoreLowering(Lowering):
             return
         assert isinstance(op, vector.MaskedStoreOp)
         value = r.value(op.value_to_store)
-        if not isinstance(value.type.element_type, FLOATS):  # type: ignore[union-attr]
-            raise r.refuse(f"xDSL's llvm.intr.masked.store takes float vectors only, got {value.type}")
         ptr, layout = _vector_pointer(r, op.base, op.indices)
-        r.rewriter.replace(op, llvm.MaskedStoreOp(value, ptr, r.value(op.mask), layout.element_bytes()), [])
+        r.rewriter.replace(op, MaskedStoreOp(value, ptr, r.value(op.mask), layout.element_bytes()), [])
 
 
 def _constant_lanes(mask: SSAValue) -> int | None:

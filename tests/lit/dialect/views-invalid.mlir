@@ -161,10 +161,10 @@ func.func @element_type(%a: tensor<4x8xf32>) -> tensor<8x4xf64> {
 
 // -----
 
-func.func @unsupported_element(%a: tensor<4x8xi32>) -> tensor<8x4xi32> {
-  // CHECK: error: 'loom.transpose' op operand #0 (input) has element type i32: loom ops support f32 and f64
-  %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<4x8xi32> -> tensor<8x4xi32>
-  func.return %t : tensor<8x4xi32>
+func.func @unsupported_element(%a: tensor<4x8xi16>) -> tensor<8x4xi16> {
+  // CHECK: error: 'loom.transpose' op operand #0 (input) has element type i16: loom ops support f32, f64, bf16, i8, ui8 and i32
+  %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<4x8xi16> -> tensor<8x4xi16>
+  func.return %t : tensor<8x4xi16>
 }
 
 // -----
