@@ -9,6 +9,12 @@ runs under @loom.jit (`relu` is loom.relu, ...) and under numpy (`relu` is
 every value's magnitude under 2**20, so that every sum and product is exact in float32
 and float64 and the two must agree bit for bit.
 
+`int8_programs` are quantized layers: `np.matmul(a0, a1, dtype=np.int32)` of int8 and
+uint8 arrays (any mix, over their whole range), maybe an int32 bias added and relu, then
+random steps as above: views of any value, contractions of the 8-bit ones into int32,
+arithmetic with Python ints on the int32 ones (numpy's int32 arithmetic, kept under
+2**31 so that numpy's scalars never overflow).
+
 The arguments are passed with random layouts: row-major, Fortran order, a stepped view
 of a larger array, a broadcast (stride 0), or reversed along a dimension (a negative
 stride, which @loom.jit refuses: the refusal is checked, then a copy is passed).
@@ -27,8 +33,10 @@ import compiler as loom
 
 DIMS = [1, 2, 3, 4, 5]
 LAYOUTS = ["c", "c", "fortran", "stepped", "broadcast", "reversed"]
-EXACT = 2**20  # every value's magnitude stays below it: exact in float32 (24 bits) and float64
-SMALL = 3  # the arguments' values are integers in -SMALL..SMALL
+EXACT = 2**20  # every float value's magnitude stays below it: exact in float32 (24 bits) and float64
+SMALL = 3  # the float arguments' values are integers in -SMALL..SMALL
+INT32 = np.dtype(np.int32)
+EIGHT_BITS = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 @dataclass
@@ -36,6 +44,7 @@ class Value:
     name: str
     shape: tuple[int, ...]
     bound: float  # at most this in magnitude
+    dtype: np.dtype
 
 
 @dataclass
@@ -43,7 +52,7 @@ class Program:
     """A random program and the arguments to call it with."""
 
     source: str
-    dtype: type
+    dtypes: list[np.dtype]  # the arrays'
     shapes: list[tuple[int, ...]]
     layouts: list[str]
     scalar: float | None  # the float argument s, when the program takes one
@@ -51,7 +60,7 @@ class Program:
     pipeline: str
 
     def __repr__(self) -> str:
-        return (f"Program(dtype={np.dtype(self.dtype).name}, shapes={self.shapes}, layouts={self.layouts}, "
+        return (f"Program(dtypes={[d.name for d in self.dtypes]}, shapes={self.shapes}, layouts={self.layouts}, "
                 f"scalar={self.scalar}, seed={self.seed}, pipeline={self.pipeline!r}):\n{self.source}")
 
     def functions(self):
@@ -63,8 +72,8 @@ class Program:
         """Per array argument: (what to pass, the view in a refused layout, or None)."""
         rng = np.random.default_rng(self.seed)
         out = []
-        for shape, layout in zip(self.shapes, self.layouts):
-            view = argument(shape, self.dtype, layout, rng)
+        for shape, dtype, layout in zip(self.shapes, self.dtypes, self.layouts):
+            view = argument(shape, dtype, layout, rng)
             out.append((view, None) if all(s >= 0 for s in view.strides) else (np.ascontiguousarray(view), view))
         return out
 
@@ -80,11 +89,22 @@ def _define(source: str, names: dict):
     return scope["program"]
 
 
-def argument(shape: tuple[int, ...], dtype, layout: str, rng: np.random.Generator) -> np.ndarray:
-    """Small integers in a layout: row-major, Fortran order, every other element of a
-    larger array, a broadcast (stride 0 along a dimension longer than 1, where there is
-    one), or reversed along a dimension (a negative stride)."""
-    values = rng.integers(-SMALL, SMALL + 1, size=shape).astype(dtype)
+def value_range(dtype: np.dtype) -> tuple[int, int]:
+    """The arguments' values: an 8-bit type's whole range, int32 up to 2**16 (a bias),
+    floats -SMALL..SMALL."""
+    if dtype in EIGHT_BITS:
+        return int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    return (-(2**16), 2**16) if dtype == INT32 else (-SMALL, SMALL)
+
+
+def argument(shape: tuple[int, ...], dtype: np.dtype, layout: str, rng: np.random.Generator) -> np.ndarray:
+    """Integers of `value_range` (a third of them its ends: an 8-bit type's extremes) in a
+    layout: row-major, Fortran order, every other element of a larger array, a broadcast
+    (stride 0 along a dimension longer than 1, where there is one), or reversed along a
+    dimension (a negative stride)."""
+    lo, hi = value_range(dtype)
+    ends = rng.choice([lo, hi], size=shape)
+    values = np.where(rng.random(shape) < 1 / 3, ends, rng.integers(lo, hi + 1, size=shape)).astype(dtype)
     if layout == "fortran":
         return np.asfortranarray(values)
     if layout == "stepped":
@@ -106,16 +126,22 @@ def argument(shape: tuple[int, ...], dtype, layout: str, rng: np.random.Generato
 
 
 class _Builder:
-    def __init__(self, draw, dtype, shapes):
+    def __init__(self, draw, dtypes, shapes):
         self.draw = draw
-        self.values = [Value(f"a{i}", s, SMALL) for i, s in enumerate(shapes)]
+        self.arguments = [Value(f"a{i}", s, max(map(abs, value_range(d))), d)
+                          for i, (s, d) in enumerate(zip(shapes, dtypes))]
+        self.values = list(self.arguments)
         self.lines: list[str] = []
         self.uses_scalar = False
 
-    def add(self, expression: str, shape: tuple[int, ...], bound: float) -> None:
+    def add(self, expression: str, shape: tuple[int, ...], bound: float, dtype: np.dtype) -> None:
         name = f"v{len(self.lines)}"
         self.lines.append(f"    {name} = {expression}")
-        self.values.append(Value(name, tuple(shape), bound))
+        self.values.append(Value(name, tuple(shape), bound, dtype))
+
+    def view(self, expression: str, shape: tuple[int, ...], v: Value) -> None:
+        """A view of `v` (or a copy): its values, dtype and bound."""
+        self.add(expression, shape, v.bound, v.dtype)
 
     def pick(self, values: list[Value] | None = None) -> Value:
         values = self.values if values is None else values
@@ -151,7 +177,7 @@ def _index(b: _Builder, v: Value) -> None:
     while parts and parts[-1] == ":" and draw(st.booleans()):  # trailing full slices may be left out
         parts.pop()
     index = ", ".join(parts) or "()"
-    b.add(f"{v.name}[{index}]", eval(f"x[{index}]", {"x": np.empty(v.shape)}).shape, v.bound)
+    b.view(f"{v.name}[{index}]", eval(f"x[{index}]", {"x": np.empty(v.shape)}).shape, v)
 
 
 def _transpose(b: _Builder, v: Value) -> None:
@@ -159,11 +185,11 @@ def _transpose(b: _Builder, v: Value) -> None:
     shape = tuple(v.shape[p] for p in perm)
     spelling = b.draw(st.sampled_from(["method", "tuple", "np", "T"]))
     if spelling == "T" or perm == tuple(reversed(range(len(v.shape)))) and spelling != "np":
-        b.add(f"{v.name}.T", tuple(reversed(v.shape)), v.bound)
+        b.view(f"{v.name}.T", tuple(reversed(v.shape)), v)
     elif spelling == "np":
-        b.add(f"np.transpose({v.name}, {perm})", shape, v.bound)
+        b.view(f"np.transpose({v.name}, {perm})", shape, v)
     else:
-        b.add(f"{v.name}.transpose({', '.join(map(str, perm)) if spelling == 'method' else perm})", shape, v.bound)
+        b.view(f"{v.name}.transpose({', '.join(map(str, perm)) if spelling == 'method' else perm})", shape, v)
 
 
 def _reshape(b: _Builder, v: Value) -> None:
@@ -178,29 +204,39 @@ def _reshape(b: _Builder, v: Value) -> None:
     spelled = list(dims)
     if b.draw(st.booleans()):
         spelled[b.draw(st.integers(0, rank - 1))] = -1
-    b.add(f"{v.name}.reshape({', '.join(map(str, spelled))})", tuple(dims), v.bound)
+    b.view(f"{v.name}.reshape({', '.join(map(str, spelled))})", tuple(dims), v)
 
 
 def _broadcast(b: _Builder, v: Value) -> None:
     lead = b.draw(st.lists(st.sampled_from([1, 2, 3]), max_size=2 if len(v.shape) < 3 else 0))
     shape = (*lead, *(b.draw(st.sampled_from([1, 2, 3])) if n == 1 else n for n in v.shape))
-    b.add(f"broadcast_to({v.name}, {shape})", shape, v.bound)
+    b.view(f"broadcast_to({v.name}, {shape})", shape, v)
 
 
 def _contiguous(b: _Builder, v: Value) -> None:
-    b.add(f"contiguous({v.name})", v.shape, v.bound)
+    b.view(f"contiguous({v.name})", v.shape, v)
+
+
+def _limit(dtype: np.dtype) -> int:
+    """Every value of `dtype` stays below this in magnitude: floats exact, int32 not overflowing."""
+    return EXACT if dtype.kind == "f" else 2**31
+
+
+def _contracts(v: Value, w: Value) -> bool:
+    """Whether Loom multiplies v by w: float32 or float64 alike, or int8 and uint8 (any mix)."""
+    return v.dtype == w.dtype and v.dtype.kind == "f" or v.dtype in EIGHT_BITS and w.dtype in EIGHT_BITS
 
 
 def _matmul(b: _Builder, v: Value) -> None:
     """v @ w with another value that fits (2-D @ 2-D, 3-D @ 3-D, 3-D @ 2-D), or else with
-    v's own transpose."""
-    if len(v.shape) not in (2, 3):
+    v's own transpose; of 8-bit values, `np.matmul(v, w, dtype=np.int32)`."""
+    if len(v.shape) not in (2, 3) or not _contracts(v, v):
         return
 
     def fits(w: Value) -> bool:
         if len(w.shape) != 2 and (len(w.shape) != 3 or len(v.shape) != 3 or w.shape[0] != v.shape[0]):
             return False
-        return w.shape[-2] == v.shape[-1]
+        return w.shape[-2] == v.shape[-1] and _contracts(v, w)
 
     others = [w for w in b.values if fits(w)]
     k = v.shape[-1]
@@ -210,37 +246,44 @@ def _matmul(b: _Builder, v: Value) -> None:
     else:
         right = f"{v.name}.T" if len(v.shape) == 2 else f"{v.name}.transpose(0, 2, 1)"
         shape, bound = (*v.shape[:-1], v.shape[-2]), v.bound
-    if max(k, 1) * v.bound * bound < EXACT:
+    total = max(k, 1) * v.bound * bound
+    if total >= _limit(INT32 if v.dtype in EIGHT_BITS else v.dtype):
+        return
+    if v.dtype in EIGHT_BITS:
+        b.add(f"np.matmul({v.name}, {right}, dtype=np.int32)", shape, total, INT32)
+    else:
         spelling = b.draw(st.sampled_from(["@", "@", "np"]))
-        b.add(f"{v.name} @ {right}" if spelling == "@" else f"np.matmul({v.name}, {right})", shape,
-              max(k, 1) * v.bound * bound)
+        b.add(f"{v.name} @ {right}" if spelling == "@" else f"np.matmul({v.name}, {right})", shape, total, v.dtype)
 
 
 def _elementwise(b: _Builder, v: Value) -> None:
-    """v op w (either order) with a value that broadcasts with it, a number, or the float
-    argument s."""
+    """v op w (either order) with a value of its dtype that broadcasts with it, a number
+    (an int beside int32), or the float argument s (beside floats)."""
+    if v.dtype in EIGHT_BITS:
+        return
     draw = b.draw
     op = draw(st.sampled_from(["+", "-", "*"]))
-    kind = draw(st.sampled_from(["value", "value", "number", "s"]))
+    floats = v.dtype.kind == "f"
+    kind = draw(st.sampled_from(["value", "value", "number", "s" if floats else "number"]))
     if kind == "value":
-        others = [w for w in b.values if _broadcasts(v.shape, w.shape)]
+        others = [w for w in b.values if w.dtype == v.dtype and _broadcasts(v.shape, w.shape)]
         w = b.pick(others)
         other, shape, bound = w.name, np.broadcast_shapes(v.shape, w.shape), w.bound
     elif kind == "number":
-        number = draw(st.sampled_from([0, 1, 2, -3, 0.5, -1.5]))
+        number = draw(st.sampled_from([0, 1, 2, -3, 0.5, -1.5] if floats else [0, 1, 2, -3]))
         other, shape, bound = repr(number), v.shape, abs(number)
     else:
         other, shape, bound = "s", v.shape, 3.0  # s is drawn from -2..2, called with s + 1 too
         b.uses_scalar = True
     total = v.bound * bound if op == "*" else v.bound + bound
-    if total >= EXACT:
+    if total >= _limit(v.dtype):
         return
     left, right = (v.name, other) if draw(st.booleans()) else (other, v.name)
     if draw(st.integers(0, 3)) == 0:  # numpy's ufunc, which a traced array takes too
         ufunc = {"+": "add", "-": "subtract", "*": "multiply"}[op]
-        b.add(f"np.{ufunc}({left}, {right})", shape, total)
+        b.add(f"np.{ufunc}({left}, {right})", shape, total, v.dtype)
     else:
-        b.add(f"{left} {op} {right}", shape, total)
+        b.add(f"{left} {op} {right}", shape, total, v.dtype)
 
 
 def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
@@ -252,10 +295,12 @@ def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 def _unary(b: _Builder, v: Value) -> None:
+    if v.dtype in EIGHT_BITS:
+        return
     if b.draw(st.booleans()):
-        b.add(f"relu({v.name})", v.shape, v.bound)
+        b.add(f"relu({v.name})", v.shape, v.bound, v.dtype)
     else:
-        b.add(f"-{v.name}", v.shape, v.bound)
+        b.add(f"-{v.name}", v.shape, v.bound, v.dtype)
 
 
 STEPS = {"index": _index, "transpose": _transpose, "reshape": _reshape, "broadcast": _broadcast,
@@ -266,12 +311,40 @@ WEIGHTS = {"index": 4, "matmul": 3, "elementwise": 3}
 
 @st.composite
 def programs(draw, pipelines=("naive",)) -> Program:
-    dtype = draw(st.sampled_from([np.float64, np.float64, np.float32]))
+    """Float programs: one to three float32 or float64 arrays of any shapes."""
+    dtype = np.dtype(draw(st.sampled_from([np.float64, np.float64, np.float32])))
     shapes = draw(st.lists(st.lists(st.sampled_from(DIMS), min_size=1, max_size=3).map(tuple), min_size=1,
                            max_size=3))
-    b = _Builder(draw, dtype, shapes)
+    return _program(draw, _Builder(draw, [dtype] * len(shapes), shapes), 2, pipelines)
+
+
+@st.composite
+def int8_programs(draw, pipelines=("naive",)) -> Program:
+    """Quantized layers: `np.matmul(a0, a1, dtype=np.int32)` of int8 or uint8 arrays (2-D,
+    3-D @ 3-D or 3-D @ 2-D), maybe + an int32 bias a2 and relu, then random steps."""
+    m, k, n = (draw(st.sampled_from(DIMS)) for _ in range(3))
+    batch = draw(st.sampled_from([(), (), (2,)]))
+    shapes = [(*batch, m, k), (*draw(st.sampled_from([(), batch])), k, n)]
+    dtypes = [np.dtype(draw(st.sampled_from([np.int8, np.uint8]))) for _ in shapes]
+    if draw(st.booleans()):
+        shapes.append(draw(st.sampled_from([(n,), (1, n), (m, n)])))
+        dtypes.append(INT32)
+    b = _Builder(draw, dtypes, shapes)
+    a0, a1 = b.values[:2]
+    b.add("np.matmul(a0, a1, dtype=np.int32)", (*batch, m, n), k * a0.bound * a1.bound, INT32)
+    if len(shapes) == 3:
+        bound = b.values[-1].bound + b.arguments[2].bound
+        b.add("v0 + a2" if draw(st.booleans()) else "a2 + v0", (*batch, m, n), bound, INT32)
+    if draw(st.booleans()):
+        b.add(f"relu({b.values[-1].name})", (*batch, m, n), b.values[-1].bound, INT32)
+    return _program(draw, b, 0, pipelines)
+
+
+def _program(draw, b: _Builder, least: int, pipelines) -> Program:
+    """The program of `b`'s arguments and lines, with `least` to 8 random steps more."""
+    shapes, dtypes = [a.shape for a in b.arguments], [a.dtype for a in b.arguments]
     kinds = [kind for kind in sorted(STEPS) for _ in range(WEIGHTS.get(kind, 1))]
-    for kind in draw(st.lists(st.sampled_from(kinds), min_size=2, max_size=8)):
+    for kind in draw(st.lists(st.sampled_from(kinds), min_size=least, max_size=8)):
         recent = draw(st.sampled_from([1, 1, 3, len(b.values)]))  # mostly a chain: the value made last
         STEPS[kind](b, b.pick(b.values[-recent:]))
     computed = b.values[len(shapes):] or b.values
@@ -282,5 +355,5 @@ def programs(draw, pipelines=("naive",)) -> Program:
     source = "\n".join([f"def program({', '.join(params)}):", *b.lines,
                         f"    return {', '.join(results)}{',' if draw(st.booleans()) else ''}"])  # one: maybe a tuple
     scalar = float(draw(st.sampled_from([-2, -1, -0.5, 0, 0.5, 1, 2]))) if b.uses_scalar else None
-    return Program(source, dtype, shapes, [draw(st.sampled_from(LAYOUTS)) for _ in shapes], scalar,
+    return Program(source, dtypes, shapes, [draw(st.sampled_from(LAYOUTS)) for _ in shapes], scalar,
                    draw(st.integers(0, 2**16)), draw(st.sampled_from(pipelines)))

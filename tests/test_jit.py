@@ -224,7 +224,8 @@ def test_dtype_errors():
     a32, a64 = np.ones((2, 2), np.float32), np.ones((2, 2), np.float64)
     with pytest.raises(TypeError, match=r"a \+ b of float32 and float64 arrays: both operands must have one dtype"):
         loom.jit(lambda a, b: a + b)(a32, a64)
-    with pytest.raises(TypeError, match=r"argument #0 has dtype int64: Loom kernels take float32 and float64"):
+    with pytest.raises(TypeError, match=r"argument #0 has dtype int64: Loom kernels take float32, float64, bfloat16, "
+                                        r"int8, uint8 and int32 arrays"):
         loom.jit(lambda a: loom.relu(a))(np.ones((2, 2), np.int64))
     with pytest.raises(TypeError, match=r"argument #1 is a list"):
         loom.jit(lambda a, b: a)(a32, [1.0])
@@ -409,7 +410,7 @@ def test_a_parameter_named_like_a_numbers_input_is_renamed():
     assert "%arg0: tensor<2x3xf64>" in f.lower(x, y, 0.5)
 
 
-@pytest.mark.parametrize("method", ["sum", "astype", "max", "mean", "copy"])
+@pytest.mark.parametrize("method", ["sum", "clip", "max", "mean", "copy"])
 def test_an_array_method_loom_lacks_is_a_located_refusal(method):
     @loom.jit
     def f(x):
@@ -429,7 +430,7 @@ def test_a_traced_array_still_answers_attribute_probes():
 
     @loom.jit
     def f(x):
-        seen.update(sum=hasattr(x, "sum"), default=getattr(x, "astype", None), shape=x.shape, ndim=x.ndim)
+        seen.update(sum=hasattr(x, "sum"), default=getattr(x, "mean", None), shape=x.shape, ndim=x.ndim)
         with pytest.raises(AttributeError) as e:
             x.__array_interface__  # noqa: B018
         seen["plain"] = type(e.value) is AttributeError

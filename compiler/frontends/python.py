@@ -23,16 +23,38 @@ back; the signature called last is always kept. Arrays are passed as they are: a
 strides (`loom.buffer_layout`), never a copy; a view with a negative stride is refused
 (pass a copy).
 
-What a trace may do: `@` (2-D, batched 3-D, and 3-D @ 2-D), `+`, `-`, `*` with numpy
-broadcasting (Python numbers and float arguments included, on either side: they become
-inputs of the kernel, so a new value does not recompile), unary `-`, `loom.relu`,
-`loom.conv2d(x, w, stride=, padding=, dilation=, layout=)`, `.T`, `.transpose(...)`,
-slicing with steps (`x[1:, ::2]`, `x[::-1]`, an integer index, `...`, `None`),
-`loom.broadcast_to`, `.reshape(...)`, `loom.contiguous`; `.shape`, `.dtype`, `.ndim`,
-`.size`. float32 and float64. Anything else (a division, a comparison, `if` on a traced
-value, a method numpy has and Loom lacks such as `x.sum()`, an index array, converting
-to numpy, another @loom.jit function called inside: call its `.fn`) is an error that
-names the user's line and what is supported.
+What a trace may do: `@` (2-D, batched 3-D, and 3-D @ 2-D; `np.matmul(a, b, dtype=)`),
+`+`, `-`, `*` with numpy broadcasting (Python numbers and float arguments included, on
+either side: they become inputs of the kernel, so a new value does not recompile), unary
+`-`, `loom.relu`, `loom.conv2d(x, w, stride=, padding=, dilation=, layout=)`,
+`.astype(dtype)`, `loom.quantize(x, scale, zero_point, dtype=np.uint8, axis=None)`,
+`loom.dequantize(q, scale, zero_point, axis=None)`, `.T`, `.transpose(...)`, slicing with
+steps (`x[1:, ::2]`, `x[::-1]`, an integer index, `...`, `None`), `loom.broadcast_to`,
+`.reshape(...)`, `loom.contiguous`; `.shape`, `.dtype`, `.ndim`, `.size`. Anything else (a
+division, a comparison, `if` on a traced value, a method numpy has and Loom lacks such as
+`x.sum()`, an index array, converting to numpy, another @loom.jit function called inside:
+call its `.fn`) is an error that names the user's line and what is supported.
+
+The arrays are float32, float64, bfloat16 (`ml_dtypes.bfloat16`), int8, uint8 and int32
+(dialects/dtypes.py), with numpy's semantics where Loom computes them:
+- `@` and `loom.conv2d` of float32 or float64 arrays give that dtype; of bfloat16 arrays,
+  float32 (`np.matmul(a, b, dtype=np.float32)`: products summed in float32, the dtype
+  numpy's own `a @ b` of bfloat16 gives); of int8 and uint8 arrays in any mix, int32
+  (`np.matmul(a, b, dtype=np.int32)`: exact, wrapping as int32 does, where numpy's `a @ b`
+  would stay in 8 or 16 bits).
+- `+`, `-`, `*` and `loom.relu` compute in float32, float64 and int32; a Python int beside
+  an int32 array stays int32, as in numpy.
+- `x.astype` converts float32 -> bfloat16 (round to nearest even, as ml_dtypes does),
+  bfloat16 -> float32 and int32 -> float32 (`loom.cast`, bit for bit numpy's).
+- `loom.quantize` takes float32 to int8 or uint8: `clip(round_half_to_even(x / scale) +
+  zero_point)`, the quotient in float32, a NaN the least value; `loom.dequantize` takes
+  int8, uint8 or int32 to `float32(q - zero_point) * scale`. `scale` (float32) and
+  `zero_point` (int32) are array arguments: 0-d per tensor, or 1-d per channel along
+  `axis`. Like loom.relu, both work on traced arrays only.
+Loom promotes nothing itself: an operation it does not compute in that dtype (`+` of
+bfloat16 arrays, where numpy computes in bfloat16; `@` of int32 arrays) or a mix numpy
+would promote (bfloat16 @ float32, an int32 array times a float) is refused at that line
+with the conversion to write.
 """
 
 from __future__ import annotations
@@ -51,9 +73,12 @@ import numpy as np
 
 from compiler.driver import compile as compile_source
 from compiler.driver import kernel_cache
+from compiler.jit.kernel import _dtype_expression
+from dialects.dtypes import BY_DTYPE, BY_TYPE
+from dialects.loom import (ACCUMULATOR, CASTS, ELEMENTWISE_TYPES, QUANTIZED, broadcast_shapes, conv2d_output_hw,
+                           type_names)
 from passes.support.diagnostics import LoomError
 
-_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _HERE = os.path.abspath(__file__)
 
 
@@ -89,7 +114,7 @@ def _fail(message: str, *, type_error: bool = False) -> None:
 
 
 def _tensor(shape: Sequence[int], dtype: np.dtype) -> str:
-    return f"tensor<{''.join(f'{n}x' for n in shape)}{_DTYPES[dtype]}>"
+    return f"tensor<{''.join(f'{n}x' for n in shape)}{BY_DTYPE[dtype]}>"
 
 
 def _array_attr(values: Sequence[int]) -> str:
@@ -192,7 +217,7 @@ class Traced:
         return _subtract(other, self)
 
     def __neg__(self):
-        return multiply(self, -1.0)
+        return _elementwise("mul", self, -1, "-x")
 
     def __pos__(self):
         return self
@@ -216,12 +241,30 @@ class Traced:
     def __getitem__(self, index) -> Traced:
         return _index(self, index)
 
+    # ---- dtypes ----------------------------------------------------------------------
+
+    def astype(self, dtype, *args, **kwargs) -> Traced:
+        """numpy's astype where loom.cast converts, bit for bit as numpy: float32 ->
+        bfloat16 (round to nearest even, as ml_dtypes), bfloat16 -> float32, int32 ->
+        float32; to its own dtype, the array itself."""
+        if args or kwargs:
+            _fail("x.astype takes the dtype alone inside @loom.jit (numpy's order=, casting=, subok= and copy= "
+                  "are not supported)", type_error=True)
+        to = _dtype("x.astype", dtype)
+        if to == self.dtype:
+            return self
+        if not _casts(self.dtype, to):
+            _fail(f"x.astype({to.name}) of {_an_array(self.dtype)}: inside @loom.jit .astype converts "
+                  f"{_CAST_PAIRS} (convert an argument before the call)", type_error=True)
+        return self._function.op(f"loom.cast {self.name} : {self.type} -> {_tensor(self.shape, to)}", self.shape, to)
+
     # ---- what a trace cannot do ------------------------------------------------------
 
     def _unsupported(self, what: str, *, kind: type[TraceError] = TraceTypeError):
         raise kind(f"{what} is not supported on a traced array inside @loom.jit (supported: @, +, -, *, "
-                   "loom.relu, loom.conv2d, .T, .transpose, slicing, .reshape, loom.broadcast_to, loom.contiguous; "
-                   "and .shape, .dtype, .ndim, .size)", location=_user_location())
+                   "loom.relu, loom.conv2d, .astype, loom.quantize, loom.dequantize, .T, .transpose, slicing, "
+                   ".reshape, loom.broadcast_to, loom.contiguous; and .shape, .dtype, .ndim, .size)",
+                   location=_user_location())
 
     def __getattr__(self, name: str):
         if name.startswith("_"):  # numpy's and Python's protocols probe for these: "not here", as usual
@@ -260,8 +303,8 @@ class Traced:
         return self.shape[0]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if ufunc is np.matmul and method == "__call__" and not kwargs:
-            return matmul(*inputs)
+        if ufunc is np.matmul and method == "__call__" and set(kwargs) <= {"dtype"}:
+            return _matmul_dtype(matmul(*inputs), kwargs.get("dtype"))
         if ufunc is np.add and method == "__call__" and not kwargs:
             return add(*inputs)
         if ufunc is np.multiply and method == "__call__" and not kwargs:
@@ -269,7 +312,7 @@ class Traced:
         if ufunc is np.subtract and method == "__call__" and not kwargs:  # ndarray - Traced
             return _subtract(*inputs)
         _fail(f"numpy's {ufunc.__name__} is not supported on a traced array inside @loom.jit "
-              "(use +, -, *, @, loom.relu)", type_error=True)
+              "(use +, -, *, @, loom.relu; np.matmul takes dtype= alone)", type_error=True)
 
     def __array_function__(self, func, types, args, kwargs):
         forwarded = {np.transpose: transpose, np.reshape: reshape, np.broadcast_to: broadcast_to}
@@ -307,16 +350,81 @@ def _operands(a, b, what: str) -> tuple[Traced, Traced]:
         if isinstance(a, ScalarArgument) or isinstance(b, ScalarArgument):
             (a if isinstance(a, ScalarArgument) else b)._refuse()
         _traced(b if isinstance(b, np.ndarray) else a, what)  # says what is wrong (a captured array first)
+    for t in (a, b):
+        if isinstance(t, Traced):
+            _elementwise_dtype(t, what)
     ta = a if isinstance(a, Traced) else _scalar(a, b, what)
     tb = b if isinstance(b, Traced) else _scalar(b, a, what)
     _same_dtype(ta, tb, what)
     return ta, tb
 
 
+# ---- dtypes: what each operation computes in (the dialect's tables, in numpy's names) ---
+
+_QUANTIZED = frozenset(BY_TYPE[t] for t in QUANTIZED)  # int8, uint8
+_ELEMENTWISE = [BY_TYPE[t] for t in ELEMENTWISE_TYPES]  # float32, float64, int32
+_CAST_PAIRS = ", ".join(f"{BY_TYPE[a].name} -> {BY_TYPE[b].name}" for a, bs in CASTS.items() for b in bs)
+_CONTRACTIONS = type_names([BY_TYPE[t].name + ("" if s == t else f" (summed in {BY_TYPE[s].name})")
+                            for t, s in ACCUMULATOR.items()])
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _an_array(dtype: np.dtype) -> str:
+    return f"{'an' if dtype.name[0] in 'aeio' else 'a'} {dtype.name} array"
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype | None:
+    """The dtype a matmul or conv2d of `dtype` arrays sums in and returns (bfloat16 ->
+    float32, int8 and uint8 -> int32), or None where Loom has none (int32)."""
+    t = ACCUMULATOR.get(BY_DTYPE[dtype])
+    return None if t is None else BY_TYPE[t]
+
+
+def _casts(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether loom.cast converts `src` to `dst`: `.astype` inside a trace."""
+    return BY_DTYPE.get(dst) in CASTS.get(BY_DTYPE[src], ())
+
+
+def _convert(src: np.dtype, dst: np.dtype) -> str:
+    """How to make a `src` array `dst`: `.astype(...)`, inside the function where loom.cast
+    does it, else before the call."""
+    astype = f".astype({_dtype_expression(dst)})"
+    return astype if _casts(src, dst) else f"{astype} before the call (inside @loom.jit .astype converts {_CAST_PAIRS})"
+
+
 def _same_dtype(ta: Traced, tb: Traced, what: str) -> None:
-    if ta.dtype != tb.dtype:
-        _fail(f"{what} of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype "
-              f"(convert one with .astype(np.{ta.dtype.name}) before the call)", type_error=True)
+    """Refuse operands of two dtypes (numpy would promote them), saying which one to
+    convert: by a cast Loom does inside the function where there is one (to numpy's
+    promoted dtype first: bfloat16 -> float32 rather than back), else to numpy's promoted
+    dtype before the call."""
+    if ta.dtype == tb.dtype:
+        return
+    promoted = np.result_type(ta.dtype, tb.dtype)
+    src, dst = max([(ta.dtype, tb.dtype), (tb.dtype, ta.dtype)], key=lambda p: (_casts(*p), p[1] == promoted))
+    _fail(f"{what} of {ta.dtype.name} and {tb.dtype.name} arrays: both operands must have one dtype (numpy would "
+          f"compute in {promoted.name}); convert the {src.name} one with {_convert(src, dst)}", type_error=True)
+
+
+def _elementwise_dtype(t: Traced, what: str) -> None:
+    """Refuse +, -, * and relu on a dtype Loom does not compute them in (bfloat16, int8,
+    uint8, where numpy would compute in that type), saying how to widen it."""
+    if t.dtype not in _ELEMENTWISE:
+        _fail(f"{what} of {_an_array(t.dtype)}: Loom computes +, -, * and loom.relu in "
+              f"{type_names([d.name for d in _ELEMENTWISE])}; widen it first with "
+              f"{_convert(t.dtype, _accumulator(t.dtype))}", type_error=True)
+
+
+def _contraction(ta: Traced, tb: Traced, what: str) -> np.dtype:
+    """The dtype a matmul or conv2d of `ta` and `tb` computes in and returns: numpy's
+    `np.matmul(a, b, dtype=...)` with that dtype. A dtype or a mix Loom lacks is refused
+    with what to convert."""
+    for t in (ta, tb):
+        if _accumulator(t.dtype) is None:
+            _fail(f"{what} of {_an_array(t.dtype)}: Loom's matmul and conv2d take {_CONTRACTIONS} arrays (int8 "
+                  f"and uint8 mix); convert it with {_convert(t.dtype, _FLOAT32)}", type_error=True)
+    if not (ta.dtype in _QUANTIZED and tb.dtype in _QUANTIZED):
+        _same_dtype(ta, tb, what)
+    return _accumulator(ta.dtype)
 
 
 def _scalar(value, like: Traced, what: str) -> Traced:
@@ -338,6 +446,8 @@ def _scalar_input(value, like: Traced, what: str) -> Traced:
         _traced(value, what)  # a captured array: pass it as an argument
     elif isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         _fail(f"{what} takes traced arrays or Python numbers, got {type(value).__name__}", type_error=True)
+    if like.dtype.kind == "i":
+        _integer_operand(value, like.dtype, what)
     name = f"%scalar{len(f.extras)}"
     if isinstance(value, ScalarArgument):
         taken = any(position == value.position for position, _ in f.extras)
@@ -350,6 +460,23 @@ def _scalar_input(value, like: Traced, what: str) -> Traced:
     else:
         f.extras.append((None, np.array([value], dtype=like.dtype)))
     return t
+
+
+def _integer_operand(value, dtype: np.dtype, what: str) -> None:
+    """Refuse a number beside an integer array unless numpy keeps the array's dtype: a
+    Python int that fits does; a float (numpy computes in float64), a wider numpy integer,
+    an int out of range (numpy's OverflowError) do not."""
+    promoted = np.dtype(np.float64) if isinstance(value, ScalarArgument) else np.result_type(dtype, value)
+    if promoted != dtype:
+        number = (f"the float argument {value.name}" if isinstance(value, ScalarArgument)
+                  else f"a number of type {type(value).__name__}")
+        instead = (f"convert the array first with {_convert(dtype, _FLOAT32)}" if promoted.kind == "f"
+                   else "use a Python int")
+        _fail(f"{what} of {_an_array(dtype)} and {number}: numpy computes it in {promoted.name}, which Loom does "
+              f"not; {instead}", type_error=True)
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        _fail(f"{what}: the Python integer {value} is out of bounds for {dtype.name} (numpy raises OverflowError)")
 
 
 class ScalarArgument:
@@ -387,8 +514,6 @@ class ScalarArgument:
 
 
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
-    from dialects.loom import broadcast_shapes
-
     out = broadcast_shapes(a, b)
     if out is None:
         _fail(f"{what}: shapes {a} and {b} do not broadcast (numpy's rules: trailing dimensions equal or 1)")
@@ -414,7 +539,7 @@ def _subtract(a, b) -> Traced:
         return _elementwise("add", a, -b, "a - b")
     if not isinstance(b, Traced):
         a, b = _operands(a, b, "a - b")  # b a float argument (a kernel input), or refused
-    return _elementwise("add", a, multiply(b, -1.0), "a - b")
+    return _elementwise("add", a, multiply(b, -1), "a - b")
 
 
 def multiply(a, b) -> Traced:
@@ -425,14 +550,18 @@ def multiply(a, b) -> Traced:
 def relu(x) -> Traced:
     """max(x, 0) elementwise."""
     t = _traced(x, "loom.relu")
+    _elementwise_dtype(t, "loom.relu")
     return t._function.op(f"loom.relu {t.name} : {t.type}", t.shape, t.dtype)
 
 
 def matmul(a, b) -> Traced:
     """a @ b: (M, K) @ (K, N), batched (B, M, K) @ (B, K, N), or (B, M, K) @ (K, N) (the
-    batch folded into the rows: a reshape, no copy for a contiguous a)."""
+    batch folded into the rows: a reshape, no copy for a contiguous a). float32 and
+    float64 as numpy; bfloat16 and int8/uint8 (any mix) are `np.matmul(a, b,
+    dtype=np.float32)` and `np.matmul(a, b, dtype=np.int32)`: products summed in float32,
+    exactly in int32 (wrapping as int32 does)."""
     ta, tb = _traced(a, "a @ b"), _traced(b, "a @ b")
-    _same_dtype(ta, tb, "a @ b")
+    out = _contraction(ta, tb, "a @ b")
     if ta.ndim == 3 and tb.ndim == 2:
         batch, m, _ = ta.shape
         flat = matmul(reshape(ta, (batch * m, ta.shape[2])), tb)
@@ -444,8 +573,23 @@ def matmul(a, b) -> Traced:
     if ta.shape[-1] != tb.shape[-2]:
         _fail(f"a @ b: a has {ta.shape[-1]} columns but b has {tb.shape[-2]} rows (shapes {ta.shape} @ {tb.shape})")
     shape = (*ta.shape[:-1], tb.shape[-1])
-    return ta._function.op(f"loom.matmul {ta.name}, {tb.name} : ({ta.type}, {tb.type}) -> {_tensor(shape, ta.dtype)}",
-                           shape, ta.dtype)
+    return ta._function.op(f"loom.matmul {ta.name}, {tb.name} : ({ta.type}, {tb.type}) -> {_tensor(shape, out)}",
+                           shape, out)
+
+
+def _matmul_dtype(product: Traced, dtype) -> Traced:
+    """`np.matmul(a, b, dtype=dtype)`: `product`, where `dtype` is None or what it computes in."""
+    if dtype is not None and (to := _dtype("np.matmul", dtype)) != product.dtype:
+        _fail(f"np.matmul(..., dtype={to.name}): Loom computes this matmul in {product.dtype.name} "
+              f"(dtype={_dtype_expression(product.dtype)}, or leave dtype= out)", type_error=True)
+    return product
+
+
+def _dtype(what: str, dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError) as e:
+        _fail(f"{what}: {dtype!r} is not a dtype ({e})", type_error=True)
 
 
 def _pair(name: str, value, least: int) -> tuple[int, int]:
@@ -458,9 +602,8 @@ def _pair(name: str, value, least: int) -> tuple[int, int]:
 
 def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:
     """2-D convolution (cross-correlation, as torch's): NCHW input with an FCHW filter, or
-    `layout="nhwc"`: NHWC input with an HWCF filter."""
-    from dialects.loom import conv2d_output_hw
-
+    `layout="nhwc"`: NHWC input with an HWCF filter. Its dtypes as matmul's: bfloat16 sums
+    in float32, int8/uint8 (any mix) in int32, and returns that."""
     tx, tw = _traced(x, "loom.conv2d"), _traced(w, "loom.conv2d")
     if layout not in ("nchw", "nhwc"):
         _fail(f"loom.conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
@@ -469,9 +612,7 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
         names = ("NCHW", "FCHW") if layout == "nchw" else ("NHWC", "HWCF")
         _fail(f"loom.conv2d takes a 4-D {names[0]} input and a 4-D {names[1]} filter, got shapes {tx.shape} "
               f"and {tw.shape}")
-    if tx.dtype != tw.dtype:
-        _fail(f"loom.conv2d of {tx.dtype.name} input and {tw.dtype.name} filter: convert one with "
-              f".astype(np.{tx.dtype.name})", type_error=True)
+    out = _contraction(tx, tw, "loom.conv2d")
     if layout == "nchw":
         (n, c, h, wd), (f, cw, r, s) = tx.shape, tw.shape
     else:
@@ -487,7 +628,57 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
     attrs = [f"strides = {_array_attr(strides)}", f"padding = {_array_attr(pads)}",
              f"dilations = {_array_attr(dils)}"] + ([f'layout = "{layout}"'] if layout != "nchw" else [])
     return tx._function.op(f"loom.conv2d {tx.name}, {tw.name} {{{', '.join(attrs)}}} : ({tx.type}, {tw.type}) -> "
-                           f"{_tensor(shape, tx.dtype)}", shape, tx.dtype)
+                           f"{_tensor(shape, out)}", shape, out)
+
+
+def quantize(x, scale, zero_point, dtype=np.uint8, axis: int | None = None) -> Traced:
+    """Affine quantization of a float32 array to int8 or uint8 (`dtype`):
+    `clip(round_half_to_even(x / scale) + zero_point, least, greatest)`, the quotient in
+    float32, a NaN giving the least value. `scale` (float32) and `zero_point` (int32) are
+    arrays: 0-d per tensor, or per channel with x.shape[axis] values along `axis`."""
+    t = _traced(x, "loom.quantize")
+    to = _dtype("loom.quantize", dtype)
+    if to not in _QUANTIZED:
+        _fail(f"loom.quantize: dtype must be np.int8 or np.uint8, got {to.name}", type_error=True)
+    if t.dtype != _FLOAT32:
+        _fail(f"loom.quantize of {_an_array(t.dtype)}: it quantizes float32 arrays; convert it with "
+              f"{_convert(t.dtype, _FLOAT32)}", type_error=True)
+    return _affine("loom.quantize", t, scale, zero_point, axis, to)
+
+
+def dequantize(q, scale, zero_point, axis: int | None = None) -> Traced:
+    """Affine dequantization of an int8, uint8 or int32 (an accumulator's) array to
+    float32: `float32(q - zero_point) * scale`, the difference in int32, the product in
+    float32. `scale` and `zero_point` as loom.quantize's."""
+    t = _traced(q, "loom.dequantize")
+    if t.dtype not in _QUANTIZED and t.dtype != np.int32:
+        _fail(f"loom.dequantize of {_an_array(t.dtype)}: it takes int8, uint8 and int32 arrays", type_error=True)
+    return _affine("loom.dequantize", t, scale, zero_point, axis, _FLOAT32)
+
+
+def _affine(op: str, t: Traced, scale, zero_point, axis, out: np.dtype) -> Traced:
+    """`op` (loom.quantize or loom.dequantize) of `t` into `out`, with its scale and zero
+    point per tensor (`axis` None) or per channel along `axis` (negative from the end)."""
+    if axis is not None:
+        if isinstance(axis, bool) or not isinstance(axis, int | np.integer) or not -t.ndim <= axis < t.ndim:
+            _fail(f"{op}: axis must be None (per tensor) or an axis of the input of shape {t.shape}, got {axis!r}")
+        axis = int(axis) % t.ndim
+    want, per = ((), "0-d per tensor") if axis is None else ((t.shape[axis],), f"per channel along axis {axis}")
+    parameters = []
+    for name, value, dtype in (("scale", scale, _FLOAT32), ("zero_point", zero_point, np.dtype(np.int32))):
+        if not isinstance(value, Traced | np.ndarray):
+            got = f"the float argument {value.name}" if isinstance(value, ScalarArgument) else type(value).__name__
+            _fail(f"{op}: the {name} is {_an_array(dtype)} passed as an argument ({per}), got {got}", type_error=True)
+        p = _traced(value, op)
+        if p.dtype != dtype:
+            _fail(f"{op}: the {name} must be {_an_array(dtype)}, got {_an_array(p.dtype)}", type_error=True)
+        if p.shape != want:
+            _fail(f"{op}: the {name} has shape {p.shape}, expected {want} ({per})")
+        parameters.append(p)
+    s, z = parameters
+    attrs = "" if axis is None else f" {{axis = {axis} : i64}}"
+    return t._function.op(f"{op} {t.name}, {s.name}, {z.name}{attrs} : ({t.type}, {s.type}, {z.type}) -> "
+                          f"{_tensor(t.shape, out)}", t.shape, out)
 
 
 def transpose(x, axes: Sequence[int] | None = None) -> Traced:
@@ -809,9 +1000,9 @@ class JitFunction:
         return text, tuple(f.extras), single
 
     def _argument(self, f: _Function, i: int, a: np.ndarray) -> Traced:
-        if a.dtype not in _DTYPES:
-            raise TypeError(f"{f.name}() argument #{i} has dtype {a.dtype}: Loom kernels take float32 and float64 "
-                            f"arrays (convert with .astype(np.float32))")
+        if a.dtype not in BY_DTYPE:
+            raise TypeError(f"{f.name}() argument #{i} has dtype {a.dtype}: Loom kernels take "
+                            f"{type_names([d.name for d in BY_DTYPE])} arrays (convert with .astype(np.float32))")
         if any(s % a.itemsize for s in a.strides) or any(s < 0 for s in a.strides):
             raise ValueError(f"{f.name}() argument #{i} has strides {a.strides}: Loom passes views with "
                              "non-negative strides that are multiples of the element size (pass a copy: "
