@@ -88,6 +88,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.dtypes import NUMPY_NAMES
 from dialects.layout import may_alias, memref_root, reshape_strides, row_major_strides, strided_memref, unknown_origin
 
 ShapedT = TensorType | MemRefType
@@ -97,6 +98,7 @@ ui8 = IntegerType(8, Signedness.UNSIGNED)
 #: every element type a loom op takes or gives (the lowering, the JIT and the numpy
 #: reference know these; f16/f80/f128 would fail late, in LLVM or in numpy)
 ELEMENT_TYPES = (f32, f64, bf16, i8, ui8, i32)
+assert [str(t) for t in ELEMENT_TYPES] == list(NUMPY_NAMES)  # their numpy dtypes: dialects/dtypes.py
 
 #: matmul and conv2d: the inputs' element type -> the result's, in which the products are
 #: summed (bf16 in f32, as oneDNN and torch do; i8/ui8 exactly in i32, which wraps)

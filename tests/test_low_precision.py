@@ -358,3 +358,53 @@ def test_an_unknown_element_type_is_refused_at_the_signature():
 }"""
     with pytest.raises(LoomError, match=r"unsupported element type i16 for %a \(f32, f64, bf16, i8, ui8 and i32 are\)"):
         compiler.compile(src)
+
+
+# --------------------------------------------------------------------------------------
+# every schedule pass on low-precision nests: the right answer or a clean refusal
+
+SCHEDULES = ["default", "loom-vectorize{width=8}", "loom-vectorize{width=16}", "loom-hoist", "loom-fuse-epilogue",
+             "loom-tile{sizes=8,16,8 op=matmul},loom-pack{operand=0 level=1 op=matmul}",
+             "loom-pack{operand=1 level=0 op=matmul}", "loom-unroll-jam{factors=2,2}", "loom-parallelize{num-threads=2}",
+             "loom-peel{sizes=6,16}", "loom-im2col", "loom-direct-conv", "loom-transpose-copy{width=4}"]
+NHWC_U8 = conv2d((1, 9, 9, 5), (3, 3, 5, 7), (1, 9, 9, 7), (1, 1), (1, 1), (1, 1), np.uint8, np.int8, np.int32,
+                 layout="nhwc")
+TRANSPOSED_I8 = """func.func @t(%a: tensor<16x12xi8>) -> tensor<12x16xi8> {
+  %t = loom.transpose %a {perm = array<i64: 1, 0>} : tensor<16x12xi8> -> tensor<12x16xi8>
+  %c = loom.contiguous %t : tensor<12x16xi8> -> tensor<12x16xi8>
+  func.return %c : tensor<12x16xi8>
+}"""
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_every_schedule_pass_takes_low_precision_nests(schedule):
+    """The quantized layer, the bf16 layer, an NHWC u8 x s8 conv2d and a transposing i8 copy
+    under each pass: exact (within one bf16 rounding for the bf16 layer), or a LoomError
+    (a pass that finds nothing to do), never an internal error or a wrong answer."""
+    rng = np.random.default_rng(7)
+    cases = {
+        "int8 layer": (_layer(LAYER, 13, 20, 17), lambda: [
+            _ints(rng, (13, 20), np.uint8), _ints(rng, (20, 17), np.int8), rng.integers(-99, 99, 17).astype(np.int32),
+            np.full(17, 1e-3, np.float32), np.zeros(17, np.int32), np.asarray(0.2, np.float32),
+            np.asarray(1, np.int32)]),
+        "bf16 layer": (_layer(BF16_LAYER, 13, 20, 17), lambda: [
+            _bf16(rng, (13, 20)), _bf16(rng, (20, 17)), rng.standard_normal(17).astype(np.float32)]),
+        "u8 conv": (NHWC_U8, lambda: [_ints(rng, (1, 9, 9, 5), np.uint8), _ints(rng, (3, 3, 5, 7), np.int8)]),
+        "i8 copy": (TRANSPOSED_I8, lambda: [_ints(rng, (16, 12), np.int8)]),
+    }
+    compiled = 0
+    for name, (src, make) in cases.items():
+        try:
+            kernel = compiler.compile(src, pipeline=schedule)
+        except LoomError as e:
+            if "conv" in name and schedule in ("loom-im2col", "loom-direct-conv"):
+                assert "it reads ui8 elements and sums them in i32 (low precision)" in str(e)
+            continue
+        compiled += 1
+        args = make()
+        got, want = kernel(*args), compiler.reference(src, *args)
+        if name == "bf16 layer":
+            assert np.all(np.abs(got.astype(np.float64) - want) <= 2.0**-8 * np.abs(want)), name
+        else:
+            _exact(got, want, name)
+    assert compiled or schedule in ("loom-im2col", "loom-direct-conv"), f"{schedule} refused every case"

@@ -73,10 +73,9 @@ import numpy as np
 
 from compiler.driver import compile as compile_source
 from compiler.driver import kernel_cache
-from compiler.jit.kernel import _dtype_expression
-from dialects.dtypes import BY_DTYPE, BY_TYPE
-from dialects.loom import (ACCUMULATOR, CASTS, ELEMENTWISE_TYPES, QUANTIZED, broadcast_shapes, conv2d_output_hw,
-                           type_names)
+from dialects.dtypes import dtype_expression, numpy_dtype
+from dialects.loom import (ACCUMULATOR, CASTS, ELEMENT_TYPES, ELEMENTWISE_TYPES, QUANTIZED, broadcast_shapes,
+                           conv2d_output_hw, type_names)
 from passes.support.diagnostics import LoomError
 
 _HERE = os.path.abspath(__file__)
@@ -361,6 +360,8 @@ def _operands(a, b, what: str) -> tuple[Traced, Traced]:
 
 # ---- dtypes: what each operation computes in (the dialect's tables, in numpy's names) ---
 
+BY_TYPE = {t: numpy_dtype(t) for t in ELEMENT_TYPES}  # element type -> dtype
+BY_DTYPE = {d: t for t, d in BY_TYPE.items()}  # and back
 _QUANTIZED = frozenset(BY_TYPE[t] for t in QUANTIZED)  # int8, uint8
 _ELEMENTWISE = [BY_TYPE[t] for t in ELEMENTWISE_TYPES]  # float32, float64, int32
 _CAST_PAIRS = ", ".join(f"{BY_TYPE[a].name} -> {BY_TYPE[b].name}" for a, bs in CASTS.items() for b in bs)
@@ -388,7 +389,7 @@ def _casts(src: np.dtype, dst: np.dtype) -> bool:
 def _convert(src: np.dtype, dst: np.dtype) -> str:
     """How to make a `src` array `dst`: `.astype(...)`, inside the function where loom.cast
     does it, else before the call."""
-    astype = f".astype({_dtype_expression(dst)})"
+    astype = f".astype({dtype_expression(dst)})"
     return astype if _casts(src, dst) else f"{astype} before the call (inside @loom.jit .astype converts {_CAST_PAIRS})"
 
 
@@ -581,7 +582,7 @@ def _matmul_dtype(product: Traced, dtype) -> Traced:
     """`np.matmul(a, b, dtype=dtype)`: `product`, where `dtype` is None or what it computes in."""
     if dtype is not None and (to := _dtype("np.matmul", dtype)) != product.dtype:
         _fail(f"np.matmul(..., dtype={to.name}): Loom computes this matmul in {product.dtype.name} "
-              f"(dtype={_dtype_expression(product.dtype)}, or leave dtype= out)", type_error=True)
+              f"(dtype={dtype_expression(product.dtype)}, or leave dtype= out)", type_error=True)
     return product
 
 

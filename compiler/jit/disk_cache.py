@@ -62,7 +62,7 @@ from pathlib import Path
 from compiler.jit import loader
 from compiler.jit.kernel import OBJECTS_SUFFIX, AllocationSite, ArgSpec, Kernel, array_data_offset
 from compiler.version import __version__
-from dialects.dtypes import BY_DTYPE
+from dialects.dtypes import dtype_named
 from passes.support import target
 from passes.support.diagnostics import LoomError
 from passes.support import session
@@ -240,11 +240,8 @@ def _encode_spec(spec) -> dict:
             "in_place": spec.in_place, "strides": list(spec.strides), "offset": spec.offset, "type": spec.type}
 
 
-_DTYPE_NAMED = {dtype.name: dtype for dtype in BY_DTYPE}
-
-
 def _decode_spec(d: dict) -> ArgSpec:
-    dtype = _DTYPE_NAMED.get(d["dtype"])
+    dtype = dtype_named(str(d["dtype"]))
     if dtype is None:
         raise ValueError(f"dtype {d['dtype']!r}")
     return ArgSpec(str(d["name"]), tuple(int(n) for n in d["shape"]), dtype, bool(d["is_output"]),

@@ -46,6 +46,7 @@ import cffi
 import numpy as np
 
 from compiler.jit.loader import symbol_address
+from dialects.dtypes import dtype_expression
 from passes.support.units import format_bytes
 
 if TYPE_CHECKING:
@@ -162,11 +163,6 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return bool(np.shares_memory(a, b, max_work=100_000))
     except np.exceptions.TooHardError:
         return True
-
-
-def _dtype_expression(dtype: np.dtype) -> str:
-    """How Python code names `dtype`: np.float32, ml_dtypes.bfloat16 (numpy has no bf16)."""
-    return f"np.{dtype.name}" if hasattr(np, dtype.name) else f"ml_dtypes.{dtype.name}"
 
 
 def _layout_message(where: str, spec: ArgSpec, arr: np.ndarray) -> str:
@@ -297,7 +293,7 @@ class Kernel:
                 raise TypeError(f"{where} must be a numpy array ({spec.describe()}), got {type(arr).__name__}")
             if arr.dtype != spec.dtype:
                 raise TypeError(f"{where} has dtype {arr.dtype}, expected {spec.dtype} "
-                                f"(convert with .astype({_dtype_expression(spec.dtype)}))")
+                                f"(convert with .astype({dtype_expression(spec.dtype)}))")
             if arr.shape != spec.shape:
                 raise ValueError(f"{where} has shape {arr.shape}, expected {spec.shape}")
             if not spec.fits(arr):

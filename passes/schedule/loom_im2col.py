@@ -142,6 +142,10 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
         if guard.else_region.blocks and any(not isinstance(o, affine.YieldOp) for o in guard.else_region.ops):
             return "its guard has an else branch"
         body = [o for o in guard.then_region.block.ops if not isinstance(o, affine.YieldOp)]
+    widened = next((o for o in body if isinstance(o, arith.ExtFOp | arith.ExtSIOp | arith.ExtUIOp)), None)
+    if widened is not None:
+        return (f"it reads {widened.operands[0].type} elements and sums them in {widened.results[0].type} "
+                "(low precision): only f32 and f64 conv2d nests are rewritten")
     shape_ok = (len(body) == 6 and all(isinstance(o, affine.LoadOp) for o in body[:3])
                 and isinstance(body[3], arith.MulfOp) and isinstance(body[4], arith.AddfOp)
                 and isinstance(body[5], affine.StoreOp))
