@@ -720,6 +720,23 @@ def test_the_folder_stays_under_its_bound(disk, monkeypatch):
     assert disk_cache.stats["evicted"] >= 3
 
 
+def test_eviction_goes_down_to_90_percent_of_the_bound(disk, monkeypatch):
+    """Entries of one size, the bound 10 of them: the 11th store removes the 2 used longest
+    ago (down to 9, 90% of the bound), not 1 (which would leave it at the bound)."""
+    start = time.time_ns() - 10**12
+
+    def store(i: int) -> Path:
+        assert disk_cache.write(f"{i:064x}", {"kind": "test"}, {"object": bytes(1000)})
+        path = disk / f"{i:064x}.loom"
+        os.utime(path, ns=(start + i * 10**9, start + i * 10**9))  # used in the order written
+        return path
+
+    paths = [store(0)]
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", str(10 * paths[0].stat().st_size))
+    paths += [store(i) for i in range(1, 11)]
+    assert entries(disk) == paths[2:] and disk_cache.stats["evicted"] == 2
+
+
 @pytest.mark.parametrize(("text", "size"), [("1000", 1000), ("64K", 64 << 10), ("2m", 2 << 20), (" 1G ", 1 << 30)])
 def test_max_bytes_from_the_environment(monkeypatch, text, size):
     monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", text)
@@ -861,3 +878,37 @@ def test_the_loader_refuses_thread_local_data():
     with pytest.raises(loader.Unsupported, match="flags 0x403"):
         loader.validate(obj)
     assert not cache._loadable(obj)
+
+
+def test_the_loader_places_each_section_at_its_alignment():
+    """Constants of 4 bytes, then a 32-byte aligned vector in a section of its own: the
+    second starts at the next multiple of 32, apart from the first, and both read back."""
+    obj = _object("""
+@a = private unnamed_addr constant i32 7, align 4
+@b = private unnamed_addr constant <4 x i64> <i64 1, i64 2, i64 3, i64 4>, align 32
+define i64 @f(i64 %i) { %x = load volatile i32, ptr @a
+  %p = getelementptr i64, ptr @b, i64 %i
+  %y = load volatile i64, ptr %p
+  %w = sext i32 %x to i64
+  %r = add i64 %w, %y
+  ret i64 %r }
+""", reloc="static", codemodel="large")
+    names = list(_sections(obj))
+    assert names.index(".lrodata.cst4") < names.index(".lrodata.cst32")  # laid out in this order
+    module = loader.load(obj, {"f": "f"})
+    assert [_call_f(module, i) for i in range(4)] == [8, 9, 10, 11]
+
+
+def test_the_loader_refuses_an_exported_function_outside_code():
+    """A function's symbol moved into the constants' section (within it, the tables whole)
+    is not code: Malformed, its address never handed out."""
+    obj = _object(_INTERNAL, reloc="static", codemodel="large")
+    sections = _sections(obj)
+    parsed = loader._Object(obj)
+    k = next(i for i, s in enumerate(parsed.symbols) if parsed.symbol_name(s) == "f")
+    at = sections[".symtab"][1][4] + 24 * k  # the symbol: name, info, other, shndx, value, size
+    forged = obj[: at + 6] + list(sections).index(".lrodata").to_bytes(2, "little") + obj[at + 8 :]
+    forged = _patched(forged, at + 16, 8)  # st_size: 8 of the table's 32 bytes
+    loader.validate(forged)
+    with pytest.raises(loader.Malformed, match="f is not in a loaded section of code"):
+        loader.load(forged, {"f": "f"})
