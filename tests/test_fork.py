@@ -32,6 +32,9 @@ from compiler.jit.kernel import ForkWarning
 from kernels import matmul
 
 kernel = compiler.compile(matmul((256, 256), (256, 256), (256, 256), np.float32), num_threads=4, remarks=True)
+# a serial kernel made after the parallel one: the fork still finds a parallel kernel was made
+serial = compiler.compile(matmul((8, 8), (8, 8), (8, 8), np.float32), num_threads=1)
+assert kernel._parallel and not serial._parallel
 rng = np.random.default_rng(0)
 a, b = (rng.integers(-4, 5, (256, 256)).astype(np.float32) for _ in range(2))
 
