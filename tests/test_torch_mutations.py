@@ -79,10 +79,20 @@ class Side:
     model: nn.Module
     inputs: list
     run: Callable
+    start: dict = dataclasses.field(default_factory=dict)  # the values it was compiled with
 
     def call(self):
         with torch.no_grad():
             return self.run(*self.inputs)
+
+    def restart(self, inference: bool) -> None:
+        """Back to the values it was compiled with, written into the tensors it has now (a
+        write the backend must follow like any other), so that examples do not compound:
+        500 of them scaling a weight by 1.5 overflow to infinity."""
+        with torch.inference_mode(inference), torch.no_grad():
+            self.model.load_state_dict({k: v for k, v in self.start.items() if not k.startswith("input")})
+            for i, x in enumerate(self.inputs):
+                x.copy_(self.start[f"input{i}"])
 
     def tensor(self, target: str) -> torch.Tensor:
         if target.startswith("input"):
@@ -93,8 +103,8 @@ class Side:
 
 @functools.cache
 def _compiled(kind: str, backend: str, inference: bool) -> Side:
-    """The model of this kind through the backend, compiled once (hypothesis's examples go on
-    from the state the previous one left: each compares against a deep copy made at its start)."""
+    """The model of this kind through the backend, compiled once (each of hypothesis's examples
+    starts from these values again, `Side.restart`, and compares against a deep copy)."""
     with torch.inference_mode(inference):
         torch.manual_seed(3)
         model = MODELS[kind]().eval()
@@ -108,7 +118,9 @@ def _compiled(kind: str, backend: str, inference: bool) -> Side:
         else:
             torch._dynamo.reset()
             run = torch.compile(model, backend=loom.torch_backend)
-    return Side(model, inputs, run)
+        start = {**{k: v.clone() for k, v in model.state_dict().items()},
+                 **{f"input{i}": x.clone() for i, x in enumerate(inputs)}}
+    return Side(model, inputs, run, start)
 
 
 def _new(target: str, shape, rng: np.random.Generator) -> np.ndarray:
@@ -172,9 +184,11 @@ def sgd_step(side):
 WRITES = [data_mul, data_copy, numpy_element, numpy_whole, copy_, load_state_dict, replace]
 
 
-def _close(out: torch.Tensor, ref: torch.Tensor, k: int, what: str) -> None:
+def _close(out: torch.Tensor, ref: torch.Tensor, k: int, what: str, scale: float = 0.0) -> None:
+    """Within 8*K*eps of the larger of max|ref| and `scale`, the size of the terms a result
+    sums (which cancel to a small output after a training-mode batch norm, say)."""
     assert out.shape == ref.shape and out.dtype == ref.dtype, what
-    bound = 8 * k * EPS32 * max(ref.abs().max().item(), 1e-30) if ref.is_floating_point() else 0
+    bound = 8 * k * EPS32 * max(ref.abs().max().item(), scale, 1e-30) if ref.is_floating_point() else 0
     err = (out.double() - ref.double()).abs().max().item()
     assert err <= bound, f"{what}: max error {err:.3g} above {bound:.3g}"
 
@@ -183,9 +197,19 @@ def _agree(loom_side: Side, eager: Side, kind: str, when: str) -> None:
     """Both sides run once; outputs, buffers and inputs (which a model may change) agree."""
     with torchfx.recording() as ran:
         out = loom_side.call()
-    ref = eager.call()
+    sizes: list[float] = []  # |x| @ |W|^T of each Linear: the size of the terms its outputs sum
+
+    def size(m, args):
+        sizes.append((args[0].abs() @ m.weight.abs().t()).max().item())
+
+    hooks = [m.register_forward_pre_hook(size) for m in eager.model.modules() if isinstance(m, nn.Linear)]
+    try:
+        ref = eager.call()
+    finally:
+        for hook in hooks:
+            hook.remove()
     assert any(p.partitions for p in ran), f"{when}: no Loom kernel ran"  # (not a fallback to eager)
-    _close(out, ref, K[kind], f"{when}: the output")
+    _close(out, ref, K[kind], f"{when}: the output", max(sizes, default=0.0))
     for (name, b), r in zip(loom_side.model.named_buffers(), eager.model.buffers()):
         _close(b, r, K[kind], f"{when}: buffer {name}")
     for i, (x, r) in enumerate(zip(loom_side.inputs, eager.inputs)):
@@ -198,6 +222,7 @@ STEPS = st.lists(st.tuples(st.sampled_from(["write", "sgd", "train"]), st.sample
 
 def _differential(kind: str, backend: str, inference: bool, steps) -> None:
     side = _compiled(kind, backend, inference)
+    side.restart(inference)
     with torch.inference_mode(inference):
         model = copy.deepcopy(side.model)
         eager = Side(model, [x.clone() for x in side.inputs], model)
