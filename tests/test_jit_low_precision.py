@@ -391,6 +391,16 @@ def test_numbers_beside_int32_arrays_follow_numpy():
     refused(overflow, (i,), r"a \+ b: the Python integer 2147483648 is out of bounds for int32 \(numpy raises "
                             r"OverflowError\)", "return x + 2**31")
 
+    @loom.jit
+    def minus(x, b):  # b checked as given, not negated: numpy refuses x - 2**31 and wraps x - -2**31
+        return x - b
+
+    refused(minus, (i, 2**31), r"a - b: the Python integer 2147483648 is out of bounds for int32", "return x - b")
+    for b in (-(2**31), 2**31 - 1):
+        got, want = minus(i, b), i - b
+        assert got.dtype == np.int32 == want.dtype
+        np.testing.assert_array_equal(got, want)
+
 
 def test_astype_loom_lacks_is_refused():
     x = np.ones(4, np.float32)

@@ -537,6 +537,11 @@ def _subtract(a, b) -> Traced:
     """a - b with numpy broadcasting: a + (-b), with a number negated in Python and an
     array or float argument multiplied by -1 (both exact)."""
     if isinstance(b, int | float | np.integer | np.floating) and not isinstance(b, bool):
+        if isinstance(a, Traced) and a.dtype.kind == "i":  # b checked as numpy does, before it is negated
+            _elementwise_dtype(a, "a - b")
+            _integer_operand(b, a.dtype, "a - b")
+            if b == np.iinfo(a.dtype).min:  # -b is out of range: a - b wraps to a + b
+                return _elementwise("add", a, b, "a - b")
         return _elementwise("add", a, -b, "a - b")
     if not isinstance(b, Traced):
         a, b = _operands(a, b, "a - b")  # b a float argument (a kernel input), or refused
