@@ -48,8 +48,9 @@ def _randomize_bn(model, seed=0):
             n = m.num_features
             m.running_mean.copy_(torch.rand(n, generator=g) * 2 - 1)
             m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(n, generator=g) + 0.5)
-            m.bias.data.copy_(torch.rand(n, generator=g) - 0.5)
+            if m.affine:
+                m.weight.data.copy_(torch.rand(n, generator=g) + 0.5)
+                m.bias.data.copy_(torch.rand(n, generator=g) - 0.5)
     return model
 
 
@@ -148,6 +149,45 @@ def test_batch_norms_not_after_a_conv_are_a_scale_and_shift():
     assert all(q.where == "loom" for q in program.ops), program.report()
 
 
+
+def test_batch_norms_without_weight_and_bias():
+    """BatchNorm(affine=False): its weight and bias are None in the graph; folded into the conv
+    before it, a scale and shift after a linear layer."""
+    torch.manual_seed(19)
+    model = _randomize_bn(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, affine=False), nn.ReLU(), nn.Flatten(),
+                                        nn.Linear(4 * 3 * 3, 5), nn.BatchNorm1d(5, affine=False))).eval()
+    x = torch.randn(2, 3, 5, 5)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=27 + 36 + 2)
+    assert all(q.where == "loom" for q in program.ops), program.report()
+
+
+class LegitBatchNorms(nn.Module):
+    """Batch norms as the ATen op torch.export's graphs hold, aten._native_batch_norm_legit_no_training
+    (its eps after the momentum): folded into a conv, and a scale and shift after a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn2 = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, eps=0.5)
+        self.fc, self.bn1 = nn.Linear(4 * 3 * 3, 5), nn.BatchNorm1d(5, eps=0.25)
+
+    def forward(self, x):
+        def bn(m, y):
+            return torch.ops.aten._native_batch_norm_legit_no_training(y, m.weight, m.bias, m.running_mean,
+                                                                       m.running_var, 0.1, m.eps)[0]
+
+        return bn(self.bn1, self.fc(torch.relu(bn(self.bn2, self.conv(x))).flatten(1)))
+
+
+def test_batch_norms_as_the_legit_aten_op():
+    torch.manual_seed(20)
+    model = _randomize_bn(LegitBatchNorms()).eval()
+    x = torch.randn(2, 3, 5, 5)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=27 + 36 + 2)
+    assert all(q.where == "loom" for q in program.ops), program.report()
+    assert sum(q.op == "aten._native_batch_norm_legit_no_training" for q in program.ops) == 2, program.report()
+
 def test_mlp_through_torch_compile():
     torch.manual_seed(2)
     model = mlp().eval()
@@ -245,6 +285,54 @@ def test_a_conv_after_a_reshape():
     check(program(x), model, x, k=3 + 72)
     assert all(p.error is None for p in program.partitions), program.report()
 
+
+
+class ComputedBiasConv(nn.Module):
+    """A conv2d whose bias is computed in the graph (bias * 2 + 1), in the conv's Loom group:
+    not a parameter, so not folded; read in the kernel."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 2)
+
+    def forward(self, x):
+        return nn.functional.conv2d(x, self.conv.weight, self.conv.bias * 2 + 1)
+
+
+class SequenceHeads(nn.Module):
+    """A linear layer over a sequence (N, L, D): its matmul is 2-D, the view back to 3-D left
+    pending in the trace; a relu of it and a scaled copy, two outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return torch.relu(y), y * 2
+
+
+def test_computed_bias_and_pending_reshapes_small_integers():
+    """Small integers, exact against torch: a conv2d's computed bias is added, and a relu
+    keeps the pending 3-D shape of a linear layer's result (both outputs come back)."""
+    g = torch.Generator().manual_seed(21)
+    conv, heads = ComputedBiasConv().eval(), SequenceHeads().eval()
+    with torch.no_grad():
+        for p in [*conv.parameters(), *heads.parameters()]:
+            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
+    x = torch.randint(-3, 4, (2, 2, 5, 4), generator=g).float()
+    program = loom.from_torch(conv, (x,))
+    assert all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        assert torch.equal(program(x), conv(x))
+    s = torch.randint(-3, 4, (2, 3, 6), generator=g).float()
+    program = loom.from_torch(heads, (s,))
+    assert all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        out, ref = program(s), heads(s)
+    assert isinstance(out, tuple) and len(out) == 2
+    for o, r in zip(out, ref):
+        assert o.shape == r.shape and torch.equal(o, r)
 
 def test_refusals_are_left_to_torch_with_the_reason():
     torch.manual_seed(4)
