@@ -7,6 +7,8 @@ float64 result of the bf16-rounded inputs, the casts and the quantization ops bi
 with hypothesis, on the naive and the default schedule, one and two threads. The reference's
 own rules are checked against independent numpy formulas here too."""
 
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from kernels import assert_within_bound, conv2d, matmul
 
 import compiler
+from compiler.measure.runner import run_and_check
 from passes.support.diagnostics import LoomError
 
 BF16 = ml_dtypes.bfloat16
@@ -408,3 +411,13 @@ def test_every_schedule_pass_takes_low_precision_nests(schedule):
         else:
             _exact(got, want, name)
     assert compiled or schedule in ("loom-im2col", "loom-direct-conv"), f"{schedule} refused every case"
+
+
+def test_loom_run_draws_inputs_of_each_kind():
+    """loom-run's random inputs for the int8 example: the full 8-bit ranges, i32, f32 and 0-d
+    arguments (which np.ascontiguousarray made 1-d), checked against the reference."""
+    source = (Path(__file__).parent.parent / "examples" / "int8_layer.mlir").read_text()
+    report = run_and_check(source, pipeline="naive", repeat=1, budget=0.01, rounds=1)
+    assert report.shapes == ("(128x256 uint8, 256x64 int8, 64 int32, 64 float32, 64 int32, 0-d float32, "
+                             "0-d int32)")
+    assert report.max_err <= report.bound == 1  # quantize after float steps: one step from the float64 reference

@@ -55,8 +55,8 @@ def array_with_layout(spec: ArgSpec, values: np.ndarray, fill: float | None = No
     """`values` in an array with `spec`'s layout: itself when that is C-contiguous, else a
     view with the spec's strides into a buffer (its `base`) that reaches from the pointer
     the kernel is passed (the layout's offset before element 0), the rest of it `fill`."""
-    if spec.contiguous:
-        return np.ascontiguousarray(values, dtype=spec.dtype)
+    if spec.contiguous:  # (np.ascontiguousarray makes a 0-d array 1-d)
+        return np.array(values, dtype=spec.dtype, order="C")
     itemsize = spec.dtype.itemsize
     reach = sum(max(0, (n - 1) * s) for n, s in zip(spec.shape, spec.strides)) if 0 not in spec.shape else 0
     base = np.full(spec.offset + reach // itemsize + 1, fill_value(spec.dtype) if fill is None else fill,
@@ -280,7 +280,7 @@ def run_and_check(
     settle = SETTLE if compare_numpy and threads > 1 and "GOMP_parallel" in kernel.llvm_ir else 0.0
     timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=settle)
     seconds = timing.median()
-    shapes = ", ".join("x".join(map(str, s.shape)) + f" {s.dtype}" for s in kernel.inputs)
+    shapes = ", ".join(("x".join(map(str, s.shape)) or "0-d") + f" {s.dtype}" for s in kernel.inputs)
     return Report(
         filename=filename, entry=kernel.entry, pipeline=pipeline, shapes=f"({shapes})",
         max_err=max_err, bound=bound, seconds=seconds, gflops=kernel.flops / seconds / 1e9,

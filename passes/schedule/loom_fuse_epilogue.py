@@ -103,7 +103,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     VectorType,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
@@ -239,6 +239,15 @@ def _extremum(step: _Step, select: arith.SelectOp) -> tuple[type[Operation], Ope
     if found is None:
         raise Refused(f"{_what(step.nest)} selects ('arith.select') other than for a max or min with a constant")
     return found
+
+
+def _zero_constant(t: Attribute) -> arith.ConstantOp:
+    """A zero of type `t`, a scalar or a vector, integer (an i32 accumulator's) or float."""
+    element = t.element_type if isinstance(t, VectorType) else t
+    zero = 0 if isinstance(element, IntegerType) else 0.0
+    if isinstance(t, VectorType):
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [zero] * t.get_shape()[0]))
+    return arith.ConstantOp(IntegerAttr(zero, t) if isinstance(t, IntegerType) else FloatAttr(zero, t))
 
 
 def _float_constant(op: Operation) -> bool:
@@ -620,14 +629,7 @@ class _Rewriter:
                         v.owner.erase()
 
     def _zero(self, t, block: Block | None, ops: list[Operation]) -> SSAValue:
-        element = t.element_type if isinstance(t, VectorType) else t
-        zero = 0 if isinstance(element, IntegerType) else 0.0  # an i32 accumulator's or a float's
-        if isinstance(t, VectorType):
-            make = lambda: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [zero] * t.get_shape()[0]))]  # noqa: E731
-        else:
-            scalar = IntegerAttr(zero, t) if isinstance(t, IntegerType) else FloatAttr(zero, t)
-            make = lambda: [arith.ConstantOp(scalar)]  # noqa: E731
-        return self._cached(("zero", block, t), make, ops)
+        return self._cached(("zero", block, t), lambda: [_zero_constant(t)], ops)
 
     def _cached(self, key: tuple, make, ops: list[Operation]) -> SSAValue:
         """One value per block for `key` (guards, operand loads and splats repeat across
@@ -703,7 +705,7 @@ class _Rewriter:
             def masked() -> list[Operation]:
                 made: list[Operation] = []
                 indices = [_index_value(f, made) for f in forms]
-                zero = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vtype, [0.0] * vtype.get_shape()[0]))
+                zero = _zero_constant(vtype)
                 return [*made, zero, vector.MaskedLoadOp(mem, indices, mask, zero.result)]
 
             same_mask = (write.lanes,) if write.exact else (mask,)  # masks of one count are alike

@@ -138,6 +138,16 @@ ELEMENTWISE = (
     math.FmaOp,
     math.AbsFOp,
     math.SqrtOp,
+    math.RoundEvenOp,
+    # low precision: bf16 widened and rounded, i32 arithmetic. (xDSL 0.74's extsi, extui,
+    # trunci, sitofp and fptosi take scalars only: an int8 nest and the quantization
+    # steps stay scalar until the dot-product packing replaces them)
+    arith.ExtFOp,
+    arith.TruncFOp,
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.MaxSIOp,
 )
 
 #: select(cmpf P, %x, c), %x, c) -> the op, when c is a constant other than the zero named
