@@ -691,20 +691,16 @@ def test_an_unusable_folder_turns_the_disk_cache_off_with_a_warning(disk, tmp_pa
     with pytest.warns(CacheWarning, match="cannot create the kernel cache's folder .*: the kernel cache is off"):
         kernel = compiler.compile(relu(21))
     assert kernel(np.ones(21, np.float32)).sum() == 21
-    shared = tmp_path / "shared"
-    (shared / "kernels").mkdir(parents=True)
-    shared.chmod(0o777)
-    monkeypatch.setenv("LOOM_CACHE_DIR", str(shared))
-    with pytest.warns(CacheWarning, match=r"shared is writable by others \(mode 777\).*never loaded from a folder"):
-        compiler.compile(relu(22))
-    assert entries(shared / "kernels") == []
-    group = tmp_path / "group"  # writable by the group: by others than the user all the same
-    (group / "kernels").mkdir(parents=True)
-    group.chmod(0o770)
-    monkeypatch.setenv("LOOM_CACHE_DIR", str(group))
-    with pytest.warns(CacheWarning, match=r"group is writable by others \(mode 770\)"):
-        compiler.compile(relu(23))
-    assert entries(group / "kernels") == []
+    # writable by everyone, or by the group: by others than the user all the same
+    for name, mode, n in (("shared", 0o777, 22), ("group", 0o770, 23)):
+        folder = tmp_path / name
+        (folder / "kernels").mkdir(parents=True)
+        folder.chmod(mode)
+        monkeypatch.setenv("LOOM_CACHE_DIR", str(folder))
+        writable = rf"{name} is writable by others \(mode {mode:o}\).*never loaded from a folder"
+        with pytest.warns(CacheWarning, match=writable):
+            compiler.compile(relu(n))
+        assert entries(folder / "kernels") == []
 
 
 def test_the_folder_stays_under_its_bound(disk, monkeypatch):
