@@ -283,6 +283,8 @@ VARYING = {
     "lower_bound": ("affine_map<(d0) -> (d0)>(%i) to 4", "%y", lambda i: range(i, 4), lambda i, y: y),
     # the read under `affine.if %y <= %i`: the first iteration reads element 0 only
     "condition": ("0 to 4", "%y", lambda i: range(i + 1), lambda i, y: y),
+    # one element, read in a loop whose upper bound uses %i: the first iteration reads none
+    "fixed_under_upper_bound": ("0 to affine_map<(d0) -> (d0)>(%i)", "2", lambda i: range(i), lambda i, y: 2),
 }
 
 
@@ -290,7 +292,8 @@ VARYING = {
 def test_a_reader_whose_iterations_read_different_elements_keeps_its_copy(case):
     """The first iteration of the reader stores into the buffer only what it reads: when
     the others read other elements (at %i, or at the iv of a loop whose bounds use %i,
-    which varies with %i too, or under a condition on %i), those would never be copied.
+    which varies with %i too, or under a condition on %i; or one element, in a loop whose
+    upper bound is %i, which the first iteration runs no times), those would never be copied.
     Left as it is, with the remark naming the subscripts or the condition; exact against
     numpy."""
     bounds, element, ys, at = VARYING[case]
@@ -298,14 +301,15 @@ def test_a_reader_whose_iterations_read_different_elements_keeps_its_copy(case):
         %q = affine.load %c[%i, {element}] : memref<4x4xf32>
         %s = arith.addf %p, %q : f32
         affine.store %s, %c[%i, {element}] : memref<4x4xf32>"""
-    why = "the iterations of %i read different elements of it (its subscripts at affine.load depend on %i)"
+    why = "the iterations of %i read different elements of it (" + (
+        "a loop or condition around a read depends on %i)" if case in ("condition", "fixed_under_upper_bound")
+        else "its subscripts at affine.load depend on %i)")
     if case == "condition":
         body = f"""\"affine.if\"(%i, %y) <{{condition = affine_set<(d0, d1) : (d0 - d1 >= 0)>}}> ({{
         {body}
         affine.yield
         }}, {{
         }}) : (index, index) -> ()"""
-        why = "the iterations of %i read different elements of it (a loop or condition around a read depends on %i)"
     src = f"""func.func @varying(%b: memref<3x4xf32>, %c: memref<4x4xf32>) {{
   %buf = memref.alloc() : memref<4xf32>
   affine.for %t = 0 to 3 {{
