@@ -293,12 +293,12 @@ def test_long_chains_stop_at_the_limit():
     assert_within_bound(kern(*args), compiler.reference(src, *args), 9 + len(steps), np.float32)
 
 
-def neighbours_source(n, step, epilogue):
-    """A producer nest (hand-written, tagged "matmul") whose iteration %j accumulates
-    column j of %a into both C[j] and C[j + 1], %j stepping by `step`, after a zero fill
-    of C; then, with `epilogue`, C + d into %r (else C is %r): with step 1 neighbouring
-    iterations both write C[j + 1] (the written window, 2 elements, is one more than the
-    step), with step 2 they write elements apart."""
+def neighbours_source(n, step, epilogue, extent):
+    """A producer nest (hand-written, tagged "matmul") whose iteration %j (0 to `extent`)
+    accumulates column j of %a into both C[j] and C[j + 1], %j stepping by `step`, after a
+    zero fill of C; then, with `epilogue`, C + d into %r (else C is %r): with step 1
+    neighbouring iterations both write C[j + 1] (the written window, 2 elements, is one
+    more than the step), with step 2 they write elements apart."""
     t, ta = f"memref<{n}xf32>", f"memref<4x{n}xf32>"
     c = "%c" if epilogue else "%r"
     alloc, add = "", ""
@@ -317,7 +317,7 @@ def neighbours_source(n, step, epilogue):
   affine.for %i = 0 to {n} {{
     affine.store %zero, {c}[%i] : {t}
   }} {{loom.tag = "matmul.init"}}
-  affine.for %j = 0 to {n - 1} step {step} {{
+  affine.for %j = 0 to {extent} step {step} {{
     affine.for %k = 0 to 4 {{
       %x = affine.load %a[%k, %j] : {ta}
       %z0 = affine.load {c}[%j] : {t}
@@ -333,27 +333,31 @@ def neighbours_source(n, step, epilogue):
 
 
 @pytest.mark.parametrize("epilogue", [True, False])
-@pytest.mark.parametrize("n, step, why", [
-    (10, 1, "cannot tell that the iterations of loop %j write different elements of"),
-    (10, 2, None),
-    (9, 2, "the producer writes 8 of the 9 elements of"),
-], ids=["overlapping", "apart", "one_only_zeroed"])
-def test_fused_only_where_each_element_has_one_last_write(n, step, why, epilogue):
+@pytest.mark.parametrize("n, extent, step, why", [
+    (10, 9, 1, "cannot tell that the iterations of loop %j write different elements of"),
+    # 5 iterations of 2 elements: as many as C has, though they overlap and miss C[6:]
+    (10, 5, 1, "cannot tell that the iterations of loop %j write different elements of"),
+    (10, 9, 2, None),
+    (9, 8, 2, "the producer writes 8 of the 9 elements of"),
+], ids=["overlapping", "overlapping_as_many", "apart", "one_only_zeroed"])
+def test_fused_only_where_each_element_has_one_last_write(n, extent, step, why, epilogue):
     """The iterations of a loop write different elements only when what one writes spans
     less than its step: with step 1, iteration j's C[j + 1] is rewritten by iteration
     j + 1, so that neither the epilogue (at the last write) nor a zero at the first read
-    may be placed by iteration. With step 2 they are apart: the epilogue fused, the zero
-    fill dropped, unless C has an element the producer never writes (9 elements, the
-    last one only the fill zeroes): it would take no epilogue, and no zero. Refused with
-    the reason (the fill kept), and exact either way."""
-    kern = compiler.compile(neighbours_source(n, step, epilogue), pipeline="loom-fuse-epilogue", remarks=True)
+    may be placed by iteration (over 5 iterations, 10 stores for C's 10 elements: their
+    count alone would not tell, C[6:] only zeroed). With step 2 they are apart: the
+    epilogue fused, the zero fill dropped, unless C has an element the producer never
+    writes (9 elements, the last one only the fill zeroes): it would take no epilogue,
+    and no zero. Refused with the reason (the fill kept), and exact either way."""
+    kern = compiler.compile(neighbours_source(n, step, epilogue, extent), pipeline="loom-fuse-epilogue",
+                            remarks=True)
     assert bool(fused(kern)) == (epilogue and why is None), kern.remarks
     assert bool(dropped_fill(kern)) == (not epilogue and why is None), kern.remarks
     assert why is None or any(why in r for r in kern.remarks if "[loom-fuse-epilogue]" in r), kern.remarks
     rng = np.random.default_rng(7)
     a, d = small_ints(rng, (4, n), np.float32), small_ints(rng, (n,), np.float32)
     want = d.astype(np.float64) if epilogue else np.zeros(n)
-    for j in range(0, n - 1, step):
+    for j in range(0, extent, step):
         want[j : j + 2] += a[:, j].sum(dtype=np.float64)
     r = np.full(n, np.nan, np.float32)
     kern(a, d, r)
