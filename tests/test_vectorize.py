@@ -90,6 +90,21 @@ def test_matmul_tiled(pipeline, vector_target):
         assert "loop %k not vectorized: %b[%k, %j] has stride 45 in %k" in said
 
 
+def test_matmul_of_a_transposed_view_reads_it_scalar():
+    """B a transposed view (strides [1, K]): along %j, the subscript that moves is B's
+    last, but its elements are K apart, not adjacent: the ikj loop is not vectorized (a
+    vector load reads adjacent addresses). Exact on small integers."""
+    m, k, n = 5, 7, 19
+    src = matmul((m, k), (k, n), (m, n), np.float32).replace(
+        f"%b: tensor<{k}x{n}xf32>", f"%b: tensor<{k}x{n}xf32> {{loom.buffer_layout = strided<[1, {k}]>}}")
+    kernel = compiler.compile(src, pipeline=IKJ, remarks=True)
+    (said,) = remarks_of(kernel, "matmul")
+    assert f"loop %j not vectorized: %b[%k, %j] has stride {k} in %j" in said, said
+    rng = np.random.default_rng(4)
+    a, b = small_ints(rng, (m, k), np.float32), small_ints(rng, (n, k), np.float32).T
+    np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b)
+
+
 @pytest.mark.parametrize("op", ["add", "mul"])
 @pytest.mark.parametrize("a_shape,b_shape", [((5, 13), (13,)), ((6, 19), (6, 1)), ((7, 1), (1, 9)), ((3, 4, 17), (4, 1))])
 def test_elementwise_broadcast_relu(op, a_shape, b_shape, vector_target):
