@@ -58,6 +58,18 @@ def binary(op, a_shape, b_shape, out_shape, dtype, relu=False) -> str:
 }}"""
 
 
+#: a triangle whose inner loop only ends at the outer iv (%j = 0 to %i + 1): c = 2a on and below the diagonal
+TRIANGLE = """func.func @tri(%a: memref<9x9xf32>, %c: memref<9x9xf32>) {
+  affine.for %i = 0 to 9 {
+    affine.for %j = 0 to affine_map<(d0) -> (d0 + 1)>(%i) {
+      %x = affine.load %a[%i, %j] : memref<9x9xf32>
+      %y = arith.addf %x, %x : f32
+      affine.store %y, %c[%i, %j] : memref<9x9xf32>
+    }
+  } {loom.tag = "tri"}
+  func.return
+}"""
+
 # --------------------------------------------------------------------------------------
 # conv2d cases: (n, c, h, w, f, r, s, strides, padding, dilations)
 

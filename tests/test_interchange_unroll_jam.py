@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels import check_both, conv2d_kernel, matmul, small_ints
+from kernels import TRIANGLE, check_both, conv2d_kernel, matmul, small_ints
 
 import compiler
 
@@ -213,19 +213,6 @@ def test_refusal_changes_nothing(pipeline):
 def test_compile_reports_an_illegal_order():
     with pytest.raises(compiler.LoomError, match=r"breaks the dependence .* legal orders: \[0, 1\]"):
         compiler.compile(STENCIL, pipeline="loom-interchange{order=1,0 op=stencil}")
-
-
-#: a triangle whose inner loop only ends at the outer iv: %j = 0 to %i + 1
-TRIANGLE = """func.func @tri(%a: memref<9x9xf32>, %c: memref<9x9xf32>) {
-  affine.for %i = 0 to 9 {
-    affine.for %j = 0 to affine_map<(d0) -> (d0 + 1)>(%i) {
-      %x = affine.load %a[%i, %j] : memref<9x9xf32>
-      %y = arith.addf %x, %x : f32
-      affine.store %y, %c[%i, %j] : memref<9x9xf32>
-    }
-  } {loom.tag = "tri"}
-  func.return
-}"""
 
 
 def test_an_upper_bound_on_the_outer_iv_ties_the_loops():

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
+from kernels import TRIANGLE, assert_within_bound, binary, conv2d_kernel, matmul, small_ints
 
 import compiler
 from passes.support.target import openmp_runtime
@@ -184,16 +184,7 @@ def test_a_triangular_band_is_not_collapsed():
     """9 rows on 2 or 4 threads split unevenly, but the inner loop's bound uses the
     outer iv (a triangle): the two are not one rectangular iteration space, so only the
     outer loop runs in parallel. Exact, whatever the thread count."""
-    src = """func.func @tri(%a: memref<9x9xf32>, %c: memref<9x9xf32>) {
-  affine.for %i = 0 to 9 {
-    affine.for %j = 0 to affine_map<(d0) -> (d0 + 1)>(%i) {
-      %x = affine.load %a[%i, %j] : memref<9x9xf32>
-      %y = arith.addf %x, %x : f32
-      affine.store %y, %c[%i, %j] : memref<9x9xf32>
-    }
-  } {loom.tag = "tri"}
-  func.return
-}"""
+    src = TRIANGLE
     a = small_ints(np.random.default_rng(6), (9, 9), np.float32)
     for kernel in kernels(src, pipeline="loom-parallelize", threads=[2, 4]):
         assert parallel_remarks(kernel) == [r for r in kernel.remarks if "loop %i run in parallel (9 iterations," in r]
