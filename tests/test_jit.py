@@ -133,6 +133,19 @@ def test_several_results_are_a_tuple():
     assert not np.shares_memory(a2, a)
 
 
+def test_the_same_array_returned_twice_gives_two_arrays():
+    @loom.jit
+    def f(x):
+        y = x * 2
+        return y, y
+
+    a, b = f(np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(a, [0, 2, 4, 6])
+    np.testing.assert_array_equal(b, [0, 2, 4, 6])
+    a[0] = 100  # two outputs, not one buffer returned twice
+    assert b[0] == 0
+
+
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 def test_conv2d_bias_relu_exact_on_small_integers(layout):
     @loom.jit

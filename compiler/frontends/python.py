@@ -993,7 +993,7 @@ class JitFunction:
             if not isinstance(r, Traced) or r._function is not f:
                 raise TypeError(f"{name}() result #{k} is a {type(r).__name__}: a @loom.jit function returns the "
                                 "arrays it computed (numpy arrays and numbers are not results of the trace)")
-            if r._argument or r._view or r.name in names:
+            if r._argument or r._view:
                 r = contiguous(r)  # a result is a fresh array: an argument or a view of one is copied
             names.append(r)
         types = ", ".join(r.type for r in names)
