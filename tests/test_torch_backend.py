@@ -352,6 +352,69 @@ def test_refusals_are_left_to_torch_with_the_reason():
         assert torch.equal(program(xh), half(xh))
 
 
+def test_every_refusal_names_its_reason():
+    """One graph of ops Loom refuses, each for its own reason (nothing compiled): a 0-d result,
+    a mixed-dtype add, a 0-d operand, a bool operand, a transposed, a 1-D and a 3-D convolution,
+    a batch norm of computed statistics, one of a 1-D tensor (which fake tensors capture and eager
+    refuses), a view of a tensor off the CPU."""
+    F = nn.functional
+
+    def refused(x, s, d, x1, xt, f2, x3, f3, x5, f5, m, v):
+        return (torch.relu(s), x + d, x + s, torch.add(x, True), F.conv_transpose2d(xt, f2), F.conv1d(x3, f3),
+                F.conv3d(x5, f5), F.batch_norm(x, m * 2, v),
+                torch.ops.aten._native_batch_norm_legit_no_training(x1, None, None, m, v, 0.1, 1e-5)[0],
+                torch.ones(2, 3, device="meta").t())
+
+    g = torch.Generator().manual_seed(22)
+    inputs = [torch.randn(shape, generator=g) for shape in [(4, 3), (), (4, 3), (3,), (1, 2, 3, 3), (2, 3, 2, 2),
+                                                            (1, 2, 5), (4, 2, 2), (1, 1, 3, 3, 3), (2, 1, 2, 2, 2), (3,)]]
+    inputs[2] = inputs[2].double()
+    inputs.append(torch.rand(3, generator=g) + 1)
+    program = torchfx.compile_graph(refused, inputs)
+    assert not program.partitions and program.whole_reason is None
+    mine = "no matmul or conv2d in its group"
+    assert [(q.op, q.where, q.reason) for q in program.ops] == [
+        ("aten.relu", "torch", "a 0-d tensor"),
+        ("aten.add.Tensor", "torch", "an operand of dtype float32 for a float64 result (a mixed-dtype op)"),
+        ("aten.add.Tensor", "torch", "a 0-d tensor operand"),
+        ("aten.add.Tensor", "torch", "an operand that is neither a tensor nor a number"),
+        ("aten.convolution", "torch", "a transposed convolution"),
+        ("aten.convolution", "torch", "a 1-D convolution (Loom's conv2d is 2-D)"),
+        ("aten.convolution", "torch", "a 3-D convolution (Loom's conv2d is 2-D)"),
+        ("aten.mul.Tensor", "torch", f"{mine} (elementwise ops and views alone stay in torch)"),
+        ("aten.native_batch_norm", "torch", "a batch norm whose parameters are computed in the graph"),
+        ("aten._native_batch_norm_legit_no_training", "torch", "a batch norm of a 1-D tensor"),
+        ("aten.ones", "torch", "Loom has no operation for aten.ones"),
+        ("aten.t", "torch", "a tensor on meta (Loom runs on the CPU)")], program.report()
+
+
+def test_refusals_of_nodes_no_capture_makes():
+    """LoomSupport on nodes built by hand (make_fx decomposes aten.linear and folds an op on
+    numbers): a node without a tensor value, an add of two numbers, and a linear layer accepted on
+    a 3-D tensor, refused on a 4-D one."""
+    graph = torch.fx.Graph()
+
+    def node(target, args, val):
+        n = graph.call_function(target, args) if target is not None else graph.placeholder(f"p{len(graph.nodes)}")
+        if val is not None:
+            n.meta["val"] = val
+        return n
+
+    aten = torch.ops.aten
+    x3, x4, w = (node(None, (), torch.empty(shape)) for shape in [(2, 3, 4), (2, 2, 3, 4), (5, 4)])
+    cases = [(node(aten.relu.default, (x3,), None), "its result is not a tensor"),
+             (node(aten.add.Tensor, (2.0, 3.0), torch.empty(1)), "an op on numbers alone"),
+             (node(aten.mul.Tensor, (x3, 2.0), torch.empty(2, 3, 4)), None),
+             (node(aten.linear.default, (x3, w), torch.empty(2, 3, 5)), None),
+             (node(aten.linear.default, (x4, w), torch.empty(2, 2, 3, 5)),
+              "a linear layer on a tensor of more than 3 dimensions")]
+    support = torchfx.LoomSupport()
+    for n, reason in cases:
+        assert support.is_node_supported({}, n) is (reason is None)
+        assert support.reasons.get(n) == reason
+    assert not support.is_node_supported({}, x3) and x3 not in support.reasons  # a placeholder: no op to run
+
+
 def test_training_mode_and_autograd_are_refused_or_left_to_torch():
     model = ConvBnRelu(3, 4).train()
     with pytest.raises(ValueError, match=r"model.eval\(\)"):
