@@ -908,3 +908,232 @@ def test_the_loader_refuses_an_exported_function_outside_code():
     loader.validate(forged)
     with pytest.raises(loader.Malformed, match="f is not in a loaded section of code"):
         loader.load(forged, {"f": "f"})
+
+
+#: where each field of an object's tables lies: (offset in its entry, bytes)
+_ELF_FIELDS = {"ident6": (6, 1), "ident7": (7, 1), "type": (16, 2), "machine": (18, 2), "version": (20, 4),
+               "entry": (24, 8), "phoff": (32, 8), "shoff": (40, 8), "flags": (48, 4), "ehsize": (52, 2),
+               "phentsize": (54, 2), "phnum": (56, 2), "shentsize": (58, 2), "shnum": (60, 2), "shstrndx": (62, 2)}
+_SECTION_FIELDS = {"name": (0, 4), "type": (4, 4), "flags": (8, 8), "addr": (16, 8), "offset": (24, 8),
+                   "size": (32, 8), "link": (40, 4), "info": (44, 4), "align": (48, 8), "entsize": (56, 8)}
+_SYMBOL_FIELDS = {"name": (0, 4), "shndx": (6, 2), "value": (8, 8), "size": (16, 8)}
+_RELA_FIELDS = {"offset": (0, 8), "info": (8, 8), "addend": (16, 8)}
+
+
+def _forged(obj: bytes, changes: str) -> bytes:
+    """`obj` with the fields `changes` names set (`where.field=value`, or `|=` to set bits; space-separated):
+    where is `elf` (the header), a section's name (`` for section 0), `symN` (symbol N), `relaN` (relocation N
+    of the first relocation section); `file.cut=N` drops the last N bytes."""
+    import re
+
+    sections = _sections(obj)
+    symtab = sections[".symtab"][1][4]
+    rela = next(s for _, s in sections.values() if s[1] == loader._SHT_RELA)[4]
+    for change in changes.split():
+        target, op, text = re.fullmatch(r"(.*?)(\|?=)(.+)", change).groups()
+        where, field = target.rsplit(".", 1)
+        if where == "file":
+            obj = obj[: -int(text)]
+            continue
+        if where == "elf":
+            at, (offset, width) = 0, _ELF_FIELDS[field]
+        elif where.startswith("sym"):
+            at, (offset, width) = symtab + 24 * int(where[3:]), _SYMBOL_FIELDS[field]
+        elif where.startswith("rela"):
+            at, (offset, width) = rela + 24 * int(where[4:]), _RELA_FIELDS[field]
+        else:
+            at, (offset, width) = sections[where][0], _SECTION_FIELDS[field]
+        at += offset
+        value = int(text, 0) | (int.from_bytes(obj[at : at + width], "little") if op == "|=" else 0)
+        obj = obj[:at] + value.to_bytes(width, "little") + obj[at + width :]
+    return obj
+
+
+_HEADER = "an ELF header no compiler writes"
+_TABLE = "the section table lies outside the file"
+_ODD = "section 3 has an address, alignment, flags or link no compiler writes"
+_SYMTAB = "a malformed symbol table"
+_UNDEFINED = "an undefined symbol with a value or without a name"
+_RELOCATIONS = "relocation section 4 does not link the symbol table to a section"
+#: forgeries of _INTERNAL's object (static, large code model: sections .strtab 1, .text 2, .ltext 3 (twice at
+#: 0, f at 16), .rela.ltext 4, .lrodata 5, .note.GNU-stack 6, .eh_frame 7, .rela.eh_frame 8, .symtab 9; symbols
+#: 3 twice, 4 table, 5 .lrodata's, 6 f), each refused by one check: (changes, exception, message)
+_REFUSED = {
+    "an executable": ("elf.type=2", loader.Unsupported, r"not an x86-64 relocatable object \(type 2, machine 62\)"),
+    "i386": ("elf.machine=3", loader.Unsupported, r"\(type 1, machine 3\)"),
+    "EI_VERSION 0": ("elf.ident6=0", loader.Malformed, _HEADER),
+    "an OS ABI": ("elf.ident7=3", loader.Malformed, _HEADER),
+    "e_version 0": ("elf.version=0", loader.Malformed, _HEADER),
+    "an entry point": ("elf.entry=0x1000", loader.Malformed, _HEADER),
+    "a program header table": ("elf.phoff=64", loader.Malformed, _HEADER),
+    "e_flags": ("elf.flags=1", loader.Malformed, _HEADER),
+    "e_ehsize 56": ("elf.ehsize=56", loader.Malformed, _HEADER),
+    "e_phentsize": ("elf.phentsize=56", loader.Malformed, _HEADER),
+    "e_phnum": ("elf.phnum=1", loader.Malformed, _HEADER),
+    "section headers of 40 bytes": ("elf.shentsize=40", loader.Malformed, _TABLE),
+    "section names in section 0": ("elf.shstrndx=0", loader.Malformed, _TABLE),
+    "section names past the table": ("elf.shstrndx=10", loader.Malformed, _TABLE),
+    "the section table unaligned": ("elf.shoff=596", loader.Malformed, _TABLE),
+    "the section table over the header": ("elf.shoff=0", loader.Malformed, _TABLE),
+    "the section table's last byte cut": ("file.cut=1", loader.Malformed, _TABLE),
+    "section 0 not null": (".size=1", loader.Malformed, "section 0 is not the null section"),
+    "a section at an address": (".ltext.addr=0x1000", loader.Malformed, _ODD),
+    "an alignment of 24": (".ltext.align=24", loader.Malformed, _ODD),
+    "an unknown section flag": (".ltext.flags|=8", loader.Malformed, _ODD),
+    "a link past the table": (".ltext.link=10", loader.Malformed, _ODD),
+    "a section off its alignment": (".ltext.align=128", loader.Malformed, "section 3 lies outside the file"),
+    "sections overlapping": (".lrodata.offset=96", loader.Malformed, "sections overlap"),
+    "section names in the symbol table": ("elf.shstrndx=9", loader.Malformed,
+                                          "the section names' string table is not one"),
+    "strings without their last NUL": (".strtab.size=97", loader.Malformed,
+                                       "the section names' string table is not one"),
+    "a section's name past the strings": (".ltext.name=98", loader.Malformed,
+                                          "a section's name lies outside its string table"),
+    "no symbol table": (".symtab.type=1", loader.Malformed, "0 symbol tables"),
+    "two symbol tables": (".lrodata.type=2", loader.Malformed, "2 symbol tables"),
+    "symbols of 16 bytes": (".symtab.entsize=16", loader.Malformed, _SYMTAB),
+    "a symbol table cut mid-symbol": (".symtab.size=160", loader.Malformed, _SYMTAB),
+    "an empty symbol table": (".symtab.size=0", loader.Malformed, _SYMTAB),
+    "symbol 0 not null": ("sym0.value=1", loader.Malformed, _SYMTAB),
+    "the first global past the symbols": (".symtab.info=8", loader.Malformed, _SYMTAB),
+    "a symbol's name past the strings": ("sym3.name=98", loader.Malformed,
+                                         "a symbol's name lies outside its string table"),
+    "a symbol past its section's end": ("sym4.value=1", loader.Malformed, "a symbol outside its section"),
+    "a symbol of no section": ("sym4.shndx=10", loader.Malformed, "a symbol outside its section"),
+    "an undefined symbol with a size": ("sym3.shndx=0", loader.Malformed, _UNDEFINED),
+    "an undefined symbol with a value": ("sym3.shndx=0 sym3.size=0 sym3.value=1", loader.Malformed, _UNDEFINED),
+    "an undefined symbol without a name": ("sym3.shndx=0 sym3.size=0 sym3.name=0", loader.Malformed, _UNDEFINED),
+    "relocations linked to the strings": (".rela.ltext.link=1", loader.Malformed, _RELOCATIONS),
+    "relocations of section 0": (".rela.ltext.info=0", loader.Malformed, _RELOCATIONS),
+    "relocations of no section": (".rela.ltext.info=10", loader.Malformed, _RELOCATIONS),
+    "relocations of a section without bytes": (".ltext.type=8", loader.Malformed, _RELOCATIONS),
+    "REL relocations": (".rela.ltext.type=9", loader.Unsupported, "REL relocations"),
+    "relocations of 16 bytes": (".rela.ltext.entsize=16", loader.Malformed, "a malformed relocation table"),
+    "a relocation table cut mid-entry": (".rela.ltext.size=40", loader.Malformed, "a malformed relocation table"),
+    "a relocation naming no symbol": ("rela0.info=0x700000001", loader.Malformed,
+                                      "a relocation outside its section or naming no symbol"),
+    "writable code": (".ltext.flags|=1", loader.Unsupported, r"section kind 0x1 \(flags 0x10000007\)"),
+    "an allocated note": (".note.GNU-stack.type=7 .note.GNU-stack.flags=2", loader.Unsupported,
+                          r"section kind 0x7 \(flags 0x2\)"),
+}
+#: the last value each check takes (the first it refuses is in _REFUSED): (changes, f still runs)
+_ACCEPTED = {
+    "a link to the last section": (".ltext.link=9", True),
+    "an alignment of 64 at offset 64": (".ltext.align=64", True),
+    "code ending where the constants start": (".ltext.size=48", True),
+    "a section's name at the last NUL": (".ltext.name=97", True),
+    "a symbol's name at the last NUL": ("sym3.name=97", True),
+    "the first global at the symbols' end": (".symtab.info=7", True),
+    "a symbol ending at its section's end": ("sym4.value=1 sym4.size=31", True),
+    "an undefined symbol": ("sym3.shndx=0 sym3.size=0", True),
+    "a relocation with an addend": ("rela0.addend=8", False),
+    "relocations of the last section": (".rela.ltext.info=9", False),
+    "a relocation naming the last symbol": ("rela0.info=0x600000001", False),
+}
+
+
+@pytest.fixture(scope="module")
+def internal() -> bytes:
+    """_INTERNAL's object, static and in the large code model (the disk cache's kind)."""
+    return _object(_INTERNAL, reloc="static", codemodel="large")
+
+
+@pytest.mark.parametrize("name", _REFUSED)
+def test_the_loader_refuses_each_forged_table(internal, name):
+    changes, error, message = _REFUSED[name]
+    with pytest.raises(error, match=message):
+        loader.validate(_forged(internal, changes))
+    with pytest.raises(error, match=message):
+        loader.load(_forged(internal, changes), {"f": "f"})
+
+
+@pytest.mark.parametrize("name", _ACCEPTED)
+def test_the_loader_takes_the_last_value_each_check_accepts(internal, name):
+    changes, runs = _ACCEPTED[name]
+    loader.validate(_forged(internal, changes))
+    if runs:
+        assert [_call_f(loader.load(_forged(internal, changes), {"f": "f"}), i) for i in range(4)] == [20, 40, 60, 80]
+
+
+def test_the_loader_refuses_a_section_count_in_the_reserved_range(internal):
+    """0xFF00 sections and more: the count is one of ELF's escapes, not a count. 0xFEFF
+    empty sections after the object's own are taken."""
+    shoff = int.from_bytes(internal[40:48], "little")
+    table = internal[shoff:]
+    for shnum, refused in ((0xFEFF, False), (0xFF00, True)):
+        obj = internal + table + bytes(64 * shnum - len(table))
+        obj = obj[:40] + len(internal).to_bytes(8, "little") + obj[48:60] + shnum.to_bytes(2, "little") + obj[62:]
+        if refused:
+            with pytest.raises(loader.Malformed, match=_TABLE):
+                loader.validate(obj)
+        else:
+            loader.validate(obj)
+
+
+def test_the_loader_writes_each_absolute_relocation(internal):
+    """R_X86_64_64 writes S + A: the table's address (read back through it), the code's
+    own for the call, an absolute symbol's value plus the addend; an addend moves the
+    table (f(i) reads table[i + 1])."""
+    import ctypes
+
+    parsed = loader._Object(internal)
+    f = next(s for s in parsed.symbols if parsed.symbol_name(s) == "f")
+    rela = _sections(internal)[".rela.ltext"][1]
+    (table_at, _, _), (twice_at, _, _) = loader._RELA.iter_unpack(internal[rela[4] : rela[4] + rela[5]])
+    module = loader.load(internal, {"f": "f"})
+    code = module.function_address("f") - f[4]
+    table = ctypes.c_uint64.from_address(code + table_at).value
+    assert [ctypes.c_int64.from_address(table + 8 * i).value for i in range(4)] == [10, 20, 30, 40]
+    assert ctypes.c_uint64.from_address(code + twice_at).value == code  # twice: the start of the code
+    shifted = loader.load(_forged(internal, "rela0.addend=8"), {"f": "f"})
+    assert [_call_f(shifted, i) for i in range(3)] == [40, 60, 80]
+    absolute = loader.load(_forged(internal, "rela0.addend=8 sym5.shndx=0xfff1 sym5.value=0x123456789"), {"f": "f"})
+    code = absolute.function_address("f") - f[4]
+    assert ctypes.c_uint64.from_address(code + table_at).value == 0x123456789 + 8
+    with pytest.raises(LoomError, match=r"no function 'g' in this module \(it has: f\)"):
+        absolute.function_address("g")
+
+
+def test_the_loader_refuses_references_it_cannot_resolve(internal):
+    """A relocation against a symbol of a section not loaded (the note): Unsupported; a
+    32-bit PC-relative one whose target lies beyond 2 GiB of the code: Unsupported, not
+    a truncated displacement."""
+    forged = _forged(internal, "sym5.shndx=6")  # .lrodata's symbol moved to the note (empty, not loaded)
+    loader.validate(forged)
+    with pytest.raises(loader.Unsupported, match="a symbol of section 6, which is not loaded"):
+        loader.load(forged, {"f": "f"})
+    pic = _object(_INTERNAL)  # its table read through R_X86_64_PC32 against .rodata's symbol (5)
+    far = _forged(pic, "sym5.shndx=0xfff1 sym5.value=0")  # address 0: beyond 2 GiB of any mapping
+    with pytest.raises(loader.Unsupported, match="a 32-bit PC-relative relocation out of range"):
+        loader.load(far, {"f": "f"})
+
+
+def test_the_loader_hands_out_only_addresses_within_loaded_code(internal):
+    """f moved into .eh_frame (within it: the tables take it) is in no loaded section;
+    f at the code's end, of size 0, is outside it; one byte before, it is within."""
+    for changes in ("sym6.shndx=7", "sym6.value=45 sym6.size=0"):
+        loader.validate(_forged(internal, changes))
+        with pytest.raises(loader.Malformed, match="f is not in a loaded section of code"):
+            loader.load(_forged(internal, changes), {"f": "f"})
+    module = loader.load(_forged(internal, "sym6.value=44 sym6.size=0"), {"f": "f"})
+    assert module.function_address("f") % loader._PAGE == 44  # .ltext starts the code's pages
+
+
+_BSS = "@z = global [4 x i64] zeroinitializer\ndefine ptr @f() { ret ptr @z }\n"
+
+
+def test_the_loader_maps_zeroed_data_up_to_its_bounds():
+    """.lbss (no bytes in the file) is mapped zeroed and writable; its alignment may be a
+    page, not more; a size past what any kernel holds (1 GiB) is Malformed, never mapped."""
+    import ctypes
+
+    obj = _object(_BSS, reloc="static", codemodel="large")
+    module = loader.load(obj, {"f": "f"})  # (held: its pages live as long as it)
+    z = ctypes.CFUNCTYPE(ctypes.c_void_p)(module.function_address("f"))()
+    assert [ctypes.c_int64.from_address(z + 8 * i).value for i in range(4)] == [0, 0, 0, 0]
+    ctypes.c_int64.from_address(z).value = 5  # writable
+    loader.validate(_forged(obj, ".lbss.align=4096"))
+    with pytest.raises(loader.Unsupported, match=r"section kind 0x8 \(flags 0x10000003\)"):
+        loader.validate(_forged(obj, ".lbss.align=8192"))
+    with pytest.raises(loader.Malformed, match="bytes of sections"):
+        loader.load(_forged(obj, ".lbss.size=0x40000000"), {"f": "f"})
