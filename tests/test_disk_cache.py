@@ -1137,3 +1137,228 @@ def test_the_loader_maps_zeroed_data_up_to_its_bounds():
         loader.validate(_forged(obj, ".lbss.align=8192"))
     with pytest.raises(loader.Malformed, match="bytes of sections"):
         loader.load(_forged(obj, ".lbss.size=0x40000000"), {"f": "f"})
+
+
+# --------------------------------------------------------------------------- the key's parts, the folder's edges
+
+
+def test_the_cache_folder_falls_back_to_xdg_then_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOOM_CACHE_DIR", " ")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "loom"
+    assert (tmp_path / "xdg" / "loom").stat().st_mode & 0o777 == 0o700
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "loom" and cache.cache_dir().is_dir()
+
+
+def test_the_cpu_identity_is_the_first_processors_fields(monkeypatch):
+    import io
+
+    cpuinfo = (b"processor\t: 0\nvendor_id\t: GenuineLoom\nflags\t\t: avx2   fma\nbogomips\t: 1.0\n\n"
+               b"processor\t: 1\nvendor_id\t: OtherLoom\nmodel\t\t: 9\n")
+    monkeypatch.setattr(cache, "open", lambda *a, **k: io.BytesIO(cpuinfo), raising=False)
+    assert cache.cpu_identity() == "flags=avx2 fma; vendor_id=GenuineLoom"  # sorted, spaces folded, cpu 0 only
+
+    def no_proc(*args, **kwargs):
+        raise FileNotFoundError("/proc/cpuinfo")
+
+    import llvmlite.binding as llvm
+
+    monkeypatch.setattr(cache, "open", no_proc, raising=False)
+    assert cache.cpu_identity() == f"llvm {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
+
+
+def test_versions_and_cache_sizes_are_read_from_plain_files(tmp_path):
+    from types import SimpleNamespace
+
+    site = tmp_path / "site"
+    (site / "loomfake").mkdir(parents=True)
+    for name in ("loomfake_dist-2.0.dist-info", "loomfake_dist-1.5.dist-info", "loomfake_distx-9.dist-info",
+                 "loomfake_dist-3.0.egg-info"):
+        (site / name).mkdir()
+    package = SimpleNamespace(__file__=str(site / "loomfake" / "__init__.py"))
+    assert cache.distribution_version("loomfake-dist", package) == "1.5,2.0"
+    missing = SimpleNamespace(__file__=str(tmp_path / "none" / "pkg" / "__init__.py"))  # no folder to list
+    assert cache.distribution_version("loomfake-dist", missing) == "not installed"
+    from importlib.metadata import version
+
+    assert cache.distribution_version("numpy", missing) == version("numpy")
+    root = tmp_path / "cache"
+    for index, fields in (("index1", ("Instruction", "1", "32K")), ("index0", ("Data", "1", None))):
+        (root / index).mkdir(parents=True)
+        for field, text in zip(("type", "level", "size"), fields):
+            if text is not None:
+                (root / index / field).write_text(text + "\n")
+    (root / "uevent").mkdir()
+    assert cache.cache_description(str(root)) == "Data 1 ? Instruction 1 32K"
+    assert cache.cache_description(str(tmp_path / "no such folder")) == ""
+
+
+def _entry_bytes(key: str, header: dict, payload: bytes) -> bytes:
+    """A whole, checksummed entry with a JSON header of its own making."""
+    import hashlib
+
+    head = json.dumps({"format": cache.FORMAT, "key": key, **header}).encode()
+    body = cache._MAGIC + len(head).to_bytes(4, "little") + head + payload
+    return body + hashlib.sha256(body).digest()
+
+
+def test_an_entry_is_decoded_only_when_its_sections_lie_within_it():
+    key = "ab" * 32
+    payload = b"\x7fELF" + bytes(12)
+    header, sections = cache.decode(key, _entry_bytes(key, {"sections": {"object": [0, 16]}}, payload))
+    assert sections == {"object": payload} and header["key"] == key
+    assert cache.decode(key, _entry_bytes(key, {"sections": {"object": [4, 12]}}, payload))[1] == {"object": bytes(12)}
+    for place in ([1, 16], [0, 17], [16, 1], [-1, 1], [0, -1]):
+        with pytest.raises(ValueError, match="a section outside the entry"):
+            cache.decode(key, _entry_bytes(key, {"sections": {"object": place}}, payload))
+    for sections in ({"llvm_ir": [0, 16]}, [], None):
+        with pytest.raises(ValueError, match="no object file in the entry"):
+            cache.decode(key, _entry_bytes(key, {"sections": sections}, payload))
+    with pytest.raises(ValueError, match="an entry of another format or key"):
+        cache.decode("cd" * 32, _entry_bytes(key, {"sections": {"object": [0, 16]}}, payload))
+    whole = _entry_bytes(key, {"sections": {"object": [0, 16]}}, payload)
+    with pytest.raises(ValueError, match="not an entry of this format"):
+        cache.decode(key, b"LOOMKC2\n" + whole[8:])
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        cache.decode(key, whole[:-1] + bytes([whole[-1] ^ 1]))
+
+
+#: header fields of a kernel's entry forged (whole and checksummed): what its rejection says
+_FORGED_FIELDS = {
+    "an unknown dtype": (lambda h: h["inputs"][0].update(dtype="float99"), "ValueError: dtype 'float99'"),
+    "a runtime module's entry": (lambda h: h.update(kind="runtime"), "ValueError: not a kernel's entry"),
+    "no symbols": (lambda h: h.pop("symbols"), "KeyError: 'symbols'"),
+    "a symbol the object lacks": (lambda h: h["symbols"].update(k="loom_nowhere"), "does not define k"),
+}
+
+
+@pytest.mark.parametrize("name", _FORGED_FIELDS)
+def test_an_entry_whose_header_is_forged_is_rejected(disk, name):
+    compiler.compile(relu(26))
+    path = kernel_entry_of(disk, relu(26))
+    header, sections = cache.decode(path.stem, path.read_bytes())
+    del header["format"], header["key"], header["sections"]
+    forge, why = _FORGED_FIELDS[name]
+    forge(header)
+    path.write_bytes(cache.encode(path.stem, header, sections))
+    driver.kernel_cache.clear()
+    disk_cache.stats.clear()
+    with pytest.warns(CacheWarning, match=f"entry {path.stem[:16]}... cannot be used \\(.*{why}"):
+        kernel = compiler.compile(relu(26))
+    assert type(kernel._module).__name__ == "JITModule" and dict(disk_cache.stats) == {"rejected": 1, "stored": 1}
+
+
+_RUNTIME_IR = "define i64 @seven() {\n  ret i64 7\n}\n"
+
+
+def test_a_runtime_module_is_filed_then_loaded_and_its_entry_checked(disk):
+    import ctypes
+
+    def seven(module) -> int:
+        return ctypes.CFUNCTYPE(ctypes.c_int64)(module.function_address("seven"))()
+
+    compiled = cache.runtime_code("test", _RUNTIME_IR)
+    assert type(compiled).__name__ == "JITModule" and seven(compiled) == 7
+    assert dict(disk_cache.stats) == {"miss": 1, "stored": 1}
+    (path,) = entries(disk)
+    loaded = cache.runtime_code("test", _RUNTIME_IR)
+    assert type(loaded).__name__ == "LoadedModule" and seven(loaded) == 7 and disk_cache.stats["hit"] == 1
+    assert cache.runtime_code("other", _RUNTIME_IR) is not None and len(entries(disk)) == 2  # the name is keyed
+    header, sections = cache.decode(path.stem, path.read_bytes())
+    del header["format"], header["key"], header["sections"]
+    path.write_bytes(cache.encode(path.stem, {**header, "kind": "kernel"}, sections))
+    with pytest.warns(CacheWarning, match="not a runtime module's entry"):
+        again = cache.runtime_code("test", _RUNTIME_IR)
+    assert type(again).__name__ == "JITModule" and seven(again) == 7 and disk_cache.stats["rejected"] == 1
+    assert cache.decode(path.stem, path.read_bytes())[0]["kind"] == "runtime"  # filed anew
+
+
+def test_a_kernel_whose_code_the_loader_does_not_take_is_not_filed(disk):
+    from types import SimpleNamespace
+
+    assert disk_cache.store("ef" * 32, SimpleNamespace(_module=SimpleNamespace(object_code=b""))) is False
+    assert disk_cache.store("ef" * 32, SimpleNamespace(_module=object())) is False
+    assert entries(disk) == [] and dict(disk_cache.stats) == {}
+
+
+def test_a_failed_write_leaves_no_temporary_and_warns(disk, monkeypatch):
+    compiler.compile(relu(27))  # the folder made
+
+    def full(source, destination):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache.os, "replace", full)
+    with pytest.warns(CacheWarning, match=r"cannot write to the kernel cache in .*kernels \(No space left on device\)"):
+        assert disk_cache.write("0" * 64, {"kind": "test"}, {"object": b"x"}) is False
+    assert sorted(p.name for p in disk.iterdir()) == [p.name for p in entries(disk)]  # no .tmp left
+    assert disk_cache.stats["stored"] == 1
+
+
+def test_a_store_removes_the_temporaries_of_crashed_writers(disk):
+    """A temporary older than an hour is a dead writer's: removed when the folder is next
+    listed; a younger one may be a live writer's: kept."""
+    disk.mkdir(parents=True)
+    now = time.time()
+    for name, age in (("old", cache._STALE_TEMPORARY_S + 100), ("young", cache._STALE_TEMPORARY_S - 100)):
+        (disk / f".{name}.tmp").write_bytes(b"part of an entry")
+        os.utime(disk / f".{name}.tmp", (now - age, now - age))
+    assert disk_cache.write("1" * 64, {"kind": "test"}, {"object": b"x"})  # the process's first store: lists
+    assert sorted(p.name for p in disk.iterdir()) == [".young.tmp", "1" * 64 + ".loom"]
+
+
+def test_clear_removes_the_entries_only(disk):
+    for i in (2, 3):
+        assert disk_cache.write(f"{i}" * 64, {"kind": "test"}, {"object": b"x"})
+    (disk / ".writer.tmp").write_bytes(b"")
+    (disk / "notes.txt").write_text("")
+    assert disk_cache.clear() == 2
+    assert sorted(p.name for p in disk.iterdir()) == [".writer.tmp", "notes.txt"]
+    disk_cache.disable()
+    assert disk_cache.folder() is None and disk_cache.clear() == 0
+
+
+def test_disable_turns_off_reads_and_writes_until_reset(disk):
+    compiler.compile(relu(28))
+    disk_cache.disable()
+    driver.kernel_cache.clear()
+    assert type(compiler.compile(relu(28))._module).__name__ == "JITModule"
+    assert compiler.compile(relu(29)) is not None and len(entries(disk)) == 1
+    assert disk_cache.write("4" * 64, {"kind": "test"}, {"object": b"x"}) is False
+    disk_cache.reset()
+    driver.kernel_cache.clear()
+    assert type(compiler.compile(relu(28))._module).__name__ == "LoadedModule"
+
+
+def test_another_users_folder_or_entry_is_never_used(disk, monkeypatch):
+    compiler.compile(relu(32))
+    me = os.geteuid()
+    monkeypatch.setattr(cache.os, "geteuid", lambda: me + 1)  # every file now another user's
+    driver.kernel_cache.clear()
+    with pytest.warns(CacheWarning, match="cannot be used \\(another user's file\\)"):
+        assert type(compiler.compile(relu(32))._module).__name__ == "JITModule"
+    assert disk_cache.stats["rejected"] == 1
+    disk_cache.reset()
+    with pytest.warns(CacheWarning, match=r"belongs to another user: the kernel cache is off"):
+        assert disk_cache.folder() is None
+
+
+def test_a_folder_not_writable_turns_the_disk_cache_off(disk, monkeypatch):
+    monkeypatch.setattr(cache.os, "access", lambda path, mode: False)
+    with pytest.warns(CacheWarning, match=r"kernels is not writable: the kernel cache is off"):
+        assert disk_cache.folder() is None
+
+
+def test_each_warning_is_given_once_per_process(disk):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        disk_cache.warn("one")
+        disk_cache.warn("one")
+        disk_cache.warn("two")
+        disk_cache.reset()
+        disk_cache.warn("one")
+    assert [str(w.message) for w in caught] == ["one", "two", "one"]
+    assert all(w.category is CacheWarning for w in caught)
