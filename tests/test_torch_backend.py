@@ -334,6 +334,51 @@ def test_computed_bias_and_pending_reshapes_small_integers():
     for o, r in zip(out, ref):
         assert o.shape == r.shape and torch.equal(o, r)
 
+def _integers(g, *shapes):
+    """Small-integer float32 tensors (every sum below exact in float32)."""
+    return [torch.randint(-3, 4, shape, generator=g).float() for shape in shapes]
+
+
+def test_elementwise_ops_on_pending_reshapes():
+    """A matmul of a 3-D tensor is a 2-D mm whose view back to 3-D is left pending in the trace;
+    an elementwise op keeps it only for a number, a vector along the last dimension (also one of
+    shape (1, 1, C)) or another pending reshape of the same shape from the same shape; else each
+    operand is reshaped first: a full tensor, a vector of more dimensions, a reshape that changes
+    the last dimension, one from another shape, two of one matrix that broadcast. Small integers,
+    exact against torch, in one Loom kernel."""
+
+    def ops(x, w, w2, v, b3, full, v4, v15, a, c, m1, m2, vec, row):
+        y, z, m = x @ w.t(), x @ w2.t(), m1 @ m2
+        return (y + z, y - v, y * b3, y + full, y + v4, y.reshape(2, 15) + v15, y + (a @ c).view(2, 3, 5),
+                m.unsqueeze(0) + m.unsqueeze(1), m + vec.t(), m * row.expand(6, 5))
+
+    g = torch.Generator().manual_seed(23)
+    inputs = _integers(g, (2, 3, 4), (5, 4), (5, 4), (5,), (1, 1, 5), (2, 3, 5), (1, 1, 1, 5), (15,), (2, 3), (3, 15),
+                       (6, 2), (2, 5), (5,), (1, 5))
+    program = torchfx.compile_graph(ops, inputs)
+    assert len(program.partitions) == 1 and all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        for k, (out, ref) in enumerate(zip(program(*inputs), ops(*inputs))):
+            assert out.shape == ref.shape and torch.equal(out, ref), k
+
+
+def test_elementwise_operands_beside_an_nhwc_conv_result():
+    """An operand of an op with a conv2d's NHWC result that is not NHWC itself is made 4-D (a
+    channel column (C, 1, 1), a vector along the width) and permuted, or only permuted (a 4-D
+    transpose of the input). Small integers, exact against torch."""
+
+    def ops(x, f, column, row):
+        y = nn.functional.conv2d(x, f, padding=1)
+        return y + column, y * row, y - x.transpose(2, 3)
+
+    inputs = _integers(torch.Generator().manual_seed(24), (1, 2, 4, 4), (2, 2, 3, 3), (2, 1, 1), (4,))
+    program = torchfx.compile_graph(ops, inputs)
+    assert len(program.partitions) == 1 and all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        for k, (out, ref) in enumerate(zip(program(*inputs), ops(*inputs))):
+            assert out.shape == ref.shape and torch.equal(out, ref), k
+
+
 def test_refusals_are_left_to_torch_with_the_reason():
     torch.manual_seed(4)
     grouped = nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
