@@ -665,3 +665,82 @@ def test_loom_run_refuses_too_many_threads(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert p.stderr == (f"mm.mlir: error: num_threads must be a positive integer of at most {MAX_THREADS} (the most "
                         "threads Loom runs a loop on: compiler/jit/kernel.py), got 100000\n"), p.stderr
+
+
+# --------------------------------------------------------------------------------------
+# 6. What a call refuses, and why
+
+
+def test_each_bad_argument_is_named_with_what_is_wrong():
+    """A Kernel call checks every argument in turn; the error names the first bad one
+    and says what it is and what the kernel takes."""
+    k = compiler.compile(MM)
+    x, w = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    signature = "(%x: float32 array of shape (4, 3), %w: float32 array of shape (3, 5))"
+    with pytest.raises(TypeError, match=re.escape(f"@mm takes 2 arrays {signature}, got 1")):
+        k(x)
+    with pytest.raises(TypeError, match=re.escape(f"@mm takes 2 arrays {signature}, got 3")):
+        k(x, w, w)
+    with pytest.raises(TypeError, match=re.escape(
+            "@mm argument #1 (%w) must be a numpy array (float32 array of shape (3, 5)), got list")):
+        k(x, w.tolist())
+    with pytest.raises(TypeError, match=re.escape(
+            "@mm argument #0 (%x) has dtype int32, expected float32 (convert with .astype(np.float32))")):
+        k(x.astype(np.int32), w)
+    misaligned = np.frombuffer(bytearray(4 * 12 + 1), np.float32, 12, offset=1).reshape(4, 3)
+    assert not misaligned.flags.aligned
+    with pytest.raises(ValueError, match=re.escape("@mm argument #0 (%x) is not aligned to its element size")):
+        k(misaligned, w)
+
+    class Sub(np.ndarray):
+        pass
+
+    with pytest.raises(TypeError, match=re.escape("@mm: arrays must be numpy.ndarray instances (not subclasses)")):
+        k(x, w.view(Sub))
+    np.testing.assert_array_equal(k(x, w), np.full((4, 5), 3, np.float32))  # the same arrays, right
+
+
+BROADCAST_OUT = """func.func @b(%a: memref<4x4xf32>, %c: memref<4x4xf32, strided<[0, 1]>>) {
+  loom.relu ins(%a : memref<4x4xf32>) outs(%c : memref<4x4xf32, strided<[0, 1]>>)
+  func.return
+}"""
+
+
+def test_a_written_argument_that_reaches_an_element_twice_is_refused():
+    """A layout whose rows all lie on one row fits the kernel's type, but an argument it
+    writes must be one element per index: the call refuses it, naming its strides, and
+    the signature says so of its layout."""
+    k = compiler.compile(BROADCAST_OUT, pipeline="naive")
+    assert k.inputs[1].describe() == ("float32 array of shape (4, 4) with strides (0, 4) (bytes, "
+                                      "memref<4x4xf32, strided<[0, 1]>>)")
+    row = np.zeros(4, np.float32)
+    c = np.lib.stride_tricks.as_strided(row, (4, 4), (0, 4))
+    assert c.flags.writeable
+    with pytest.raises(ValueError, match=re.escape(
+            "@b argument #1 (%c) is written by the kernel but its strides (0, 4) reach some elements from several "
+            "indices (a broadcast or as_strided view): an argument the kernel writes must not overlap itself")):
+        k(np.ones((4, 4), np.float32), c)
+    assert not row.any()  # refused before anything ran
+
+
+def test_a_status_without_its_site_is_still_a_memory_error():
+    k = compiler.compile(HUGE, pipeline="naive")
+    assert k.returns_status and 99 not in k.allocation_sites
+    error = k._allocation_error(99)
+    assert isinstance(error, MemoryError)
+    assert str(error) == "@f: a temporary could not be allocated (status 99)"
+
+
+def test_the_call_without_the_objects_wrapper_passes_buffers():
+    """Where the arrays' data pointer cannot be found in the array object (objects_address
+    0), the generated call passes each array through cffi: the same results."""
+    import dataclasses
+
+    k = compiler.compile(MM)
+    assert k.objects_address
+    plain = dataclasses.replace(k, objects_address=0)
+    rng = np.random.default_rng(3)
+    x, w = rng.integers(-4, 5, (4, 3)).astype(np.float32), rng.integers(-4, 5, (3, 5)).astype(np.float32)
+    np.testing.assert_array_equal(plain(x, w), x @ w)
+    with pytest.raises(TypeError, match=r"@mm takes 2 arrays .* got 1"):
+        plain(x)
