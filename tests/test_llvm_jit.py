@@ -566,3 +566,43 @@ def test_compile_from_threads():
         t.join()
     assert not errors, errors
     assert sorted(results) == [2.0, 4.0, 6.0, 8.0]
+
+
+def test_a_closed_or_dropped_module_frees_its_engine():
+    """close() frees the machine code now (an address asked after is an error, a second
+    close nothing); a module dropped hands its engine to the next compile or release()."""
+    import gc
+
+    from compiler.jit import engine
+
+    one = build("func.func @k() -> i32 {\n %c = arith.constant 5 : i32\n func.return %c : i32\n}")
+    assert function(one, "k", ctypes.c_int32)() == 5
+    one.close()
+    one.close()
+    with pytest.raises(LoomError, match=re.escape("this module's machine code was freed (JITModule.close())")):
+        one.function_address("k")
+    with pytest.raises(LoomError, match=re.escape("no function 'g' in this module (it has: k)")):
+        one.function_address("g")
+    engine.release()
+    two = build("func.func @k() -> i32 {\n %c = arith.constant 6 : i32\n func.return %c : i32\n}")
+    handle = two._engine
+    del two
+    gc.collect()
+    assert any(e is handle for e in engine._retired) and not handle._closed  # not freed in a finalizer
+    engine.release()
+    assert engine._retired == [] and handle._closed
+
+
+def test_undefined_symbols_reads_64_bit_little_endian_elf_only():
+    jit = build("""
+    func.func private @cosf(f32) -> f32
+    func.func @k(%x: f32) -> f32 {
+      %r = func.call @cosf(%x) : (f32) -> f32
+      func.return %r : f32
+    }
+    """)
+    obj = jit.object_code
+    assert undefined_symbols(obj) == ["cosf"]
+    assert function(jit, "k", ctypes.c_float, ctypes.c_float)(0.0) == 1.0
+    for other in (obj[:4] + b"\x01" + obj[5:], obj[:5] + b"\x02" + obj[6:], b"MZ" + obj[2:]):
+        assert undefined_symbols(other) == []

@@ -131,3 +131,25 @@ def test_native_threads_taking_and_parking_at_once():
         t.join()
     assert bad == [0] * 4, f"pointers that were not buffers handed out: {bad}"
     assert 4 <= pool.clear() <= pool.SLOTS
+
+
+def test_at_most_slots_buffers_stay_parked_and_null_is_not_parked():
+    """SLOTS + 1 buffers of distinct sizes given back: SLOTS are parked (each handed back
+    for its own size), the last one freed; loom_give(null) parks nothing; a buffer taken
+    new has the alignment asked."""
+    take = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(pool.address("loom_take"))
+    give = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(pool.address("loom_give"))
+    pool.clear()
+    give(None, 1 << 16)
+    assert pool.clear() == 0
+    sizes = [(i + 1) << 16 for i in range(pool.SLOTS + 1)]
+    buffers = [take(4096, n) for n in sizes]
+    assert all(p and p % 4096 == 0 for p in buffers)
+    for p, n in zip(buffers, sizes):
+        give(p, n)
+    again = [take(64, n) for n in sizes]
+    assert again[: pool.SLOTS] == buffers[: pool.SLOTS]  # each parked buffer for its size
+    for p, n in zip(again, sizes):
+        give(p, n)
+    assert pool.clear() == pool.SLOTS
+    assert pool.clear() == 0
