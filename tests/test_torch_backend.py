@@ -3,6 +3,7 @@
 model in float64. Skipped when torch is not installed (it is the `torch` extra)."""
 
 import functools
+import inspect
 import subprocess
 import sys
 
@@ -377,6 +378,96 @@ def test_elementwise_operands_beside_an_nhwc_conv_result():
     with torch.no_grad():
         for k, (out, ref) in enumerate(zip(program(*inputs), ops(*inputs))):
             assert out.shape == ref.shape and torch.equal(out, ref), k
+
+
+def test_a_group_loom_cannot_compile_stays_in_torch(monkeypatch):
+    """A group whose kernel fails to build (an unknown pipeline) or to trace (an operation that
+    raises) runs in torch, its error's first line in the report; num_threads is torch's unless
+    given. Small integers: the torch fallback's result, exact."""
+    x, w = _integers(torch.Generator().manual_seed(25), (3, 4), (4, 5))
+
+    def fn(x, w):
+        return torch.relu(x @ w)
+
+    def run(**options) -> torchfx.LoomPartition:
+        program = torchfx.compile_graph(fn, [x, w], **options)
+        [part] = program.partitions
+        assert [(q.op, q.where, q.reason) for q in program.ops] == [
+            (op, "torch", f"Loom could not compile its group: {part.error}") for op in ("aten.mm", "aten.relu")]
+        report = program.report()
+        assert "2 ATen ops: 0 in Loom (0 kernels), 2 in torch" in report, report
+        assert f"loom kernel {part.name}: aten.mm, aten.relu; left to torch: Loom could not compile it: " in report
+        with torch.no_grad():
+            assert torch.equal(program(x, w), fn(x, w))
+        assert part.last_arrays is None  # (the kernel never ran)
+        return part
+
+    part = run(pipeline="no-such-pipeline")
+    assert part.error.startswith("error: invalid pass pipeline 'no-such-pipeline'") and "\n" not in part.error
+    assert part.jit.num_threads == torch.get_num_threads()
+    assert run(pipeline="no-such-pipeline", num_threads=3).jit.num_threads == 3
+
+    traces = []
+
+    def fails(message):
+        def relu(_):
+            traces.append(message)
+            raise loom.LoomError(message) if message else ValueError()
+        return relu
+
+    monkeypatch.setattr(torchfx.F, "relu", fails("no relu today\nsecond line"))
+    assert run().error == "error: no relu today"
+    assert len(traces) == 1  # traced by prepare(); build() kept its error and traced nothing again
+    monkeypatch.setattr(torchfx.F, "relu", fails(""))
+    assert run().error == "ValueError"
+
+
+def test_weights_a_matmul_reads_permuted():
+    """A parameter read through permute (negative dimensions too) by mm and bmm is stored
+    permuted, contiguous; an input's permute is read in the kernel. Small integers, exact."""
+
+    class Permuted(nn.Module):
+        def __init__(self, g):
+            super().__init__()
+            self.p, self.b = (nn.Parameter(t) for t in _integers(g, (5, 4), (2, 5, 4)))
+
+        def forward(self, x, k, a):
+            return x @ self.p.permute(1, 0) + x @ k.permute(-1, -2), torch.bmm(a, self.b.permute(0, -1, -2))
+
+    g = torch.Generator().manual_seed(26)
+    model = Permuted(g).eval()
+    inputs = _integers(g, (3, 4), (5, 4), (2, 3, 4))
+    program = loom.from_torch(model, inputs)
+    with torch.no_grad():
+        for out, ref in zip(program(*inputs), model(*inputs)):
+            assert torch.equal(out, ref)
+    [part] = program.partitions
+    constants = part.last_arrays[len(inputs):]
+    assert [c.shape for c in constants] == [(4, 5), (2, 4, 5)] and all(c.flags.c_contiguous for c in constants)
+    assert np.array_equal(constants[1], model.b.detach().numpy().transpose(0, 2, 1))
+    assert [n.endswith("_permuted") for n in inspect.signature(part._body_fn).parameters] == [False] * 3 + [True] * 2
+
+
+def test_a_linear_node_in_a_partition():
+    """aten.linear, which make_fx decomposes, traced from a graph made by hand: with a bias and
+    without, on a 3-D input. Small integers, exact against torch."""
+    aten = torch.ops.aten
+    x, w, b = _integers(torch.Generator().manual_seed(27), (2, 3, 4), (5, 4), (5,))
+    graph = torch.fx.Graph()
+    places = [graph.placeholder(name) for name in ("x", "w", "b")]
+    for p, t in zip(places, (x, w, b)):
+        p.meta["val"] = t
+    nodes = [graph.call_function(aten.linear.default, args) for args in [tuple(places), tuple(places[:2])]]
+    for n in nodes:
+        n.meta["val"] = torch.empty(2, 3, 5)
+    graph.output(tuple(nodes))
+    part = torchfx.LoomPartition("loom_linear", torch.fx.GraphModule(nn.Module(), graph), fixed=frozenset(),
+                                 freeze=False, pipeline="default", num_threads=1, cache=True)
+    assert part.prepare([x, w, b]) is not None
+    part.build()
+    assert part.error is None
+    out = part(x, w, b)
+    assert torch.equal(out[0], nn.functional.linear(x, w, b)) and torch.equal(out[1], nn.functional.linear(x, w))
 
 
 def test_refusals_are_left_to_torch_with_the_reason():
