@@ -747,6 +747,26 @@ def test_a_from_torch_program_is_fixed_to_its_example():
         program(torch.randn(2, 3, 5, 5))
 
 
+def test_from_torch_takes_a_module_and_its_example():
+    """A function is refused; a bare tensor is an example of one input; a call with fewer
+    inputs than the example, or after an attribute was added to the model, is refused."""
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU()).eval()
+    x = torch.randint(-3, 4, (2, 4)).float()
+    with pytest.raises(TypeError, match="from_torch takes a torch.nn.Module, got function"):
+        loom.from_torch(lambda x: model(x), (x,))
+    program = loom.from_torch(model, x)
+    with torch.no_grad():
+        assert torch.equal(program(x), model(x))
+    with pytest.raises(TypeError, match="this program takes 1 inputs \\(as its example\\), got 0"):
+        program()
+    model[1].scale = 2.0
+    with pytest.raises(ValueError, match="the model's attribute 1.scale is 2.0, None when from_torch captured it"):
+        program(x)
+    del model[1].scale
+    with torch.no_grad():
+        assert torch.equal(program(x), model(x))
+
+
 def test_freeze_trusts_the_parameters():
     """freeze=True folds at the first call and never compares again (documented: for
     parameters that never change); the default sees a write through .data."""
@@ -764,13 +784,18 @@ def test_freeze_trusts_the_parameters():
 
 def test_freeze_trusts_parameters_alone():
     """Under freeze=True a weight that is an argument, not a parameter (read through .t() by a
-    matmul, or a conv2d's filter), is still read at each call: small integers, exact."""
+    matmul, or a conv2d's filter), is still read at each call: small integers, exact; so are a
+    batch norm's statistics passed as arguments (its scale and shift made again at each call)."""
     g = np.random.default_rng(18)
-    fast = compiled(lambda q, k, x, f: (q @ k.t(), nn.functional.conv2d(x, f)), freeze=True)
+    fast = compiled(lambda q, k, x, f, mean, var: (q @ k.t(), nn.functional.conv2d(x, f),
+                                                   nn.functional.batch_norm(q @ k.t(), mean, var)), freeze=True)
     q, x = torch.from_numpy(g.integers(-3, 4, (5, 6)).astype(np.float32)), torch.ones(1, 2, 4, 4)
     for _ in range(3):
         k, f = (torch.from_numpy(g.integers(-3, 4, shape).astype(np.float32)) for shape in [(7, 6), (3, 2, 2, 2)])
-        (attention, conv), ran = programs(fast, q, k, x, f)
+        mean, var = torch.from_numpy(g.uniform(-4, 4, 7).astype(np.float32)), torch.rand(7) + 0.5
+        (attention, conv, norm), ran = programs(fast, q, k, x, f, mean, var)
+        ref = nn.functional.batch_norm(q.double() @ k.double().t(), mean.double(), var.double())
+        assert torch.allclose(norm.double(), ref, rtol=8 * 6 * EPS32, atol=8 * 6 * EPS32 * ref.abs().max().item())
         assert ran[0].partitions, ran[0].report()
         assert np.array_equal(attention.numpy(), q.numpy() @ k.numpy().T)
         assert np.array_equal(conv.numpy(), np.broadcast_to(f.numpy().sum(axis=(1, 2, 3))[None, :, None, None],
