@@ -11,10 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
+from kernels import matmul
 
+import compiler
 from passes.support.target import openmp_runtime
 
 pytestmark = pytest.mark.skipif(openmp_runtime() is None, reason="libgomp is not installed")
@@ -106,3 +110,55 @@ def test_forked_children_run_parallel_kernels_serially(tmp_path):
     assert all(ok for ok, _ in run["pool"]) and run["parent"], run
     warned = [n for _, n in run["pool"]]
     assert set(warned) <= {0, 1} and 1 <= sum(warned) <= 2, run  # once per worker process
+
+
+@pytest.fixture
+def fork_state():
+    """compiler.jit.kernel's fork flags (lists the generated calls hold), restored in place after the test."""
+    from compiler.jit import kernel as runtime
+
+    saved = runtime._fork_unwarned[0], runtime._parallel_made[0]
+    yield runtime
+    runtime._fork_unwarned[0], runtime._parallel_made[0] = saved
+
+
+def test_the_fork_hook_marks_the_child_only_after_a_parallel_kernel(monkeypatch, fork_state):
+    """In-process, without forking: the hook run in a forked child asks libgomp to run
+    no parallel region on a team (omp_set_max_active_levels) and marks the child only
+    where a parallel kernel was made before the fork."""
+    runtime = fork_state
+    asked = []
+    monkeypatch.setattr(runtime, "symbol_address", lambda name: asked.append(name))  # found nowhere: not called
+    runtime._fork_unwarned[0] = runtime._parallel_made[0] = False
+    runtime._serial_after_fork()
+    assert asked == [] and runtime._fork_unwarned == [False]
+    runtime._parallel_made[0] = True
+    runtime._serial_after_fork()
+    assert asked == ["omp_set_max_active_levels"] and runtime._fork_unwarned == [True]
+
+
+def test_a_forked_child_warns_once_whichever_way_a_parallel_kernel_is_called(fork_state):
+    """The ForkWarning comes at the first call of a parallel kernel, by the generated call
+    or the checked one, and once; a serial kernel neither warns nor uses it up. Results
+    stay exact."""
+    runtime = fork_state
+    parallel = compiler.compile(matmul((96, 96), (96, 96), (96, 96), np.float32), num_threads=2)
+    serial = compiler.compile(matmul((8, 8), (8, 8), (8, 8), np.float32), num_threads=1)
+    assert parallel._parallel and not serial._parallel
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-4, 5, (96, 96)).astype(np.float32) for _ in range(2))
+    s = rng.integers(-4, 5, (8, 8)).astype(np.float32)
+    for call in (parallel, parallel._call):
+        arrays = (a, b)
+        runtime._fork_unwarned[0] = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_array_equal(serial(s, s), s @ s)
+        assert runtime._fork_unwarned == [True]
+        with pytest.warns(runtime.ForkWarning, match="forked after kernels ran on libgomp's threads"):
+            got = call(a, b) if call is parallel else call(arrays)
+        np.testing.assert_array_equal(got, a @ b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_array_equal(parallel(a, b), a @ b)
+            np.testing.assert_array_equal(parallel._call(arrays), a @ b)
