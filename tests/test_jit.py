@@ -544,3 +544,96 @@ def test_numpy_functions_on_a_traced_array():
     with pytest.raises(loom.TraceError, match=r"numpy.reshape on a traced array inside @loom.jit takes what "
                                               r"loom.reshape takes: got an unexpected keyword argument 'order'"):
         loom.jit(lambda x: np.reshape(x, (3, 2), order="F"))(x)
+
+
+# ---- every refusal of the tracer, at the user's line; beside it, the last accepted input ---
+
+REFUSALS = [  # (expression on x (2, 3), v (3,), b (2, 3, 4), s a float, img (1, 2, 5, 5), w (1, 2, 3, 3); message)
+    ("x ** 2", r"a power \(\*\*\) is not supported on a traced array inside @loom.jit \(supported: @"),
+    ("[y for y in x]", r"iterating over a traced array is not supported inside @loom.jit \(index it instead\)"),
+    ("len(x[0, 0])", r"len\(\) of a 0-d traced array$"),
+    ("np.concatenate([x, x])", r"numpy.concatenate is not supported on a traced array inside @loom.jit$"),
+    ("[[1.0, 2.0]] @ x", r"a @ b takes traced arrays, got list$"),
+    ("s @ x", r"the float argument s is a kernel input inside @loom.jit: it takes part in array arithmetic"),
+    ("x if s == 1.0 else x", r"the float argument s is a kernel input inside @loom.jit"),
+    ("loom.add(s, 1.0)", r"the float argument s is a kernel input inside @loom.jit"),
+    ("loom.multiply(2.0, s)", r"the float argument s is a kernel input inside @loom.jit"),
+    ("x + 'a'", r"a \+ b takes traced arrays or Python numbers, got str$"),
+    ("x * True", r"a \* b takes traced arrays or Python numbers, got bool$"),
+    ("v @ v", r"a @ b takes 2-D @ 2-D, 3-D @ 3-D \(batched\) or 3-D @ 2-D arrays, got shapes \(3,\) @ \(3,\)$"),
+    ("x @ b", r"a @ b takes 2-D @ 2-D, .* got shapes \(2, 3\) @ \(2, 3, 4\)$"),
+    ("b @ b[:1].transpose(0, 2, 1)", r"a @ b: batch sizes differ, 2 and 1 \(shapes \(2, 3, 4\) @ \(1, 4, 3\)\)$"),
+    ("loom.conv2d(img, w, layout='NCHW')", r"loom.conv2d: layout must be 'nchw' or 'nhwc', got 'NCHW'$"),
+    ("loom.conv2d(x, w)", r"loom.conv2d takes a 4-D NCHW input and a 4-D FCHW filter, got shapes \(2, 3\) and "
+                          r"\(1, 2, 3, 3\)$"),
+    ("loom.conv2d(img, x, layout='nhwc')", r"takes a 4-D NHWC input and a 4-D HWCF filter, got shapes "
+                                           r"\(1, 2, 5, 5\) and \(2, 3\)$"),
+    ("loom.conv2d(img, w.transpose(1, 0, 2, 3))", r"loom.conv2d: the input has 2 channels but the filter takes 1 "
+                                                  r"\(shapes \(1, 2, 5, 5\) and \(2, 1, 3, 3\), layout nchw\)$"),
+    ("loom.conv2d(img, w, layout='nhwc')", r"the input has 5 channels but the filter takes 3 .* layout nhwc\)$"),
+    ("loom.conv2d(img, w, dilation=3)", r"loom.conv2d: the 3x3 window \(dilation \(3, 3\)\) does not fit the padded "
+                                        r"5x5 input$"),
+    ("loom.conv2d(img, w, dilation=(1, 4), padding=(0, 1))", r"the 3x3 window \(dilation \(1, 4\)\) does not fit the "
+                                                             r"padded 5x7 input$"),
+    ("loom.conv2d(img, w, stride=(1, 0))", r"stride must be an integer or a pair of integers >= 1, got \(1, 0\)$"),
+    ("loom.conv2d(img, w, dilation=True)", r"dilation must be an integer or a pair of integers >= 1, got True$"),
+    ("loom.conv2d(img, w, padding=(1, 2, 3))", r"padding must be an integer or a pair .* got \(1, 2, 3\)$"),
+    ("x.transpose('a', 'b')", r"transpose: axes \('a', 'b'\) are not a permutation of the 2 dimensions of shape "
+                              r"\(2, 3\)$"),
+    ("x.transpose(0, 0)", r"transpose: axes \(0, 0\) are not a permutation"),
+    ("x.transpose(1, -3)", r"transpose: axes \(1, -3\) are not a permutation"),
+    ("b.transpose(0, 1)", r"transpose: axes \(0, 1\) are not a permutation of the 3 dimensions"),
+    ("x.reshape(-2, -3)", r"reshape: the new shape must be integers >= 0 with at most one -1, got \(-2, -3\)$"),
+    ("x.reshape(-1, -1)", r"reshape: the new shape must be .* at most one -1, got \(-1, -1\)$"),
+    ("x.reshape(2.0, 3)", r"reshape: the new shape must be integers .* got \(2.0, 3\)$"),
+    ("x.reshape(True, 6)", r"reshape: the new shape must be integers .* got \(True, 6\)$"),
+    ("x.reshape(4, -1)", r"reshape: cannot infer -1 in \(4, -1\) for 6 elements \(shape \(2, 3\)\)$"),
+    ("x.reshape(0, -1)", r"reshape: cannot infer -1 in \(0, -1\) for 6 elements"),
+    ("x.reshape(5)", r"reshape: cannot reshape shape \(2, 3\) \(6 elements\) into \(5,\) \(5\)$"),
+    ("loom.broadcast_to(v, (1,))", r"broadcast_to: shape \(3,\) does not broadcast to \(1,\)$"),
+    ("loom.broadcast_to(x, 3)", r"broadcast_to: shape \(2, 3\) does not broadcast to \(3,\)$"),
+    ("loom.broadcast_to(v, (2,))", r"broadcast_to: shapes \(3,\) and \(2,\) do not broadcast"),
+    ("x[..., 0, ...]", r"an index can only have a single ellipsis \('\.\.\.'\)$"),
+    ("x[0, None, 0, 0]", r"too many indices for a traced array of shape \(2, 3\): 3$"),
+]
+
+
+@pytest.mark.parametrize("expression, message", REFUSALS, ids=[e for e, _ in REFUSALS])
+def test_each_refusal_of_the_tracer_names_the_users_line(expression, message):
+    f = loom.jit(eval(f"lambda x, v, b, s, img, w: {expression}", {"loom": loom, "np": np}))
+    args = (np.ones((2, 3)), np.ones(3), np.ones((2, 3, 4)), 0.5, np.ones((1, 2, 5, 5), np.float32),
+            np.ones((1, 2, 3, 3), np.float32))
+    with pytest.raises(loom.TraceError, match=message) as e:
+        f.lower(*args)
+    assert str(e.value).startswith("<string>:1:"), str(e.value)
+
+
+def test_the_last_accepted_inputs_beside_the_refusals():
+    """Each guard's other side: axes given negative, one -1, ... and None beside exactly
+    ndim integers, a window that just fits (with and without padding), a broadcast that
+    only adds dimensions; and what a trace may ask of a traced array: repr, len, +x."""
+    seen = {}
+
+    @loom.jit(pipeline="naive")
+    def f(x, b, img, w, s):
+        seen.update(x=repr(x), s=repr(s), len=len(x), len3=len(b))
+        return (x.transpose(-1, 0), x.reshape(-1, 2), x.reshape((3, 2)), x.reshape([6]), x[1, None, 2, ...] * s,
+                +x, loom.broadcast_to(x[0], 3), loom.broadcast_to(x, (4, 2, 3)), b @ b.transpose(0, 2, 1),
+                loom.conv2d(img, w, dilation=2), loom.conv2d(img, w, dilation=(3, 1), padding=(1, 0)))
+
+    rng = np.random.default_rng(5)
+    x, b = np.arange(6.0).reshape(2, 3), rng.integers(-3, 4, (2, 3, 4)).astype(np.float64)
+    img, w = (rng.integers(-3, 4, s).astype(np.float32) for s in [(1, 2, 5, 5), (3, 2, 3, 3)])
+    got = f(x, b, img, w, 2.0)
+    assert seen == {"x": "<traced float64[2, 3] %x>", "s": "<traced float argument s>", "len": 2, "len3": 2}
+    padded = np.pad(img[0], ((0, 0), (1, 1), (0, 0)))[:, ::3]  # rows 0, 3, 6 of the padded input
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 3, axis=2)  # (c, 3 taps, 3 columns, 3 taps)
+    want = (x.T, x.reshape(3, 2), x.reshape(3, 2), x.reshape(6), x[1, None, 2, ...] * 2.0, x,
+            np.broadcast_to(x[0], 3), np.broadcast_to(x, (4, 2, 3)), b @ b.transpose(0, 2, 1),
+            np.einsum("cij,fcij->f", img[0, :, ::2, ::2], w).reshape(1, 3, 1, 1),
+            np.einsum("cijk,fcik->fj", windows, w)[None, :, None, :])
+    assert len(got) == len(want)
+    for g, v in zip(got, want):
+        assert g.shape == v.shape
+        np.testing.assert_array_equal(g, v)
+    assert not np.shares_memory(got[5], x)  # +x returned: a copy, as an argument returned is
