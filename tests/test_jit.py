@@ -1,8 +1,10 @@
 """@compiler.jit: numpy-like Python traced into the loom dialect, compiled once per signature."""
 
+import _thread
 import gc
 import inspect
 import re
+import sys
 import threading
 import weakref
 
@@ -637,3 +639,96 @@ def test_the_last_accepted_inputs_beside_the_refusals():
         assert g.shape == v.shape
         np.testing.assert_array_equal(g, v)
     assert not np.shares_memory(got[5], x)  # +x returned: a copy, as an argument returned is
+
+
+def test_a_jit_function_that_is_not_a_function_or_has_no_signature():
+    with pytest.raises(TypeError, match=r"^@loom.jit decorates a function, got int$"):
+        loom.jit(3)
+
+    def f(x, s):
+        return x * s
+
+    f.__signature__ = "?"  # inspect.signature() cannot read it: the arguments go by position only
+    g = loom.jit(pipeline="naive")(f)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(g(x, 3.0), 3 * x)
+    assert "%arg0: tensor<4xf64>" in g.lower(x, 3.0) and repr(g).endswith("f: 1 compiled signatures>")
+    with pytest.raises(TypeError, match=r"^f\(\) takes its arguments by position inside @loom.jit \(its parameters "
+                                        r"are unknown\), got the keywords s$"):
+        g(x, s=3.0)
+
+
+def test_what_a_call_may_pass_and_a_trace_may_return():
+    x = np.arange(4.0)
+    with pytest.raises(TypeError, match=r"an argument that is a constant of the trace \(a tuple\) must hold "
+                                        r"hashable values"):
+        loom.jit(lambda x, t: x * 2.0)(x, (1, [2]))
+    np.testing.assert_array_equal(loom.jit(lambda x, t: x * float(t[1][0]))(x, (1, (2,))), 2 * x)
+    with pytest.raises(TypeError, match=r"^kernel\(\) argument #0 is a MaskedArray: pass a plain numpy.ndarray"):
+        loom.jit(lambda x: x * 2.0)(np.ma.masked_array(x))
+    leaked = []
+    loom.jit(lambda x: leaked.append(x) or x * 2.0).lower(x)
+    for body, message in [(lambda x: (), r"kernel\(\) returned nothing: a @loom.jit function returns one or more"),
+                          (lambda x: 1.0, r"result #0 is a float: a @loom.jit function returns the arrays it computed"),
+                          (lambda x: (x * 2.0, np.ones(2)), r"result #1 is a ndarray: "),
+                          (lambda x: leaked[0], r"result #0 is a Traced: ")]:  # a Traced of another trace
+        with pytest.raises(TypeError, match=message):
+            loom.jit(body).lower(x)
+
+
+def test_two_threads_calling_a_new_signature_trace_it_once():
+    """The second waits at the lock the first holds while it traces, then finds the
+    first's specialization there: one trace, one kernel, two right results."""
+    traces, tracing, go, waiting = [], threading.Event(), threading.Event(), threading.Event()
+
+    @loom.jit(pipeline="naive")
+    def f(x):
+        traces.append(x.shape)
+        tracing.set()
+        go.wait(60)
+        return x * 2.0
+
+    class Spy:  # f's lock, saying when a caller comes to it while the first traces
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            if tracing.is_set():
+                waiting.set()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    f._lock = Spy(f._lock)
+    x, results = np.arange(3.0), {}
+    threads = [threading.Thread(target=lambda i=i: results.update({i: f(x)}), daemon=True) for i in range(2)]
+    threads[0].start()
+    assert tracing.wait(60)
+    threads[1].start()
+    assert waiting.wait(60)
+    go.set()
+    for t in threads:
+        t.join(60)
+    assert traces == [(3,)] and sorted(results) == [0, 1]
+    for r in results.values():
+        np.testing.assert_array_equal(r, 2 * x)
+
+
+def test_a_trace_with_no_user_frame_has_no_location(monkeypatch):
+    """loom.relu itself jitted and specialized on a thread that starts in Loom: no frame
+    outside Loom, so the ops and the refusal carry no location (not a crash)."""
+    f = loom.jit(loom.relu, pipeline="naive")
+    raised, done = [], threading.Event()
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: (raised.append(u.exc_value), done.set()))
+    _thread.start_new_thread(f.specialize, (np.ones(3, np.int8),))
+    assert done.wait(60)
+    assert isinstance(raised[0], loom.TraceError)
+    assert str(raised[0]).startswith("error: loom.relu of an int8 array: Loom computes +, -, * and loom.relu in")
+    _thread.start_new_thread(f.specialize, (np.arange(-2.0, 2.0),))
+    for _ in range(600):
+        if f._recent is not None or len(raised) > 1:
+            break
+        threading.Event().wait(0.1)
+    assert len(raised) == 1 and "loc(" not in f._recent.source and "loom.relu %x" in f._recent.source
+    np.testing.assert_array_equal(f(np.arange(-2.0, 2.0)), [0, 0, 0, 1])
