@@ -227,6 +227,18 @@ def test_cache_keeps_the_kernels_used_last(cache_of_two):
     assert compiler.compile(_relu(6)) is not b
 
 
+def test_cache_shrunk_keeps_the_kernels_used_last(cache_of_two):
+    """A smaller size drops the least recently used at once, not at the next compile."""
+    a, b = compiler.compile(_relu(5)), compiler.compile(_relu(6))
+    compiler.compile(_relu(5))  # now used after b
+    compiler.set_cache_size(1)
+    assert len(cache_of_two) == 1 and driver.kernel_cache.size == 1
+    assert driver.kernel_cache.get(driver._cache_key(_relu(6))) is None
+    assert compiler.compile(_relu(5)) is a
+    compiler.set_cache_size(2)
+    assert compiler.compile(_relu(6)) is not b and len(cache_of_two) == 2
+
+
 def test_cache_size_zero_caches_nothing(cache_of_two):
     compiler.set_cache_size(0)
     assert compiler.compile(_relu(5)) is not compiler.compile(_relu(5))

@@ -732,3 +732,25 @@ def test_a_trace_with_no_user_frame_has_no_location(monkeypatch):
         threading.Event().wait(0.1)
     assert len(raised) == 1 and "loc(" not in f._recent.source and "loom.relu %x" in f._recent.source
     np.testing.assert_array_equal(f(np.arange(-2.0, 2.0)), [0, 0, 0, 1])
+
+
+def test_signature_constants_by_type_and_results_of_one_in_a_tuple():
+    """True and 1 are two constants (equal and of one hash in Python: the signature holds
+    their type); a float argument beside arrays of two dtypes is two kernel inputs that
+    take its value at each call; a tuple or list of one array comes back a tuple of one."""
+    @loom.jit(pipeline="naive")
+    def f(x, y, s, flag):
+        return (x * s, y * s) if flag is True else [x * 3.0]
+
+    x, y = np.arange(3, dtype=np.float32), np.arange(4.0)
+    for s in (2.0, -0.5):
+        a, b = f(x, y, s, True)
+        assert a.dtype == np.float32 and b.dtype == np.float64
+        np.testing.assert_array_equal(a, x * np.float32(s))
+        np.testing.assert_array_equal(b, y * s)
+    one = f(x, y, 2.0, 1)
+    assert isinstance(one, tuple) and len(one) == 1 and len(f._specializations) == 2
+    np.testing.assert_array_equal(one[0], 3 * x)
+    one = loom.jit(lambda x: (x * 2.0,), pipeline="naive")(x)
+    assert isinstance(one, tuple) and len(one) == 1
+    np.testing.assert_array_equal(one[0], 2 * x)
