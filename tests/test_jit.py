@@ -296,6 +296,10 @@ def test_an_argument_with_negative_strides_is_refused():
                                              r"non-negative strides .* np\.ascontiguousarray"):
             f(view)
     np.testing.assert_array_equal(f(np.ascontiguousarray(a[::-1])), a[::-1] * 2)
+    field = np.zeros(3, dtype=[("a", np.float64), ("b", np.float32)])["a"]  # strides of 12 bytes: 1.5 elements
+    with pytest.raises(ValueError, match=r"argument #0 has strides \(12,\): Loom passes views with non-negative "
+                                         r"strides that are multiples of the element size"):
+        f(field)
 
 
 def test_a_jit_function_called_in_another_trace_says_to_call_its_fn():
@@ -556,6 +560,11 @@ REFUSALS = [  # (expression on x (2, 3), v (3,), b (2, 3, 4), s a float, img (1,
     ("len(x[0, 0])", r"len\(\) of a 0-d traced array$"),
     ("np.concatenate([x, x])", r"numpy.concatenate is not supported on a traced array inside @loom.jit$"),
     ("[[1.0, 2.0]] @ x", r"a @ b takes traced arrays, got list$"),
+    ("np.add(x, x, dtype=np.float32)", r"numpy's add is not supported on a traced array inside @loom.jit \(use \+, -, "
+                                       r"\*, @, loom.relu; np.matmul takes dtype= alone\)$"),
+    ("np.multiply(x, x, dtype=np.float32)", r"numpy's multiply is not supported on a traced array"),
+    ("np.subtract(x, x, dtype=np.float32)", r"numpy's subtract is not supported on a traced array"),
+    ("np.matmul(x, x.T, out=x)", r"numpy's matmul is not supported on a traced array"),
     ("s @ x", r"the float argument s is a kernel input inside @loom.jit: it takes part in array arithmetic"),
     ("x if s == 1.0 else x", r"the float argument s is a kernel input inside @loom.jit"),
     ("loom.add(s, 1.0)", r"the float argument s is a kernel input inside @loom.jit"),
