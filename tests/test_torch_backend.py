@@ -382,31 +382,39 @@ def test_elementwise_operands_beside_an_nhwc_conv_result():
 
 def test_a_group_loom_cannot_compile_stays_in_torch(monkeypatch):
     """A group whose kernel fails to build (an unknown pipeline) or to trace (an operation that
-    raises) runs in torch, its error's first line in the report; num_threads is torch's unless
-    given. Small integers: the torch fallback's result, exact."""
-    x, w = _integers(torch.Generator().manual_seed(25), (3, 4), (4, 5))
+    raises) runs in torch, its error's first line in the report, beside a group that compiled
+    and an op torch runs for its own reason; num_threads is torch's unless given."""
+    inputs = _integers(torch.Generator().manual_seed(25), (3, 4), (4, 5), (5, 2))
 
-    def fn(x, w):
-        return torch.relu(x @ w)
+    def fn(x, w, v):
+        return torch.softmax(torch.relu(x @ w), 1) @ v
 
-    def run(**options) -> torchfx.LoomPartition:
-        program = torchfx.compile_graph(fn, [x, w], **options)
-        [part] = program.partitions
+    def run(**options) -> list[str | None]:
+        """The errors of the groups (the one with the relu first)."""
+        program = torchfx.compile_graph(fn, inputs, **options)
+        parts = sorted(program.partitions, key=lambda p: not any(n.target is torch.ops.aten.relu.default
+                                                                  for n in p.graph_nodes))
+        errors = [p.error for p in parts]
+        failed = [f"Loom could not compile its group: {e}" if e else None for e in errors]
         assert [(q.op, q.where, q.reason) for q in program.ops] == [
-            (op, "torch", f"Loom could not compile its group: {part.error}") for op in ("aten.mm", "aten.relu")]
+            ("aten.mm", "torch" if errors[0] else "loom", failed[0]),
+            ("aten.relu", "torch" if errors[0] else "loom", failed[0]),
+            ("aten._softmax", "torch", "Loom has no operation for aten._softmax"),
+            ("aten.mm", "torch" if errors[1] else "loom", failed[1])], program.report()
+        compiled = sum(e is None for e in errors)
         report = program.report()
-        assert "2 ATen ops: 0 in Loom (0 kernels), 2 in torch" in report, report
-        assert f"loom kernel {part.name}: aten.mm, aten.relu; left to torch: Loom could not compile it: " in report
+        assert f"4 ATen ops: {compiled + 2 * (errors[0] is None)} in Loom ({compiled} kernels)" in report, report
+        assert f"loom kernel {parts[0].name}: aten.mm, aten.relu; left to torch: Loom could not compile it: " in report
         with torch.no_grad():
-            assert torch.equal(program(x, w), fn(x, w))
-        assert part.last_arrays is None  # (the kernel never ran)
-        return part
+            out, ref = program(*inputs), fn(*(t.double() for t in inputs))
+        assert (out.double() - ref).abs().max() <= 4 * 5 * EPS32 * ref.abs().max()
+        assert parts[0].last_arrays is None  # (the kernel never ran)
+        assert [p.jit.num_threads for p in parts] == [options.get("num_threads", torch.get_num_threads())] * 2
+        return errors
 
-    part = run(pipeline="no-such-pipeline")
-    assert part.error.startswith("error: invalid pass pipeline 'no-such-pipeline'") and "\n" not in part.error
-    assert part.jit.num_threads == torch.get_num_threads()
-    assert run(pipeline="no-such-pipeline", num_threads=3).jit.num_threads == 3
-
+    for threads in ({}, {"num_threads": 3}):
+        errors = run(pipeline="no-such-pipeline", **threads)
+        assert all(e.startswith("error: invalid pass pipeline 'no-such-pipeline'") and "\n" not in e for e in errors)
     traces = []
 
     def fails(message):
@@ -416,10 +424,10 @@ def test_a_group_loom_cannot_compile_stays_in_torch(monkeypatch):
         return relu
 
     monkeypatch.setattr(torchfx.F, "relu", fails("no relu today\nsecond line"))
-    assert run().error == "error: no relu today"
+    assert run() == ["error: no relu today", None]
     assert len(traces) == 1  # traced by prepare(); build() kept its error and traced nothing again
     monkeypatch.setattr(torchfx.F, "relu", fails(""))
-    assert run().error == "ValueError"
+    assert run() == ["ValueError", None]
 
 
 def test_weights_a_matmul_reads_permuted():
