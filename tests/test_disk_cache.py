@@ -1092,6 +1092,15 @@ def test_the_loader_writes_each_absolute_relocation(internal):
     assert ctypes.c_uint64.from_address(code + table_at).value == 0x123456789 + 8
     with pytest.raises(LoomError, match=r"no function 'g' in this module \(it has: f\)"):
         absolute.function_address("g")
+    pc64 = loader.load(_forged(internal, "rela0.info=0x500000018"), {"f": "f"})  # R_X86_64_PC64: S + A - P
+    code = pc64.function_address("f") - f[4]
+    target = code + table_at + ctypes.c_int64.from_address(code + table_at).value  # P + (S - P)
+    assert [ctypes.c_int64.from_address(target + 8 * i).value for i in range(4)] == [10, 20, 30, 40]
+    with pytest.raises(loader.Malformed):  # S + A - P beyond 64 bits (signed)
+        loader.load(_forged(internal, "rela0.info=0x500000018 sym5.shndx=0xfff1 sym5.value=0xffffffffffffffff"),
+                    {"f": "f"})
+    pc64.close()
+    pc64.close()  # a second close: nothing
 
 
 def test_the_loader_refuses_references_it_cannot_resolve(internal):
@@ -1362,3 +1371,27 @@ def test_each_warning_is_given_once_per_process(disk):
         disk_cache.warn("one")
     assert [str(w.message) for w in caught] == ["one", "two", "one"]
     assert all(w.category is CacheWarning for w in caught)
+
+
+def test_an_entry_larger_than_the_bound_is_removed_at_once(disk, monkeypatch):
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "100")
+    assert disk_cache.write("5" * 64, {"kind": "test"}, {"object": bytes(1000)})
+    assert entries(disk) == [] and disk_cache.stats["evicted"] == 1 and disk_cache.stats["stored"] == 1
+
+
+def test_a_folder_removed_under_the_process_fails_the_write_with_a_warning(disk):
+    import shutil
+
+    assert disk_cache.write("6" * 64, {"kind": "test"}, {"object": b"x"})
+    shutil.rmtree(disk)  # after the process found it usable
+    with pytest.warns(CacheWarning, match=r"cannot write to the kernel cache in .*\(No such file or directory\)"):
+        assert disk_cache.write("7" * 64, {"kind": "test"}, {"object": b"x"}) is False
+
+
+def test_runtime_code_the_loader_does_not_take_is_not_filed(disk, monkeypatch):
+    import ctypes
+
+    monkeypatch.setattr(cache, "_loadable", lambda obj: False)
+    module = cache.runtime_code("test", _RUNTIME_IR)
+    assert ctypes.CFUNCTYPE(ctypes.c_int64)(module.function_address("seven"))() == 7
+    assert entries(disk) == [] and "stored" not in disk_cache.stats
