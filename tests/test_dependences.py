@@ -222,6 +222,7 @@ def test_same_address_is_loop_independent():
     deps = band_dependences(band_of(parse(stencil("%i, %j"))))
     assert [d.directions for d in deps] == [("=", "=")]
     assert legal_orders(deps, 2) == [(0, 1), (1, 0)]
+    assert is_fully_permutable(deps, range(2)) and is_fully_permutable(deps, range(1, 2))
 
 
 def test_loop_missing_from_subscripts_gets_star():
@@ -280,7 +281,9 @@ func.func @f(%A: memref<8x8xf32>, %B: memref<8x8xf32>) {
     deps = band_dependences(band_of(parse(text)))
     on_a = [d for d in deps if d.memref.name_hint == "A"]
     assert on_a and all(d.directions == ("*", "*") for d in on_a)
-    assert permutation_is_legal(deps, (1, 0)) is not None
+    assert permutation_is_legal(deps, (1, 0)).describe() == (
+        "memref.load on %A (line 5) -> store %A[%i, %j] (line 6), direction (*, *)"
+    )
 
 
 def test_distinct_memrefs_do_not_alias():
@@ -742,3 +745,133 @@ func.func @f(%A: memref<4x6xf32>, %B: memref<6x8xf32>, %C: memref<4x8xf32>) {
     deps = band_dependences(band_of(parse(text)))
     assert deps and all(d.is_reduction for d in deps)
     assert {d.directions for d in deps} == {("=", "=", "*")}
+
+
+# --------------------------------------------------------------------------------------
+# Subscripts scaled by a constant, constant divisions, masked vector accesses
+
+
+@pytest.mark.parametrize(
+    "load_subscripts, store_subscripts, found",
+    [
+        ("2 * %i - 2, %j", "2 * %i, %j", [("affine.store", "affine.load", ("<", "="), (1, 0))]),
+        ("%i * 3 + 3, %j", "%i * 3, %j", [("affine.load", "affine.store", ("<", "="), (1, 0))]),
+        # 2 d = 1 has no integer solution: the odd elements read are never written
+        ("2 * %i + 1, %j", "2 * %i, %j", []),
+        ("2 * %i + 2, 3 * %j - 3", "2 * %i, 3 * %j", [("affine.load", "affine.store", ("<", ">"), (1, -1))]),
+    ],
+)
+def test_subscripts_scaled_by_a_constant(load_subscripts, store_subscripts, found):
+    deps = band_dependences(band_of(parse(stencil(load_subscripts, store_subscripts, n=16))))
+    assert [(d.source.name, d.sink.name, d.directions, d.distance) for d in deps] == found
+
+
+def _offset_by(expr: str, value: int) -> str:
+    """A[%i + o, %j] read and A[%i, %j] written, o = `expr` of a constant `value`."""
+    return f"""
+func.func @f(%A: memref<40x8xf32>, %one: f32) {{
+  affine.for %i = 0 to 16 {{
+    affine.for %j = 0 to 8 {{
+      %c = arith.constant {value} : index
+      %o = affine.apply affine_map<()[s0] -> ({expr})>()[%c]
+      %v = affine.load %A[%i + %o + 8, %j] : memref<40x8xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[%i + 8, %j] : memref<40x8xf32>
+    }}
+  }}
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "expr, value, offset",
+    [
+        ("s0 floordiv 2", -7, -4), ("s0 floordiv 2", 7, 3), ("s0 ceildiv 2", -7, -3), ("s0 ceildiv 2", 7, 4),
+        ("s0 mod 3", -7, 2), ("s0 mod 3", 7, 1), ("s0 floordiv 1", 5, 5), ("s0 * 2", -3, -6), ("2 * s0", 3, 6),
+    ],
+)
+def test_constant_divisions_give_exact_offsets(expr, value, offset):
+    """Python's floor semantics: -7 floordiv 2 = -4, -7 ceildiv 2 = -3, -7 mod 3 = 2. A
+    negative offset reads what an earlier iteration wrote (store -> load), a positive one
+    what a later iteration will overwrite (load -> store)."""
+    (dep,) = band_dependences(band_of(parse(_offset_by(expr, value))))
+    first = ("affine.store", "affine.load") if offset < 0 else ("affine.load", "affine.store")
+    assert (dep.source.name, dep.sink.name, dep.directions, dep.distance) == (*first, ("<", "="), (abs(offset), 0))
+
+
+@pytest.mark.parametrize("divide", ["floordiv", "ceildiv", "mod"])
+def test_a_division_by_a_non_positive_constant_is_not_analysed(divide):
+    """A divisor <= 0 is left alone: an index computed inside the band that the analysis
+    does not follow, `*` on every loop; the divisor 1 is the last one analysed."""
+    for divisor in (0, -2):
+        deps = band_dependences(band_of(parse(_offset_by(f"s0 {divide} {divisor}", 7))))
+        assert deps and all(d.directions == ("*", "*") and d.distance is None for d in deps)
+    deps = band_dependences(band_of(parse(_offset_by(f"s0 {divide} 1", 7))))
+    assert [d.distance for d in deps] == [(0, 0) if divide == "mod" else (7, 0)]
+
+
+MASKED_ROW = """
+func.func @f(%A: memref<4x48xf32>, %n: index, %zero: vector<8xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 4 {
+      %mask = vector.create_mask %n : vector<8xi1>
+      %at = affine.apply affine_map<(d0) -> (d0 * 8 + OFFSET)>(%j)
+      %to = affine.apply affine_map<(d0) -> (d0 * 8)>(%j)
+      %v = vector.maskedload %A[%i, %at], %mask, %zero : memref<4x48xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      vector.maskedstore %A[%i, %to], %mask, %v : memref<4x48xf32>, vector<8xi1>, vector<8xf32>
+    }
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("offset, found", [
+    # 8 lanes read from 8j + 4: half of what iteration j writes, half of what j + 1 writes
+    (4, [("vector.maskedload", "vector.maskedstore", ("=", "<"), (0, 1)),
+         ("vector.maskedload", "vector.maskedstore", ("=", "="), (0, 0))]),
+    (8, [("vector.maskedload", "vector.maskedstore", ("=", "<"), (0, 1))]),
+    (16, [("vector.maskedload", "vector.maskedstore", ("=", "<"), (0, 2))]),
+    (-8, [("vector.maskedstore", "vector.maskedload", ("=", "<"), (0, 1))]),
+])
+def test_masked_accesses_cover_their_full_width(offset, found):
+    """A masked access is analysed as its whole vector (the mask only leaves lanes out)."""
+    text = MASKED_ROW.replace("OFFSET", str(offset)).replace("+ -", "- ")
+    deps = band_dependences(band_of(parse(text)))
+    assert sorted((d.source.name, d.sink.name, d.directions, d.distance) for d in deps) == sorted(found)
+    # the write of the row %i to itself, each lane once: no dependence of the store on itself
+    assert all(d.source is not d.sink for d in deps)
+
+
+def test_an_index_computed_inside_the_band_is_not_analysed():
+    """`%i + 1` by arith.addi inside the band: not followed, `*` on every loop; the same
+    `floordiv` of a value defined before the band is a parameter, and cancels out."""
+    text = """
+func.func @f(%A: memref<20x20xf32>, %n: index, %one: f32) {
+  %c1 = arith.constant 1 : index
+  %q = affine.apply affine_map<(d0) -> (d0 floordiv 2)>(%n)
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %ip = arith.addi %i, %c1 : index
+      %v = affine.load %A[%ip, %j] : memref<20x20xf32>
+      %u = affine.load %A[%q, %j - 1] : memref<20x20xf32>
+      %w = arith.addf %v, %u : f32
+      affine.store %w, %A[%q, %j] : memref<20x20xf32>
+      affine.store %w, %A[%i, %j] : memref<20x20xf32>
+    }
+  }
+  func.return
+}
+"""
+    deps = band_dependences(band_of(parse(text)))
+    assert [(d.describe(), d.distance) for d in deps] == [
+        ("load %A[%ip, %j] (line 8) -> store %A[%q, %j] (line 11), direction (*, *)", None),
+        ("load %A[%ip, %j] (line 8) -> store %A[%i, %j] (line 12), direction (*, *)", None),
+        ("load %A[%q, %j - 1] (line 9) -> store %A[%q, %j] (line 11), direction (*, >)", (None, -1)),
+        ("store %A[%q, %j] (line 11) -> load %A[%q, %j - 1] (line 9), direction (*, <)", (None, 1)),
+        ("load %A[%q, %j - 1] (line 9) -> store %A[%i, %j] (line 12), direction (*, *)", None),
+        ("store %A[%q, %j] (line 11) -> store %A[%q, %j] (line 11), direction (*, =)", (None, 0)),
+        ("store %A[%q, %j] (line 11) -> store %A[%i, %j] (line 12), direction (*, *)", None),
+    ]
+    assert legal_orders(deps, 2) == [(0, 1)]
