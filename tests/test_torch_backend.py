@@ -510,8 +510,9 @@ def test_every_refusal_names_its_reason():
                 torch.ones(2, 3, device="meta").t())
 
     g = torch.Generator().manual_seed(22)
-    inputs = [torch.randn(shape, generator=g) for shape in [(4, 3), (), (4, 3), (3,), (1, 2, 3, 3), (2, 3, 2, 2),
-                                                            (1, 2, 5), (4, 2, 2), (1, 1, 3, 3, 3), (2, 1, 2, 2, 2), (3,)]]
+    shapes = [(4, 3), (), (4, 3), (3,), (1, 2, 3, 3), (2, 3, 2, 2), (1, 2, 5), (4, 2, 2), (1, 1, 3, 3, 3),
+              (2, 1, 2, 2, 2), (3,)]
+    inputs = [torch.randn(shape, generator=g) for shape in shapes]
     inputs[2] = inputs[2].double()
     inputs.append(torch.rand(3, generator=g) + 1)
     program = torchfx.compile_graph(refused, inputs)
