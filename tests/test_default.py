@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -545,10 +546,14 @@ def test_override_parses_a_spec():
     assert t == Target("zen5", 48 * 1024, 2 << 20, 1 << 30, 512, 32, False)
     assert override(AVX2_TARGET, "") is AVX2_TARGET and override(AVX2_TARGET, "  ") is AVX2_TARGET
     assert override(SSE_TARGET, "fma=yes").fma and override(SSE_TARGET, "fma=true").fma
+    assert override(AVX2_TARGET, "bf16_dot=1,int8_dot=yes") == replace(AVX2_TARGET, bf16_dot=True, int8_dot=True)
+    assert not override(replace(AVX2_TARGET, int8_dot=True), "int8_dot=false").int8_dot
 
 
 @pytest.mark.parametrize("spec, words", [
-    ("l4=1M", "expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, threads, got 'l4=1M'"),
+    ("l4=1M", "expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, threads, "
+              "bf16_dot, int8_dot, got 'l4=1M'"),
+    ("int8_dot=2", "'int8_dot' is one of 1, true, yes, 0, false, no, got '2'"),
     ("l1", "got 'l1'"),
     ("l1=", "got 'l1='"),
     ("l1=32K,,l2=1M", "got ''"),
@@ -585,6 +590,17 @@ def test_host_reads_loom_target(monkeypatch):
 ])
 def test_vectors_of_the_cpu_features(features, vectors):
     assert target_module.vectors_of(features) == vectors
+
+
+@pytest.mark.parametrize("features, bits, dots", [
+    ({"avx512bf16": True, "avx512vnni": True}, 512, (True, True)),  # Zen 4/5, Sapphire Rapids
+    ({"avx512bf16": True, "avx512vnni": True}, 256, (False, False)),  # 256-bit forms need AVX512-VL
+    ({"avx512bf16": True, "avx512vnni": True, "avx512vl": True}, 256, (True, True)),
+    ({"avxvnni": True, "avx2": True}, 256, (False, True)),  # AVX-VNNI (Alder Lake): the VEX form, int8 only
+    ({"avx2": True}, 256, (False, False)),  # Zen 3
+])
+def test_dot_products_of_the_cpu_features(features, bits, dots):
+    assert target_module.dot_products_of(features, bits) == dots
 
 
 def test_machine_is_the_host_whatever_loom_target_says():

@@ -4,9 +4,12 @@ foreign cache file is never trusted, and `loom-bench --peak` prints it."""
 
 import json
 import re
+from dataclasses import replace
 
+import ml_dtypes
 import numpy as np
 import pytest
+from targets import asm_for_cpu
 
 from compiler.measure import peak
 from compiler.jit.engine import compile_ir
@@ -53,7 +56,7 @@ def test_the_kernel_is_vector_fmas_of_the_host_width(dtype):
 
 
 def test_measure_gives_positive_figures_for_each_dtype():
-    for dtype in ("f32", "f64", np.float32, np.dtype(np.float64)):
+    for dtype in ("f32", "f64", np.float32, np.dtype(np.float64), "bf16", ml_dtypes.bfloat16, "int8", np.uint8):
         assert peak.measure_peak(dtype, iterations=10_000, runs=2) > 0
 
 
@@ -104,9 +107,40 @@ def test_remeasure_keeps_the_best_figure(cache, monkeypatch):
     assert peak.peak_gflops("f32") == 120.0
 
 
-@pytest.mark.parametrize("dtype", ["f16", np.int32, "float32x", None, object()])
+#: a machine with the dot-product instructions (znver4), at 512 and 256 bits
+DOT_TARGETS = {bits: replace(machine(), cpu="znver4", vector_bits=bits, vector_registers=32 if bits == 512 else 16,
+                             fma=True, bf16_dot=True, int8_dot=True) for bits in (512, 256)}
+
+
+@pytest.mark.parametrize("bits", [512, 256])
+@pytest.mark.parametrize(("dtype", "instruction"), [("bf16", "vdpbf16ps"), ("int8", "vpdpbusd")])
+def test_a_machine_with_dot_products_measures_them(dtype, instruction, bits):
+    """On a target with AVX512-BF16 / VNNI the loop body is `chains` dot-product instructions on
+    full registers (compiled for znver4 whatever the host: the module is only compiled here)."""
+    target = DOT_TARGETS[bits]
+    assert peak.dot_path(dtype, target).instruction == instruction
+    asm = asm_for_cpu(peak.peak_module(dtype, target), "znver4")
+    lanes, chains = peak.vector_shape(dtype, target)
+    register = "zmm" if bits == 512 else "ymm"
+    full = re.findall(rf"{instruction}\s+%{register}\d+, %{register}", asm)
+    assert lanes == bits // 32 and len(full) >= chains and len(full) == asm.count(instruction), asm  # (unrolled)
+
+
+@pytest.mark.parametrize(("dtype", "instruction", "ops"), [
+    ("f32", "vfmaddps", 2), ("f64", "vfmaddpd", 2), ("bf16", "vfmaddps", 2), ("int8", "vpmaddwd + vpaddd", 4)])
+def test_a_machine_without_dot_products_measures_what_replaces_them(dtype, instruction, ops):
+    target = replace(DOT_TARGETS[256], bf16_dot=False, int8_dot=False)
+    path = peak.dot_path(dtype, target)
+    assert (path.instruction, path.ops_per_lane) == (instruction, ops)
+    assert ("widened" in path.describe()) == (dtype in peak.LOW_PRECISION)
+    asm = asm_for_cpu(peak.peak_module(dtype, target), "znver3")
+    name = {"f32": r"vfmadd\d+ps", "f64": r"vfmadd\d+pd", "bf16": r"vfmadd\d+ps", "int8": "vpmaddwd"}[dtype]
+    assert len(re.findall(rf"{name}\s+%ymm", asm)) >= peak.vector_shape(dtype, target)[1], asm
+
+
+@pytest.mark.parametrize("dtype", ["f16", np.int32, "float32x", None, object(), "i8", np.int16])
 def test_bad_dtype(dtype):
-    with pytest.raises(ValueError, match="float32 and float64"):
+    with pytest.raises(ValueError, match="float32, float64, bfloat16 and int8"):
         peak.peak_gflops(dtype)
 
 
@@ -124,11 +158,15 @@ def test_bad_iterations():
 def test_loom_bench_peak(cache, fake_measure, capsys):
     assert loom_bench.main(["--peak", "--threads", "2"]) == 0
     out = capsys.readouterr().out
-    assert "| 1 | 100.0 | 50.0 |" in out and "| 2 | 200.0 | 100.0 |" in out
+    assert "| 1 | 100.0 | 50.0 | 100.0 | 100.0 |" in out and "| 2 | 200.0 | 100.0 | 200.0 | 200.0 |" in out
+    int8 = peak.dot_path("int8")
+    assert f"  int8: {int8.describe()}, {int8.ops_per_lane} operations per lane" in out
     assert f"cached (the best known) in {cache / peak.CACHE_FILE}" in out
     assert loom_bench.main(["--peak", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["peak"] == [{"threads": 1, "f32": 100.0, "f32_best": 100.0, "f64": 50.0, "f64_best": 50.0}]
+    assert data["peak"] == [{"threads": 1, "f32": 100.0, "f32_best": 100.0, "f64": 50.0, "f64_best": 50.0,
+                             "bf16": 100.0, "bf16_best": 100.0, "int8": 100.0, "int8_best": 100.0}]
+    assert data["instructions"]["bf16"] == peak.dot_path("bf16").describe()
     assert data["cache"] == str(cache / peak.CACHE_FILE)
 
 

@@ -57,7 +57,9 @@ names the strategy the default pipeline chose per layer (direct or im2col); `--p
 out.png` draws GFLOP/s per layer.
 
 `--peak` measures the machine's vector FMA peak afresh (compiler/measure/peak.py: independent FMA
-chains, best of 5 runs), f32 and f64, on one thread and on `--threads`, and keeps the best
+chains, best of 5 runs), f32 and f64, and the low-precision peaks on the dot-product instruction
+the machine has (bf16: `vdpbf16ps`, else FMAs on values widened to f32; int8: `vpdpbusd`, else
+`vpmaddwd` on values widened to i16), on one thread and on `--threads`, and keeps the best
 figure known in Loom's cache, where the other modes' tables (their `peak:` line) and
 `compiler.explain` read it: a kernel's GFLOP/s over it is its share of what the machine can do.
 
@@ -130,7 +132,7 @@ def parse_args(argv):
     mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
     mode.add_argument("--compile", action="store_true", help="compile time by stage")
     mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
-    mode.add_argument("--peak", action="store_true", help="measure the machine's vector FMA peak, f32 and f64")
+    mode.add_argument("--peak", action="store_true", help="measure the machine's peaks: f32 and f64 FMAs, bf16 and int8 dot products")
     mode.add_argument("--fusion", action="store_true", help="epilogue fusion: fused against unfused and numpy")
     mode.add_argument("--model", metavar="NAMES",
                       help="torch models through compiler.torch_backend beside torch eager: resnet18, mlp")

@@ -1,6 +1,9 @@
 """The machine's FMA peak: the GFLOP/s its vector FMA units reach when nothing else limits
 them, measured once per machine and kept on disk, so that a kernel's speed can be quoted
-as a share of it (`compiler.explain`, `loom-bench`).
+as a share of it (`compiler.explain`, `loom-bench`); and the peaks of bf16 and int8
+products on the instruction the machine has for them (`dot_path`: `vdpbf16ps` and
+`vpdpbusd` where it has AVX512-BF16 and VNNI, else FMAs on bf16 widened to f32 and
+`vpmaddwd` on int8 widened to i16), counted in operations (a multiply-add is two).
 
     peak_gflops(dtype, threads=1) -> float   cached: measured on first use per machine
     measure_peak(dtype, threads=1) -> float  a fresh measurement (best of `runs`)
@@ -12,7 +15,9 @@ vector width, each `acc = fma(acc, x, y)`, so that an FMA waits only for its own
 previous one. Two FMA ports of 4-5 cycles' latency need 8-10 FMAs in flight; 16 chains
 (12 where there are only 16 vector registers: the accumulators, x and y must all stay in
 registers) cover that with a margin. x is just below 1 and y positive, so the chains
-converge to normal numbers (no denormals, no overflow). Each thread runs the same loop
+converge to normal numbers (no denormals, no overflow). The dot-product chains are alike,
+`acc = vdpbf16ps(acc, x, y)` and `acc = vpdpbusd(acc, x, y)` (i32 sums wrap, harmlessly);
+`vpmaddwd` takes the chain's accumulator as its i16 pairs, or LLVM would hoist it. Each thread runs the same loop
 (libgomp's `GOMP_parallel`, as the kernels' parallel loops do); the time is the wall time
 of the whole team, the flops `2 x lanes x chains x iterations x threads`, the result the
 best of a few runs (the peak is what the machine can do: a run it shares with other work
@@ -35,11 +40,13 @@ import os
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from passes.support.diagnostics import LoomError
+from passes.support.target import Target, machine, openmp_runtime
 
 #: bump when the measurement changes: figures measured another way are not reused
 MEASUREMENT_VERSION = 1
@@ -50,14 +57,17 @@ RUNS = 5
 CACHE_FILE = "peak.json"
 
 _DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+#: the low-precision products: their peak is the dot-product instruction's (`dot_path`)
+LOW_PRECISION = ("bf16", "int8")
+DTYPES = (*_DTYPES, *LOW_PRECISION)
 _lock = threading.Lock()
 _measured: dict[tuple[str, str, int], float] = {}  # (machine key, dtype, threads) -> GFLOP/s
 
 
 def dtype_name(dtype) -> str:
-    """`f32` or `f64` for anything numpy reads as float32/float64 (`"f32"` too); a
-    ValueError for anything else."""
-    if isinstance(dtype, str) and dtype in _DTYPES:
+    """`f32`, `f64`, `bf16` or `int8` for anything numpy reads as float32, float64,
+    bfloat16 (ml_dtypes) or int8/uint8 (the names too); a ValueError for anything else."""
+    if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
     try:
         d = np.dtype(dtype) if dtype is not None else None  # (numpy reads None as float64)
@@ -66,7 +76,11 @@ def dtype_name(dtype) -> str:
     for name, known in _DTYPES.items():
         if d is not None and d == known:
             return name
-    raise ValueError(f"the FMA peak is measured for float32 and float64, got {dtype!r}")
+    if d is not None and d.name == "bfloat16":
+        return "bf16"
+    if d is not None and d in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return "int8"
+    raise ValueError(f"the peak is measured for float32, float64, bfloat16 and int8, got {dtype!r}")
 
 
 def _check_threads(threads: int) -> int:
@@ -75,56 +89,140 @@ def _check_threads(threads: int) -> int:
     return threads
 
 
-def vector_shape(dtype) -> tuple[int, int]:
-    """(lanes, chains) of the measurement on this machine for `dtype`: the lanes of one
-    vector register, and as many chains as keep two FMA ports busy that the registers
-    hold beside x and y."""
-    from passes.support.target import machine
+@dataclass(frozen=True)
+class DotPath:
+    """How a multiply-add of `dtype` runs on a target: the instruction the measurement (and
+    a kernel) uses and the operations (a multiply and an add each count one) it does per
+    lane of its 32- or 64-bit accumulator."""
 
-    host = machine()
-    lanes = host.vector_bits // (8 * _DTYPES[dtype_name(dtype)].itemsize)
-    chains = max(4, min(16, host.vector_registers - 4))
+    dtype: str
+    instruction: str
+    ops_per_lane: int
+    why: str = ""  # where the target lacks the dot-product instruction: what runs instead
+
+    def describe(self) -> str:
+        return f"{self.instruction} ({self.why})" if self.why else self.instruction
+
+
+def dot_path(dtype, target: Target | None = None) -> DotPath:
+    """The instruction `dtype`'s products run on: FMAs for f32/f64; `vdpbf16ps` (two bf16
+    products per f32 lane) where the target has AVX512-BF16, else FMAs on values widened to
+    f32; `vpdpbusd` (four u8 x s8 products per i32 lane) where it has VNNI, else `vpmaddwd`
+    (two i16 products per i32 lane, on values widened to i16) and an add."""
+    name, target = dtype_name(dtype), target or machine()
+    if name in _DTYPES:
+        return DotPath(name, f"vfmadd{'ps' if name == 'f32' else 'pd'}" if target.fma else "vmul + vadd", 2)
+    if name == "bf16":
+        if target.bf16_dot:
+            return DotPath(name, "vdpbf16ps", 4)
+        return DotPath(name, "vfmaddps" if target.fma else "vmul + vadd", 2,
+                       "no AVX512-BF16: bf16 widened to f32")
+    if target.int8_dot:
+        return DotPath(name, "vpdpbusd", 8)
+    return DotPath(name, "vpmaddwd + vpaddd", 4, "no VNNI: int8 widened to i16")
+
+
+def vector_shape(dtype, target: Target | None = None) -> tuple[int, int]:
+    """(lanes, chains) of the measurement on this machine for `dtype`: the lanes of one
+    vector register of accumulators (f32 for bf16, i32 for int8), and as many chains as keep
+    two FMA ports busy that the registers hold beside x and y."""
+    target = target or machine()
+    size = 8 if dtype_name(dtype) == "f64" else 4
+    lanes = target.vector_bits // (8 * size)
+    chains = max(4, min(16, target.vector_registers - 4))
     return lanes, chains
 
 
-def peak_module(dtype) -> str:
-    """The LLVM IR of the measurement: `@loom_peak(i64 n, x, y)` runs the chains n times
-    (n >= 1) and returns their sum; `@loom_peak_parallel(n, x, y, out, threads)` runs it on
-    `threads` threads of libgomp, each writing its sum to `out[thread]`."""
-    from passes.support.target import machine
+def _chain_step(name: str, target: Target, lanes: int) -> tuple[list[str], list[str]]:
+    """(declarations, the lines of chain `{c}`'s step): `%a{c}.next` from `%a{c}` and the
+    splatted operands `%vx`, `%vy` (bf16 pairs, u8/s8 quads or i16 pairs for the dot
+    products, else the accumulators' type)."""
+    path = dot_path(name, target)
+    bits = target.vector_bits
+    if path.instruction == "vdpbf16ps":
+        acc, half = f"<{lanes} x float>", f"<{2 * lanes} x bfloat>"
+        fn = f"llvm.x86.avx512bf16.dpbf16ps.{bits}"
+        return ([f"declare {acc} @{fn}({acc}, {half}, {half})"],
+                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {half} %vx, {half} %vy)"])
+    if path.instruction == "vpdpbusd":
+        acc, quad = f"<{lanes} x i32>", f"<{4 * lanes} x i8>"
+        fn = f"llvm.x86.avx512.vpdpbusd.{bits}"
+        return ([f"declare {acc} @{fn}({acc}, {quad}, {quad})"],
+                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {quad} %vx, {quad} %vy)"])
+    if path.instruction == "vpmaddwd + vpaddd":
+        # the product reads the chain's accumulator (as i16 pairs): LLVM cannot hoist it
+        acc, pair = f"<{lanes} x i32>", f"<{2 * lanes} x i16>"
+        fn = {128: "llvm.x86.sse2.pmadd.wd", 256: "llvm.x86.avx2.pmadd.wd"}.get(bits, "llvm.x86.avx512.pmaddw.d.512")
+        return ([f"declare {acc} @{fn}({pair}, {pair})"],
+                [f"  %w{{c}} = bitcast {acc} %a{{c}} to {pair}",
+                 f"  %p{{c}} = call {acc} @{fn}({pair} %w{{c}}, {pair} %vy)",
+                 f"  %a{{c}}.next = add {acc} %a{{c}}, %p{{c}}"])
+    scalar = "double" if name == "f64" else "float"
+    v, suffix = f"<{lanes} x {scalar}>", "f64" if name == "f64" else "f32"
+    if target.fma:
+        fma = f"llvm.fma.v{lanes}{suffix}"
+        return ([f"declare {v} @{fma}({v}, {v}, {v})"],
+                [f"  %a{{c}}.next = call {v} @{fma}({v} %a{{c}}, {v} %vx, {v} %vy)"])
+    # no FMA unit: a multiply and an add (no fast-math flags: LLVM keeps them apart)
+    return [], [f"  %m{{c}} = fmul {v} %a{{c}}, %vx", f"  %a{{c}}.next = fadd {v} %m{{c}}, %vy"]
 
-    name = dtype_name(dtype)
-    lanes, chains = vector_shape(name)
-    scalar = {"f32": "float", "f64": "double"}[name]
+
+#: the LLVM type of the measurement's x, y, accumulators and result
+_SCALAR = {"f32": "float", "f64": "double", "bf16": "float", "int8": "i32"}
+
+
+def peak_module(dtype, target: Target | None = None) -> str:
+    """The LLVM IR of the measurement on `target` (default: this machine): `@loom_peak(i64 n,
+    x, y)` runs the chains n times (n >= 1) and returns their sum;
+    `@loom_peak_parallel(n, x, y, out, threads)` runs it on `threads` threads of libgomp, each
+    writing its sum to `out[thread]`. x and y are the accumulators' type (`_SCALAR`): bf16's
+    are f32 values rounded to bf16 and paired, int8's i32 words of four bytes (or two i16)."""
+    name, target = dtype_name(dtype), target or machine()
+    lanes, chains = vector_shape(name, target)
+    scalar = _SCALAR[name]
     v = f"<{lanes} x {scalar}>"
-    fma = f"llvm.fma.v{lanes}{name}"
-    splat = f"<{lanes} x i32> zeroinitializer"
+    declares, step = _chain_step(name, target, lanes)
+    path = dot_path(name, target).instruction
+    integer = scalar == "i32"
 
-    def constant(value: float) -> str:
-        return f"<{', '.join([f'{scalar} {value!r}'] * lanes)}>"
+    def start(c: int) -> str:  # chains start apart, or LLVM would see identical recurrences and merge them
+        return f"<{', '.join([f'{scalar} {c + 1 if integer else 1.0 + c / 64!r}'] * lanes)}>"
 
+    def operand(x: str) -> list[str]:
+        """`%v{x}` from the scalar argument `%{x}`: splatted, then (bf16, int8) reinterpreted."""
+        if path == "vdpbf16ps":
+            pair = f"<{2 * lanes} x bfloat>"
+            return [f"  %{x}h = fptrunc float %{x} to bfloat",
+                    f"  %{x}0 = insertelement {pair} poison, bfloat %{x}h, i32 0",
+                    f"  %v{x} = shufflevector {pair} %{x}0, {pair} poison, <{2 * lanes} x i32> zeroinitializer"]
+        splat = [f"  %{x}0 = insertelement {v} poison, {scalar} %{x}, i32 0",
+                 f"  %{x}s = shufflevector {v} %{x}0, {v} poison, <{lanes} x i32> zeroinitializer"]
+        if path == "vpdpbusd":
+            return [*splat, f"  %v{x} = bitcast {v} %{x}s to <{4 * lanes} x i8>"]
+        if path == "vpmaddwd + vpaddd":
+            return [*splat, f"  %v{x} = bitcast {v} %{x}s to <{2 * lanes} x i16>"]
+        return [splat[0], splat[1].replace(f"%{x}s =", f"%v{x} =")]
+
+    if integer:
+        reduce = f"llvm.vector.reduce.add.v{lanes}i32"
+        declares = [*declares, f"declare i32 @{reduce}({v})"]
+        add, total_of = "add", lambda total: f"call i32 @{reduce}({v} {total})"
+    else:
+        reduce = f"llvm.vector.reduce.fadd.v{lanes}{'f64' if scalar == 'double' else 'f32'}"
+        declares = [*declares, f"declare {scalar} @{reduce}({scalar}, {v})"]
+        add, total_of = "fadd", lambda total: f"call {scalar} @{reduce}({scalar} 0.0, {v} {total})"
     lines = [
-        f"declare {v} @{fma}({v}, {v}, {v})",
-        f"declare {scalar} @llvm.vector.reduce.fadd.v{lanes}{name}({scalar}, {v})",
+        *declares,
         "",
         f"define {scalar} @loom_peak(i64 %n, {scalar} %x, {scalar} %y) {{",
         "entry:",
-        f"  %x0 = insertelement {v} poison, {scalar} %x, i32 0",
-        f"  %vx = shufflevector {v} %x0, {v} poison, {splat}",
-        f"  %y0 = insertelement {v} poison, {scalar} %y, i32 0",
-        f"  %vy = shufflevector {v} %y0, {v} poison, {splat}",
+        *operand("x"),
+        *operand("y"),
         "  br label %loop",
         "loop:",
         "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]",
-        # chains start apart, or LLVM would see identical recurrences and merge them
-        *[f"  %a{c} = phi {v} [ {constant(1.0 + c / 64)}, %entry ], [ %a{c}.next, %loop ]" for c in range(chains)],
-    ]
-    if machine().fma:
-        lines += [f"  %a{c}.next = call {v} @{fma}({v} %a{c}, {v} %vx, {v} %vy)" for c in range(chains)]
-    else:  # no FMA unit: a multiply and an add (no fast-math flags: LLVM keeps them apart)
-        for c in range(chains):
-            lines += [f"  %m{c} = fmul {v} %a{c}, %vx", f"  %a{c}.next = fadd {v} %m{c}, %vy"]
-    lines += [
+        *[f"  %a{c} = phi {v} [ {start(c)}, %entry ], [ %a{c}.next, %loop ]" for c in range(chains)],
+        *[line.replace("{c}", str(c)) for c in range(chains) for line in step],
         "  %i.next = add i64 %i, 1",
         "  %done = icmp uge i64 %i.next, %n",
         "  br i1 %done, label %exit, label %loop",
@@ -132,10 +230,10 @@ def peak_module(dtype) -> str:
     ]
     total = "%a0.next"
     for c in range(1, chains):
-        lines.append(f"  %s{c} = fadd {v} {total}, %a{c}.next")
+        lines.append(f"  %s{c} = {add} {v} {total}, %a{c}.next")
         total = f"%s{c}"
     lines += [
-        f"  %sum = call {scalar} @llvm.vector.reduce.fadd.v{lanes}{name}({scalar} 0.0, {v} {total})",
+        f"  %sum = {total_of(total)}",
         f"  ret {scalar} %sum",
         "}",
         "",
@@ -181,11 +279,11 @@ def _serial_module(dtype) -> str:
 
 
 def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs: int = RUNS) -> float:
-    """A fresh measurement of the FMA peak for `dtype` on `threads` threads, GFLOP/s: the
+    """A fresh measurement of the peak for `dtype` on `threads` threads, GFLOP/s (GOP/s for
+    int8; the instruction: `dot_path`): the
     best of `runs` runs of `iterations` iterations per thread (after one warm-up run, which
     also starts libgomp's team and lets the clock ramp up)."""
     from compiler.jit.engine import compile_ir
-    from passes.support.target import openmp_runtime
 
     name = dtype_name(dtype)
     _check_threads(threads)
@@ -195,20 +293,21 @@ def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs:
         raise LoomError(f"cannot measure the FMA peak on {threads} threads: libgomp (GCC's OpenMP runtime, "
                         "Debian's libgomp1) is not installed")
     lanes, chains = vector_shape(name)
-    ctype = {"f32": ctypes.c_float, "f64": ctypes.c_double}[name]
+    ctype = {"float": ctypes.c_float, "double": ctypes.c_double, "i32": ctypes.c_int32}[_SCALAR[name]]
+    x, y = (0x01010101, 0x01010101) if name == "int8" else (0.999, 1e-3)  # bytes (or i16) of 1, 1 and 257
     module = compile_ir(peak_module(name) if threads > 1 else _serial_module(name))
     out = (ctype * threads)()
     if threads == 1:
         serial = ctypes.CFUNCTYPE(ctype, ctypes.c_int64, ctype, ctype)(module.function_address("loom_peak"))
 
         def run(n: int) -> None:
-            serial(n, 0.999, 1e-3)
+            serial(n, x, y)
     else:
         parallel = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctype, ctype, ctypes.c_void_p, ctypes.c_int32)(
             module.function_address("loom_peak_parallel"))
 
         def run(n: int) -> None:
-            parallel(n, 0.999, 1e-3, ctypes.addressof(out), threads)
+            parallel(n, x, y, ctypes.addressof(out), threads)
 
     run(max(1, iterations // 4))  # warm-up
     best = float("inf")
@@ -216,15 +315,13 @@ def measure_peak(dtype, threads: int = 1, *, iterations: int = ITERATIONS, runs:
         t0 = time.perf_counter()
         run(iterations)
         best = min(best, time.perf_counter() - t0)
-    return 2.0 * lanes * chains * iterations * threads / best / 1e9
+    return float(dot_path(name).ops_per_lane * lanes * chains * iterations * threads / best / 1e9)
 
 
 def machine_key() -> str:
     """What the cached figures are keyed by: the CPU's name and features as LLVM reports
     them (the code the JIT generates depends on nothing else) and MEASUREMENT_VERSION."""
     import llvmlite.binding as llvm
-
-    from passes.support.target import machine
 
     text = f"{machine().cpu}|{llvm.get_host_cpu_features().flatten()}|{MEASUREMENT_VERSION}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -259,8 +356,6 @@ def _cached_figure(data: dict, key: str, slot: str) -> float | None:
 def _record(path: Path, key: str, slot: str, gflops: float) -> None:
     """Write `gflops` for `slot` into the cache file (read again just before: a figure
     another process wrote meanwhile is kept; of two for one slot, the larger)."""
-    from passes.support.target import machine
-
     data = _read(path) or {"machines": {}}
     entry = data["machines"].get(key)
     if not isinstance(entry, dict) or not isinstance(entry.get("peaks"), dict):

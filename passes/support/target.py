@@ -47,6 +47,10 @@ class Target:
     fma: bool
     #: the threads a kernel's parallel loops run on (loom-default's num-threads=0)
     threads: int = 1
+    #: dot-product instructions: bf16 pairs into f32 (AVX512-BF16 `vdpbf16ps`), u8 x s8
+    #: quads into i32 (AVX512-VNNI or AVX-VNNI `vpdpbusd`), at the target's vector width
+    bf16_dot: bool = False
+    int8_dot: bool = False
 
     def lanes(self, element_bytes: int = 4) -> int:
         return self.vector_bits // (8 * element_bytes)
@@ -104,7 +108,7 @@ def machine() -> Target:
     caches = {**FALLBACK_CACHES, **cache_sizes()}
     bits, regs = vectors_of(features)
     return Target(llvm.get_host_cpu_name(), caches[1], caches[2], caches[3], bits, regs, bool(features.get("fma")),
-                  default_threads())
+                  default_threads(), *dot_products_of(features, bits))
 
 
 def default_threads() -> int:
@@ -155,13 +159,23 @@ def vectors_of(features: Mapping[str, bool]) -> tuple[int, int]:
     return 128, 16
 
 
+def dot_products_of(features: Mapping[str, bool], bits: int) -> tuple[bool, bool]:
+    """(bf16_dot, int8_dot) of a CPU with these LLVM features whose vectors are `bits` wide:
+    below 512 bits the instructions need AVX512-VL (or, for int8, AVX-VNNI's VEX form)."""
+    narrow = bits == 512 or features.get("avx512vl", False)
+    return (bool(features.get("avx512bf16") and narrow),
+            bool((features.get("avx512vnni") and narrow) or (features.get("avxvnni") and bits <= 256)))
+
+
+#: the fields LOOM_TARGET sets with 1/0/true/false/yes/no
+FLAGS = ("fma", "bf16_dot", "int8_dot")
 BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 def override(target: Target, spec: str) -> Target:
     """`target` with the `key=value,...` fields of `spec` replaced. Sizes are positive
     (K/M/G suffixes allowed), `vector_bits` a multiple of 128, `vector_registers` at
-    least 4, `fma` one of 1/0/true/false/yes/no."""
+    least 4, `fma`, `bf16_dot` and `int8_dot` one of 1/0/true/false/yes/no."""
     if not spec.strip():
         return target
     names = [f.name for f in fields(Target)]
@@ -173,9 +187,9 @@ def override(target: Target, spec: str) -> Target:
             raise LoomError(f"LOOM_TARGET: expected key=value with key in {', '.join(names)}, got '{item.strip()}'")
         if key == "cpu":
             changes[key] = value
-        elif key == "fma":
+        elif key in FLAGS:
             if value.lower() not in BOOLEANS:
-                raise LoomError(f"LOOM_TARGET: 'fma' is one of {', '.join(BOOLEANS)}, got '{value}'")
+                raise LoomError(f"LOOM_TARGET: '{key}' is one of {', '.join(BOOLEANS)}, got '{value}'")
             changes[key] = BOOLEANS[value.lower()]
         else:
             try:

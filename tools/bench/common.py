@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from compiler.driver import compile
-from compiler.measure.peak import ITERATIONS, RUNS, cache_path, peak_gflops, remeasure, vector_shape
+from compiler.measure.peak import DTYPES, ITERATIONS, RUNS, cache_path, dot_path, peak_gflops, remeasure, vector_shape
 from passes.support.target import machine
 
 Shape = tuple[int, int, int]  # (M, N, K): C[M, N] = A[M, K] @ B[K, N]
@@ -134,11 +134,13 @@ def peak_line(threads: int = 1) -> str:
 
 
 def peak_mode(args) -> int:
-    """`loom-bench --peak`: measure the FMA peak afresh, f32 and f64, on one thread and on
-    --threads; the cache keeps the best figure known."""
+    """`loom-bench --peak`: measure the peak afresh, f32, f64, bf16 and int8 (each on the
+    instruction `dot_path` names for this machine), on one thread and on --threads; the cache
+    keeps the best figure known."""
     counts = sorted({1, args.threads})
-    rows = {t: {dtype: remeasure(dtype, t) for dtype in ("f32", "f64")} for t in counts}
+    rows = {t: {dtype: remeasure(dtype, t) for dtype in DTYPES} for t in counts}
     machine = bench_machine()
+    paths = {dtype: dot_path(dtype) for dtype in DTYPES}
     if args.json:
         figures = []
         for t, row in rows.items():
@@ -146,12 +148,16 @@ def peak_mode(args) -> int:
             for dtype, (fresh, best) in row.items():
                 figure.update({dtype: fresh, f"{dtype}_best": best})
             figures.append(figure)
-        print(json.dumps({"machine": machine, "cache": str(cache_path()), "peak": figures}, indent=1))
+        print(json.dumps({"machine": machine, "cache": str(cache_path()), "peak": figures,
+                          "instructions": {dtype: path.describe() for dtype, path in paths.items()}}, indent=1))
         return 0
     lanes32, chains = vector_shape("f32")
-    print(f"machine: {machine}\nFMA peak: {chains} independent chains of vector FMAs ({lanes32} f32 lanes, "
-          f"{lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs (compiler/measure/peak.py)\n")
-    print("| threads | f32 GFLOP/s | f64 GFLOP/s |\n|---:|---:|---:|")
+    print(f"machine: {machine}\npeak: {chains} independent chains of vector multiply-adds ({lanes32} f32 or i32 "
+          f"lanes, {lanes32 // 2} f64), {ITERATIONS:,} iterations per thread, best of {RUNS} runs "
+          "(compiler/measure/peak.py)")
+    for dtype, path in paths.items():
+        print(f"  {dtype}: {path.describe()}, {path.ops_per_lane} operations per lane")
+    print("\n| threads | f32 GFLOP/s | f64 GFLOP/s | bf16 GFLOP/s | int8 GOP/s |\n|---:|---:|---:|---:|---:|")
     for t, row in rows.items():
         cells = [f"{fresh:.1f}" + (f" (best known {best:.1f})" if best > fresh * 1.005 else "")
                  for fresh, best in row.values()]
