@@ -24,7 +24,7 @@
 // TARGET:      {{^}}loom-opt: error: LOOM_TARGET: 'vector_bits' needs a number, got 'x'
 // TARGET-NOT:  affine.for
 // KEY-NOT:     Traceback
-// KEY:         {{^}}loom-opt: error: LOOM_TARGET: expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, threads, got 'l4=1M'
+// KEY:         {{^}}loom-opt: error: LOOM_TARGET: expected key=value with key in cpu, l1, l2, l3, vector_bits, vector_registers, fma, threads, bf16_dot, int8_dot, got 'l4=1M'
 // KEY-NOT:     affine.for
 func.func @mm(%a: tensor<8x4xf32>, %b: tensor<4x16xf32>) -> tensor<8x16xf32> {
   %c = loom.matmul %a, %b : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
