@@ -132,7 +132,8 @@ def test_batch_norms_not_after_a_conv_are_a_scale_and_shift():
     dimension 1 of a 3-D tensor (its last dimension as long as its channels: a scale along the
     wrong one broadcasts and is wrong)."""
     torch.manual_seed(8)
-    conv_group = _randomize_bn(nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.BatchNorm2d(6), nn.Conv2d(6, 4, 1))).eval()
+    conv_group = _randomize_bn(nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.BatchNorm2d(6),
+                                             nn.Conv2d(6, 4, 1))).eval()
     x = torch.randn(2, 3, 7, 7)
     program = loom.from_torch(conv_group, (x,))
     check(program(x), conv_group, x, k=27 + 6 + 1)
@@ -747,6 +748,10 @@ def test_a_from_torch_program_is_fixed_to_its_example():
     with pytest.raises(ValueError, match=r"attribute 0.1.eps is 0.1, 1e-05 when from_torch captured it.*" + again):
         program(torch.randn(2, 3, 5, 5))
     model[0][1].eps = 1e-5
+    model[0][0].stride = (2, 2)  # (a tuple of numbers)
+    with pytest.raises(ValueError, match=r"attribute 0.0.stride is \(2, 2\), \(1, 1\) when from_torch captured it"):
+        program(torch.randn(2, 3, 5, 5))
+    model[0][0].stride = (1, 1)
     model.train()
     with pytest.raises(ValueError, match=r"training mode.*model.eval\(\)"):
         program(torch.randn(2, 3, 5, 5))
@@ -772,6 +777,7 @@ def test_from_torch_takes_a_module_and_its_example():
     with pytest.raises(ValueError, match="the model's attribute 1.scale is 2.0, None when from_torch captured it"):
         program(x)
     del model[1].scale
+    model[1]._mark = True  # a private attribute (torch's own marks are): not the capture's
     with torch.no_grad():
         assert torch.equal(program(x), model(x))
 
@@ -809,6 +815,35 @@ def test_freeze_trusts_parameters_alone():
         assert np.array_equal(attention.numpy(), q.numpy() @ k.numpy().T)
         assert np.array_equal(conv.numpy(), np.broadcast_to(f.numpy().sum(axis=(1, 2, 3))[None, :, None, None],
                                                             (1, 3, 3, 3)))
+
+
+def test_freeze_folds_a_conv_with_parameters_alone():
+    """Under freeze=True a conv2d whose filter is a parameter is folded only when its bias is one
+    too, a batch norm into it only when its statistics are buffers: a bias or statistics passed
+    as arguments are read at each call (small integers: the conv exact)."""
+
+    class Arguments(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 3, 2, bias=False)
+
+        def forward(self, x, bias, mean, var):
+            return (nn.functional.conv2d(x, self.conv.weight, bias),
+                    nn.functional.batch_norm(self.conv(x), mean, var))
+
+    g = torch.Generator().manual_seed(28)
+    model = Arguments().eval()
+    x, model.conv.weight.data = _integers(g, (1, 2, 4, 4), (3, 2, 2, 2))
+    fast = compiled(model, freeze=True)
+    for _ in range(3):
+        bias, mean = _integers(g, (3,), (3,))
+        var = torch.rand(3, generator=g) + 0.5
+        (conv, norm), ran = programs(fast, x, bias, mean, var)
+        assert ran[0].partitions and all(q.where == "loom" for q in ran[0].ops), ran[0].report()
+        with torch.no_grad():
+            ref_conv, ref_norm = _double(model)(x.double(), bias.double(), mean.double(), var.double())
+        assert torch.equal(conv.double(), ref_conv)
+        assert (norm.double() - ref_norm).abs().max() <= 4 * 9 * EPS32 * ref_norm.abs().max()
 
 
 def test_inputs_are_passed_without_copies():
