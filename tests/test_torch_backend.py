@@ -614,6 +614,22 @@ class ConvBnLinear(nn.Module):
         return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
 
 
+def test_a_float64_model_runs_in_loom_in_float64():
+    """Every constant (a filter with its batch norm folded in, a transposed weight, a batch
+    norm's scale and shift) is made in the model's dtype: float64 throughout, within float64's
+    rounding of torch's own float64 result."""
+    torch.manual_seed(29)
+    model = _randomize_bn(nn.Sequential(ConvBnLinear(), nn.BatchNorm1d(6))).double().eval()
+    x = torch.randn(2, 3, 7, 7, dtype=torch.float64)
+    program = loom.from_torch(model, (x,))
+    assert program.partitions and all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        out, ref = program(x), model(x)
+    assert out.dtype == torch.float64 and out.shape == ref.shape
+    assert (out - ref).abs().max() <= 4 * (27 + 100 + 2) * np.finfo(np.float64).eps * ref.abs().max()
+    assert all(a.dtype == np.float64 for a in program.partitions[0].last_arrays)
+
+
 def test_folded_parameters_follow_writes_that_keep_the_version():
     """Writes through `.data` and numpy views change neither the storage nor the version
     counter; the folded filter, batch norm and transposed weight still follow them, down to a
