@@ -744,3 +744,29 @@ def test_the_call_without_the_objects_wrapper_passes_buffers():
     np.testing.assert_array_equal(plain(x, w), x @ w)
     with pytest.raises(TypeError, match=r"@mm takes 2 arrays .* got 1"):
         plain(x)
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("func.func @s(%a: tensor<4xf32>, %n: i32) -> tensor<4xf32> {\n  func.return %a : tensor<4xf32>\n}",
+     "kernel arguments must be tensors or memrefs, got i32 for %n"),
+    ("func.func @d(%a: tensor<?xf32>) -> tensor<?xf32> {\n  func.return %a : tensor<?xf32>\n}",
+     "%a has a dynamic shape (tensor<?xf32>): kernels take static shapes only"),
+    ("func.func @m(%a: memref<?xf32>) {\n  func.return\n}",
+     "argument %a has a dynamic shape (memref<?xf32>): kernels take static shapes only"),
+])
+def test_a_signature_a_kernel_cannot_take_is_refused_at_its_function(source, message):
+    with pytest.raises(LoomError, match=re.escape(f"<source>:1:1: error: {message}")):
+        compiler.compile(source)
+
+
+def test_the_entry_named_must_exist_and_the_source_be_text_or_a_module():
+    with pytest.raises(LoomError, match=re.escape("no function @h in the module (functions: @f, @g)")):
+        compiler.compile(TWO, entry="h")
+    with pytest.raises(TypeError, match="source must be MLIR text or a ModuleOp, got int"):
+        load_module(42)
+    module = load_module(MM)
+    text = str(module)
+    kernel = compiler.compile(module)
+    assert str(module) == text  # compiled from a copy: the caller's module is left as it was
+    x, w = np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 5), np.float32)
+    np.testing.assert_array_equal(kernel(x, w), x @ w)
