@@ -818,7 +818,8 @@ func.func @f(%A: memref<4x48xf32>, %n: index, %zero: vector<8xf32>) {
       %mask = vector.create_mask %n : vector<8xi1>
       %at = affine.apply affine_map<(d0) -> (d0 * 8 + OFFSET)>(%j)
       %to = affine.apply affine_map<(d0) -> (d0 * 8)>(%j)
-      %v = vector.maskedload %A[%i, %at], %mask, %zero : memref<4x48xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %v = vector.maskedload %A[%i, %at], %mask, %zero
+        : memref<4x48xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
       vector.maskedstore %A[%i, %to], %mask, %v : memref<4x48xf32>, vector<8xi1>, vector<8xf32>
     }
   }

@@ -22,7 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels import TRIANGLE, assert_within_bound, binary, conv2d_kernel, matmul, small_ints
 
+from xdsl.dialects import affine
+
 import compiler
+from dialects.context import make_context
+from passes.support.parser import parse_module
+from passes.analysis.parallel_analysis import carried_dependence
 from passes.support.target import openmp_runtime
 from passes.analysis.cost_model import MIN_PARALLEL_WORK
 
@@ -286,3 +291,85 @@ def test_accesses_offset_by_an_outer_iv_may_meet():
         c = c0.copy()
         k(a, c)
         np.testing.assert_array_equal(c, want, err_msg=f"{k.num_threads} threads")
+
+
+# --------------------------------------------------------------------------------------
+# carried_dependence on its own: each reason a loop is left serial, and the last window
+# that still fits in a step
+
+
+def _outer_loop(text: str) -> affine.ForOp:
+    module = parse_module(make_context(), text, "par.mlir")
+    return next(op for op in module.walk() if isinstance(op, affine.ForOp))
+
+
+def _step_4(body: str, args: str = "%a: memref<64xf32>, %c: memref<72xf32>", head: str = "", decl: str = "") -> str:
+    """A loop %j = 0 to 64 step 4 around `body`."""
+    return f"""{decl}func.func @f({args}) {{
+{head}  affine.for %j = 0 to 64 step 4 {{
+{body}
+  }}
+  func.return
+}}"""
+
+
+def _window(extent: int, subscript: str) -> str:
+    return _step_4(f"""    affine.for %k = 0 to {extent} {{
+      %x = affine.load %a[%j] : memref<64xf32>
+      affine.store %x, %c[{subscript}] : memref<72xf32>
+    }}""")
+
+
+CALL = "func.func private @g({}) -> ()\n"
+CARRIED = {
+    # an inner loop's range widens the window: 4 elements fit in the step of 4, 5 do not
+    "inner_4": (_window(4, "%j + %k"), None),
+    "inner_5": (_window(5, "%j + %k"), "store %c[%j + %k] (line 5) write the same element in different iterations"),
+    "inner_4_backwards": (_window(4, "%j - %k + 3"), None),
+    "inner_5_backwards": (_window(5, "%j - %k + 4"),
+                          "store %c[%j + %k * -1 + 4] (line 5) write the same element in different iterations"),
+    "memref_store": (_step_4("""    %x = memref.load %a[%j] : memref<64xf32>
+    memref.store %x, %c[%j] : memref<72xf32>"""), None),
+    # reads 3 ahead: still within the step; 4 ahead: what the next iteration writes
+    "memref_store_reads_3_ahead": (_step_4("""    %x = affine.load %c[%j + 3] : memref<72xf32>
+    memref.store %x, %c[%j] : memref<72xf32>"""), None),
+    "memref_store_reads_4_ahead": (_step_4("""    %x = affine.load %c[%j + 4] : memref<72xf32>
+    memref.store %x, %c[%j] : memref<72xf32>"""),
+        "load %c[%j + 4] (line 3) and memref.store on %c (line 4) may touch the same element in different iterations"),
+    "alloc": (_step_4("""    %t = memref.alloc() : memref<4xf32>
+    %x = affine.load %a[%j] : memref<64xf32>
+    affine.store %x, %t[0] : memref<4xf32>"""),
+        "it allocates %t in its body (a temporary each thread would allocate, and could not report failing to)"),
+    "call": (_step_4("    func.call @g() : () -> ()", decl=CALL.format("")),
+             "'func.call' in the loop may touch any memory"),
+    "call_on_c": (_step_4("    func.call @g(%c) : (memref<72xf32>) -> ()", decl=CALL.format("memref<72xf32>")),
+                  "func.call on %c (line 4) write the same element in different iterations"),
+    "call_on_a_and_c": (_step_4("    func.call @g(%a, %c) : (memref<64xf32>, memref<72xf32>) -> ()",
+                                decl=CALL.format("memref<64xf32>, memref<72xf32>")),
+                        "'func.call' in the loop touches %a, %c in a way the analysis does not follow"),
+    "view": (_step_4("""    %x = affine.load %v[%j] : memref<64xf32, strided<[1], offset: 8>>
+    affine.store %x, %c[%j] : memref<72xf32>""",
+                     head="  %v = memref.subview %c[8] [64] [1] : memref<72xf32> to "
+                          "memref<64xf32, strided<[1], offset: 8>>\n"),
+             "load %v[%j] (line 4) and store %c[%j] (line 5) reach one buffer through different views"),
+    "select": (_step_4("""    %x = affine.load %a[%j] : memref<64xf32>
+    affine.store %x, %s[%j] : memref<72xf32>""",
+                       args="%a: memref<64xf32>, %c: memref<72xf32>, %d: memref<72xf32>, %p: i1",
+                       head="  %s = arith.select %p, %c, %d : memref<72xf32>\n"),
+               "load %a[%j] (line 4) and store %s[%j] (line 5): %s, the result of 'arith.select', may be any buffer"),
+    "iter_args": ("""func.func @f(%a: memref<64xf32>) -> f32 {
+  %z = arith.constant 0.0 : f32
+  %r = affine.for %j = 0 to 64 iter_args(%acc = %z) -> (f32) {
+    %x = affine.load %a[%j] : memref<64xf32>
+    %s = arith.addf %acc, %x : f32
+    affine.yield %s : f32
+  }
+  func.return %r : f32
+}""", "loop %j carries values from one iteration to the next (iter_args)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CARRIED))
+def test_carried_dependence_names_the_reason(case):
+    text, why = CARRIED[case]
+    assert carried_dependence(_outer_loop(text)) == why
