@@ -12,10 +12,10 @@ import pytest
 import threadpoolctl
 
 from compiler.driver import compile
-from compiler.measure import runner
+from compiler.measure import peak, runner
 from passes.schedule import loom_default
 from tools import loom_bench
-from tools.bench import common, compile_time
+from tools.bench import common, compile_time, low_precision
 from tools.bench import matmul as bench
 
 FAST = ["--budget", "0.01", "--repeat", "3"]
@@ -60,6 +60,7 @@ def test_parse_shapes_list_and_defaults():
     # the tool writes the defaults out (it parses before numpy is imported): the same lists
     assert loom_bench.parse_shapes(loom_bench.SHAPES) == bench.SHAPES
     assert loom_bench.parse_shapes(loom_bench.ABLATION_SHAPES) == bench.ABLATION_SHAPES
+    assert loom_bench.parse_shapes(loom_bench.DTYPE_SHAPES) == low_precision.DTYPE_SHAPES
     from tools.bench import models as bench_model  # (imports no torch)
 
     assert loom_bench.MODELS == bench_model.MODELS
@@ -95,6 +96,9 @@ def test_parse_shapes_list_and_defaults():
     (["--model", "mlp", "--threads-list", "x"], "--threads-list must be comma-separated positive integers"),
     (["--shapes", "--batches", "2"], "--batches applies to --model only"),
     (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
+    (["--conv", "--dtype", "int8"], "--dtype applies to --shapes only"),
+    (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),
+    (["--shapes", "--dtype", "bf16", "--transposed"], "--dtype bf16 times B as given, without a plot"),
     ([], "nothing to do"),
 ])
 def test_argument_errors(argv, message, capsys):
@@ -218,6 +222,56 @@ def test_torch_column(monkeypatch, tmp_path, capsys):
     (line,) = [x for x in out.splitlines() if x.startswith("| 5x5x5 |")]
     assert line.split("|")[5].strip() != "-" and "torch" in err and threads == [1]
     assert not bench_plot or (tmp_path / "torch.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("dtype, unit", [("bf16", "GFLOP/s"), ("int8", "GOP/s")])
+def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
+    """--dtype: Loom's kernel of the type beside its f32 kernel (torch hidden: its columns are
+    absent), checked (int8 exactly), a share of the type's peak; a wrong result exits 1."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
+    monkeypatch.setattr(low_precision, "peak_gflops", lambda dtype, threads=1: 100.0)
+    argv = ["--shapes", "--dtype", dtype, "--shapes-list", "3x5x7,17", "--pipeline", "naive", *FAST]
+    assert loom_bench.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert f"{dtype} products: {peak.dot_path(dtype).describe()}" in out and f"peak 100.0 {unit}" in out
+    assert (f"| shape M×N×K | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 | Loom/fastest peer | "
+            "share of peak | check |") in out
+    rows = [line for line in out.splitlines() if line.startswith(("| 3x5x7 |", "| 17x17x17 |"))]
+    assert len(rows) == 2 and all(row.endswith("| ok |") and "| - |" in row for row in rows), rows
+    assert "3x5x7" in err and "17x17x17" in err
+    assert loom_bench.main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["shape"] for r in data["rows"]] == [[3, 5, 7], [17, 17, 17]]
+    assert all(r["ok"] and r["dtype"] == dtype and r["peers"] == {} for r in data["rows"])
+    assert all(r["bound"] == 0 for r in data["rows"]) == (dtype == "int8")
+    real = low_precision.Problem
+
+    def wrong(*args):  # the reference off by one in a corner: the row is a MISMATCH
+        problem = real(*args)
+        problem.want[0, 0] += 1
+        return problem
+
+    monkeypatch.setattr(low_precision, "Problem", wrong)
+    assert loom_bench.main(["--shapes", "--dtype", dtype, "--shapes-list", "4", *FAST]) == 1
+    assert capsys.readouterr().out.rstrip().endswith("| MISMATCH |")
+
+
+def test_low_precision_peers_compute_the_same_product():
+    """torch's kernels, where installed, compute the product the row times (int8: `_int_mm`
+    on A shifted to s8, the dynamically quantized Linear within its quantization error)."""
+    torch = pytest.importorskip("torch")
+    for dtype in ("bf16", "int8"):
+        problem = low_precision.Problem((24, 16, 32), dtype, np.random.default_rng(0))
+        peers = low_precision.torch_peers(problem, 1)
+        if dtype == "bf16":
+            got = peers["torch bf16 matmul"]().float().numpy()
+            np.testing.assert_allclose(got, problem.want, rtol=1e-2, atol=0.1)
+            continue
+        shifted = (problem.a.astype(np.int64) - 128) @ problem.b.astype(np.int64)
+        np.testing.assert_array_equal(peers["torch _int_mm"]().numpy(), shifted)
+        linear = peers["torch dynamic int8 Linear"]().numpy()
+        assert np.abs(linear - problem.want).max() <= 0.02 * np.abs(problem.want).max()
+    torch.set_num_threads(1)
 
 
 def _has_matplotlib() -> bool:

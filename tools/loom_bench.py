@@ -3,6 +3,8 @@
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
                         [--budget S] [--rounds R] [--threads T] [--transposed] [--json] [--plot out.png]
+    loom-bench --shapes --dtype bf16|int8 [--shapes-list ...] [--pipeline P] [--repeat N] [--budget S]
+                        [--rounds R] [--threads T] [--json]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
@@ -30,6 +32,10 @@ sleep, so that one library's idle threads, still spinning, do not share the core
 the next one's (OpenBLAS's spin for about 0.1 s after a call). `--transposed` passes B
 as the transpose of an N x K array W (`x @ w.T`, a linear layer's weight as torch stores
 it), to Loom (a strided view, never copied by the caller), numpy and torch alike.
+`--dtype bf16` (bf16 A and B, f32 C) or `--dtype int8` (u8 A, s8 B, i32 C, exact) times
+Loom's low-precision matmul beside Loom's f32 matmul of the same shape and torch's bf16
+matmul, `_int_mm` and dynamically quantized Linear (tools/bench/low_precision.py; default
+shapes: 1024, 2048, 128x3072x768, 197x768x768), each a share of the type's peak.
 
 `--ablation` times the default pipeline and the default pipeline minus each of its steps
 (`loom-default{skip=STEP}`) at each shape, each beside numpy.
@@ -95,6 +101,7 @@ SIZES = "8,32,128,256,512,1024"
 #: is parsed before numpy (hence compiler) is imported, see tools.numpy_env
 SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4096x4096"
 ABLATION_SHAPES = "1024,127x255x511"
+DTYPE_SHAPES = "1024,2048,128x3072x768,197x768x768"
 CHAIN = "1000"  # tools.bench.compile_time.CHAIN_LENGTHS
 MODELS = ("resnet18", "mlp")  # tools.bench.models.MODELS
 
@@ -132,7 +139,8 @@ def parse_args(argv):
     mode.add_argument("--ablation", action="store_true", help="the default pipeline minus each of its steps")
     mode.add_argument("--compile", action="store_true", help="compile time by stage")
     mode.add_argument("--conv", action="store_true", help="conv2d layers beside torch and numpy im2col + matmul")
-    mode.add_argument("--peak", action="store_true", help="measure the machine's peaks: f32 and f64 FMAs, bf16 and int8 dot products")
+    mode.add_argument("--peak", action="store_true",
+                      help="measure the machine's peaks: f32 and f64 FMAs, bf16 and int8 dot products")
     mode.add_argument("--fusion", action="store_true", help="epilogue fusion: fused against unfused and numpy")
     mode.add_argument("--model", metavar="NAMES",
                       help="torch models through compiler.torch_backend beside torch eager: resnet18, mlp")
@@ -162,6 +170,8 @@ def parse_args(argv):
                         "thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
+    p.add_argument("--dtype", choices=("f32", "bf16", "int8"), default="f32",
+                   help="--shapes: the element type (bf16: bf16 x bf16 -> f32; int8: u8 x s8 -> i32)")
     p.add_argument("--transposed", action="store_true",
                    help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
     p.add_argument("--plot", metavar="PNG",
@@ -176,6 +186,7 @@ def parse_args(argv):
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--transposed", args.transposed, ("shapes",)),
+                               ("--dtype", args.dtype != "f32", ("shapes",)),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion", "model")),
@@ -201,10 +212,13 @@ def parse_args(argv):
             p.error("--sizes must be positive")
     elif args.shapes or args.ablation:
         try:
-            args.shapes_list = parse_shapes(args.shapes_list or (SHAPES if args.shapes else ABLATION_SHAPES))
+            default = ABLATION_SHAPES if args.ablation else SHAPES if args.dtype == "f32" else DTYPE_SHAPES
+            args.shapes_list = parse_shapes(args.shapes_list or default)
         except ValueError as e:
             p.error(f"--shapes-list: {e}")
         args.pipeline = args.pipeline or "default"
+        if args.dtype != "f32" and (args.transposed or args.plot):
+            p.error(f"--dtype {args.dtype} times B as given, without a plot: drop --transposed and --plot")
     return args
 
 
@@ -250,10 +264,12 @@ def main(argv=None) -> int:
 
 def _run_mode(args, blas: str) -> int:
     """Run the mode asked for (tools/bench/*), which prints its table; the exit status."""
-    from tools.bench import common, compile_time, conv, fusion, matmul, models
+    from tools.bench import common, compile_time, conv, fusion, low_precision, matmul, models
 
     if args.stages:
         return matmul.stages_mode(args, blas)
+    if args.shapes and args.dtype != "f32":
+        return low_precision.mode(args)
     if args.shapes:
         return matmul.shapes_mode(args, blas)
     if args.ablation:

@@ -1,0 +1,227 @@
+"""`loom-bench --shapes --dtype bf16|int8`: Loom's low-precision matmul beside Loom's own f32
+matmul of the same shape and torch's low-precision kernels, in one process.
+
+- bf16: A and B bfloat16 (ml_dtypes), C float32 (products and sums in f32), checked against
+  the float64 product of the same bf16 values within the f32 bound of K terms. torch: its
+  bf16 `matmul` (oneDNN).
+- int8: A uint8, B int8, C int32, exact (bit for bit against the int64 product, wrapped
+  to i32). torch: `_int_mm` (s8 x s8 -> i32, on A shifted to s8: the same work) where
+  its shape rules allow it (M > 16, K and N multiples of 8), and a dynamically quantized
+  `Linear` (f32 in and out, int8 weights: what users of torch quantization run).
+
+Loom's f32 kernel runs on the same values converted to float32: the ratio bf16/f32 (or
+int8/f32) is what the low-precision path gains over f32 on this machine. Operations count
+2·M·N·K, a multiply-add being two (GFLOP/s for bf16, GOP/s for int8), and each figure is
+quoted as a share of the machine's peak for its type (`loom-bench --peak`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.measure.peak import dot_path, peak_gflops
+from compiler.measure.runner import SETTLE, error_bound, timed_rounds
+from dialects.dtypes import dtype_named
+from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label
+
+#: the shapes issue 28's targets name: square, and a transformer's projections
+DTYPE_SHAPES: list[Shape] = [(1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (197, 768, 768)]
+#: the element types of A, B and C per `--dtype`
+TYPES = {"bf16": ("bf16", "bf16", "f32"), "int8": ("ui8", "i8", "i32")}
+
+
+def low_precision_source(m: int, n: int, k: int, dtype: str) -> str:
+    """`@matmul` of the low-precision `dtype` (`TYPES`): C[M, N] = A[M, K] @ B[K, N]."""
+    a, b, c = TYPES[dtype]
+    ta, tb, tc = f"tensor<{m}x{k}x{a}>", f"tensor<{k}x{n}x{b}>", f"tensor<{m}x{n}x{c}>"
+    return (f"func.func @matmul(%a: {ta}, %b: {tb}) -> {tc} {{\n"
+            f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
+            f"  func.return %c : {tc}\n}}\n")
+
+
+class Problem:
+    """A shape's random inputs of `dtype`, the same values in float32 (for Loom's f32
+    kernel), the float64 (bf16) or exact (int8) reference and its bound."""
+
+    def __init__(self, shape: Shape, dtype: str, rng: np.random.Generator):
+        m, n, k = self.shape = shape
+        self.dtype = dtype
+        if dtype == "bf16":
+            bf16 = dtype_named("bfloat16")
+            self.a = rng.standard_normal((m, k)).astype(bf16)
+            self.b = rng.standard_normal((k, n)).astype(bf16)
+            self.want = self.a.astype(np.float64) @ self.b.astype(np.float64)
+            self.bound = error_bound(k, np.dtype(np.float32), float(np.abs(self.want).max()))
+        else:
+            self.a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+            self.b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+            self.want = (self.a.astype(np.int64) @ self.b.astype(np.int64)).astype(np.int32)  # i32 wraps
+            self.bound = 0.0
+        self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
+        self.ops = 2.0 * m * n * k
+
+
+def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object]]:
+    """torch's kernels for the problem's type, by name (none where torch is not installed,
+    or where a kernel's shape rules exclude the shape)."""
+    try:
+        import torch
+    except (ImportError, OSError):
+        return {}
+    torch.set_num_threads(threads)
+    m, n, k = problem.shape
+    if problem.dtype == "bf16":
+        ta = torch.from_numpy(problem.a.view(np.int16)).view(torch.bfloat16)
+        tb = torch.from_numpy(problem.b.view(np.int16)).view(torch.bfloat16)
+        return {"torch bf16 matmul": lambda: torch.matmul(ta, tb)}
+    peers: dict[str, Callable[[], object]] = {}
+    if m > 16 and k % 8 == 0 and n % 8 == 0:
+        shifted = torch.from_numpy((problem.a.astype(np.int16) - 128).astype(np.int8))
+        tb = torch.from_numpy(problem.b)
+        peers["torch _int_mm"] = lambda: torch._int_mm(shifted, tb)
+    linear = torch.nn.Linear(k, n, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(problem.b32.T)))
+    with warnings.catch_warnings():  # torch 2.13 calls its eager quantization deprecated; it still ships it
+        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+        quantized = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear},
+                                                           dtype=torch.qint8)
+    x = torch.from_numpy(problem.a32)
+
+    def dynamic() -> object:
+        with torch.no_grad():
+            return quantized(x)
+
+    peers["torch dynamic int8 Linear"] = dynamic
+    return peers
+
+
+@dataclass
+class Row:
+    shape: Shape
+    dtype: str
+    threads: int
+    seconds: float
+    f32_seconds: float
+    peers: dict[str, float]  # name -> seconds
+    max_err: float
+    bound: float
+    compile_seconds: float
+    #: Loom's low-precision kernel over its f32 kernel, per round
+    ratios: tuple[float, ...] = ()
+
+    @property
+    def ops(self) -> float:
+        m, n, k = self.shape
+        return 2.0 * m * n * k
+
+    def rate(self, seconds: float) -> float:
+        """GFLOP/s (GOP/s for int8) of this shape done in `seconds`."""
+        return self.ops / seconds / 1e9
+
+    @property
+    def over_f32(self) -> float:
+        return float(np.median(self.ratios)) if self.ratios else self.f32_seconds / self.seconds
+
+    @property
+    def over_best_peer(self) -> float | None:
+        return min(self.peers.values()) / self.seconds if self.peers else None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_err <= self.bound)
+
+
+def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
+            rounds: int = 1, threads: int = 1) -> Row:
+    """Compile Loom's kernel of the problem's type and its f32 kernel, check both, and time
+    them interleaved with torch's peers (`timed_rounds`: medians over the rounds)."""
+    m, n, k = problem.shape
+    kernel, compile_seconds = compile_fresh(low_precision_source(m, n, k, problem.dtype), pipeline, threads)
+    f32, _ = compile_fresh(matmul_source(m, n, k), pipeline, threads)
+    got = kernel(problem.a, problem.b)
+    err = float(np.abs(got.astype(np.float64) - problem.want).max())
+    f32_want = problem.a32.astype(np.float64) @ problem.b32.astype(np.float64)
+    f32_err = float(np.abs(f32(problem.a32, problem.b32) - f32_want).max())
+    if f32_err > error_bound(k, np.dtype(np.float32), float(np.abs(f32_want).max())):
+        err = float("inf")  # the f32 kernel it is compared with is wrong: the row fails
+    peers = torch_peers(problem, threads)
+    fns = [lambda: kernel(problem.a, problem.b), lambda: f32(problem.a32, problem.b32), *peers.values()]
+    for f in fns[1:]:
+        f()
+    timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
+    return Row(problem.shape, problem.dtype, threads, timing.median(0), timing.median(1),
+               {name: timing.median(2 + i) for i, name in enumerate(peers)}, err, problem.bound, compile_seconds,
+               timing.ratios(1) if rounds > 1 else ())
+
+
+def run(shapes: Sequence[Shape] = DTYPE_SHAPES, dtype: str = "bf16", *, pipeline: str = "default",
+        repeat: int = 10, budget: float = 2.0, seed: int = 0, rounds: int = 1, threads: int = 1,
+        on_row: Callable[[Row], None] | None = None) -> list[Row]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for shape in shapes:
+        row = measure(Problem(shape, dtype, rng), pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds,
+                      threads=threads)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    """The table: Loom's rate in the type and in f32, their ratio, each peer's rate, Loom over
+    the fastest peer, Loom's share of the type's peak."""
+    if not rows:
+        return ""
+    dtype, threads = rows[0].dtype, rows[0].threads
+    unit = "GOP/s" if dtype == "int8" else "GFLOP/s"
+    names = list(dict.fromkeys(name for r in rows for name in r.peers))
+    peak = peak_gflops(dtype, threads)
+    out = [f"| shape M×N×K | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 |"
+           + "".join(f" {name} {unit} |" for name in names) + " Loom/fastest peer | share of peak | check |",
+           "|---|---:|---:|---:|" + "---:|" * len(names) + "---:|---:|---|"]
+    for r in rows:
+        peers = "".join(f" {cell(r.rate(r.peers[name]) if name in r.peers else None, '.1f')} |" for name in names)
+        out.append(f"| {shape_label(r.shape)} | {r.rate(r.seconds):.1f} | {r.rate(r.f32_seconds):.1f} | "
+                   f"{r.over_f32:.2f}x |{peers} {cell(r.over_best_peer, '.2f')} | {r.rate(r.seconds) / peak:.0%} | "
+                   f"{'ok' if r.ok else 'MISMATCH'} |")
+    return "\n".join(out)
+
+
+def as_json(rows: list[Row]) -> list[dict]:
+    return [{"shape": list(r.shape), "dtype": r.dtype, "threads": r.threads, "seconds": r.seconds,
+             "rate": r.rate(r.seconds), "f32_seconds": r.f32_seconds, "over_f32": r.over_f32,
+             "peers": {name: {"seconds": s, "rate": r.rate(s)} for name, s in r.peers.items()},
+             "over_best_peer": r.over_best_peer, "max_err": r.max_err, "bound": r.bound, "ok": r.ok,
+             "compile_seconds": r.compile_seconds, "ratios": list(r.ratios)}
+            for r in rows]
+
+
+def mode(args) -> int:
+    """`loom-bench --shapes --dtype bf16|int8`: the table (or JSON); the exit status."""
+    rows = run(args.shapes_list, args.dtype, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
+               rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress)
+    machine = bench_machine()
+    path = dot_path(args.dtype)
+    if args.json:
+        print(json.dumps({"machine": machine, "instruction": path.describe(), "rows": as_json(rows)}, indent=1))
+    else:
+        print(f"machine: {machine}\n{args.dtype} products: {path.describe()} (compiler/measure/peak.py); peak "
+              f"{peak_gflops(args.dtype, args.threads):.1f} {'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'}\n"
+              f"pipeline: {args.pipeline}, threads: {args.threads}\n")
+        print(markdown(rows))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _progress(row: Row) -> None:
+    peers = ", ".join(f"{name} {row.rate(s):.1f}" for name, s in row.peers.items())
+    print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.rate(row.seconds):7.1f}  (Loom f32 "
+          f"{row.rate(row.f32_seconds):.1f}{', ' + peers if peers else ''})  compile {row.compile_seconds:.2f} s"
+          f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
