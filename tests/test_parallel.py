@@ -28,6 +28,8 @@ import compiler
 from dialects.context import make_context
 from passes.support.parser import parse_module
 from passes.analysis.parallel_analysis import carried_dependence
+from passes.schedule.loom_parallelize import LoomParallelizePass
+from passes.support.remarks import collect
 from passes.support.target import openmp_runtime
 from passes.analysis.cost_model import MIN_PARALLEL_WORK
 
@@ -373,3 +375,73 @@ CARRIED = {
 def test_carried_dependence_names_the_reason(case):
     text, why = CARRIED[case]
     assert carried_dependence(_outer_loop(text)) == why
+
+
+def _twice(rows: int, cols: int | str) -> str:
+    """c = a + a over rows x cols, the inner loop's trip count a static `cols` or the
+    argument %n."""
+    upper, n = ("%n", ", %n: index") if cols == "n" else (cols, "")
+    cols = 4 if cols == "n" else cols
+    return f"""func.func @twice(%a: memref<{rows}x{cols}xf32>, %c: memref<{rows}x{cols}xf32>{n}) {{
+  affine.for %t = 0 to {rows} {{
+    affine.for %j = 0 to {upper} {{
+      %x = affine.load %a[%t, %j] : memref<{rows}x{cols}xf32>
+      %y = arith.addf %x, %x : f32
+      affine.store %y, %c[%t, %j] : memref<{rows}x{cols}xf32>
+    }}
+  }} {{loom.tag = "twice"}}
+  func.return
+}}"""
+
+
+def _run_twice(kernel, rows: int, cols: int) -> None:
+    a = small_ints(np.random.default_rng(rows), (rows, cols), np.float32)
+    c = np.full_like(a, np.nan)
+    kernel(a, c)
+    np.testing.assert_array_equal(c, 2 * a)
+
+
+@pytest.mark.parametrize("rows, parallel", [(0, "%j"), (1, "%j"), (2, "%t")])
+def test_a_loop_of_fewer_than_two_iterations_is_not_parallel(rows, parallel):
+    """2 iterations are the fewest run in parallel: below, the loop inside runs in parallel
+    instead, and the loop itself, asked for, is refused with its count."""
+    k = compiler.compile(_twice(rows, 8), pipeline="loom-parallelize{num-threads=2}", remarks=True)
+    assert [r.split("] ", 1)[1] for r in parallel_remarks(k)] == [
+        f"nest 'twice': loop {parallel} run in parallel ({8 if parallel == '%j' else 2} iterations, 2 threads)"]
+    if rows:
+        _run_twice(k, rows, 8)
+    if rows < 2:
+        count = f"{rows} iteration{'s' * (rows != 1)}"
+        with pytest.raises(compiler.LoomError, match=f"loop %t at depth 0 is not parallel: {count}$"):
+            compiler.compile(_twice(rows, 8), pipeline="loom-parallelize{op=twice depth=0}")
+
+
+def test_min_work_is_the_least_work_run_in_parallel():
+    """A nest of exactly min-work operations runs in parallel; one operation more asked
+    for, it stays serial, with its estimate named."""
+    big = compiler.compile(_twice(4, 8), pipeline="loom-parallelize{min-work=1000000000}", remarks=True)
+    [note] = serial_remarks(big)
+    work = int(note.split("about ")[1].split(" operations")[0].replace(",", ""))
+    assert work > 0
+    for min_work, parallel in ((work, True), (work + 1, False)):
+        k = compiler.compile(_twice(4, 8), pipeline=f"loom-parallelize{{min-work={min_work} num-threads=2}}",
+                             remarks=True)
+        assert bool(parallel_remarks(k)) == parallel, k.remarks
+        if not parallel:
+            assert any(f"fewer than min-work={min_work:,}" in r for r in serial_remarks(k)), k.remarks
+        _run_twice(k, 4, 8)
+
+
+@pytest.mark.parametrize("rows, parallel", [(255, True), (256, False)])
+def test_a_run_time_trip_count_is_parallel_inside_fewer_than_256_forks(rows, parallel):
+    """With min-work, a loop whose trip count is known only at run time is run in parallel
+    inside loops of at most 255 iterations (each one a fork and join), not 256. (A kernel
+    takes no index argument: the pass alone.)"""
+    module = parse_module(make_context(), _twice(rows, "n"), "forks.mlir")
+    with collect() as found:
+        LoomParallelizePass(depth=1, min_work=1).apply(make_context(), module)
+    assert [r.message for r in found] == [
+        "nest 'twice': loop %j run in parallel (a trip count known at run time, the runtime default number of threads)"
+        if parallel else "loop %j at depth 1 is not parallel: its trip count is known only at run time, and the "
+                         "loops around it would start and join the threads at least 256 times"]
+    assert [r.missed for r in found] == [not parallel]
