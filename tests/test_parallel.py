@@ -12,6 +12,7 @@ parallelizes them (`MIN_PARALLEL_WORK`).
 from __future__ import annotations
 
 import os
+import re
 import resource
 import threading
 from pathlib import Path
@@ -322,6 +323,21 @@ def _window(extent: int, subscript: str) -> str:
     }}""")
 
 
+def _private_slot(slot: str, lb: int = 0, upper: str = "64") -> str:
+    """Iteration %j (step 4) writes and reads back %p[slot]: loom-pack's private buffer
+    when the slot is the iteration number `(%j - lb) floordiv 4`."""
+    return f"""func.func @f(%a: memref<64xf32>, %c: memref<64xf32>, %p: memref<16x4xf32>, %u: index) {{
+  affine.for %j = {lb} to {upper} step 4 {{
+    %s = affine.apply affine_map<(d0) -> ({slot})>(%j)
+    %x = affine.load %a[%j] : memref<64xf32>
+    affine.store %x, %p[%s, 0] : memref<16x4xf32>
+    %y = affine.load %p[%s, 0] : memref<16x4xf32>
+    affine.store %y, %c[%j] : memref<64xf32>
+  }}
+  func.return
+}}"""
+
+
 CALL = "func.func private @g({}) -> ()\n"
 CARRIED = {
     # an inner loop's range widens the window: 4 elements fit in the step of 4, 5 do not
@@ -359,6 +375,24 @@ CARRIED = {
                        args="%a: memref<64xf32>, %c: memref<72xf32>, %d: memref<72xf32>, %p: i1",
                        head="  %s = arith.select %p, %c, %d : memref<72xf32>\n"),
                "load %a[%j] (line 4) and store %s[%j] (line 5): %s, the result of 'arith.select', may be any buffer"),
+    "private_slot": (_private_slot("d0 floordiv 4"), None),
+    "private_slot_from_4": (_private_slot("(d0 - 4) floordiv 4", lb=4), None),
+    # two iterations share a slot
+    "shared_slot": (_private_slot("d0 floordiv 8"),
+                    "store %p[%s, 0] (line 5) write the same element in different iterations"),
+    # a trip count known at run time: not read as the iteration number
+    "slot_of_a_run_time_loop": (_private_slot("d0 floordiv 4", upper="%u"),
+                                "store %p[%s, 0] (line 5) write the same element in different iterations"),
+    # a subscript computed by arith.addi is not followed: alone, a conflict; beside %j, apart
+    "arith_subscript": (_step_4("""    %one = arith.constant 1 : index
+    %k = arith.addi %j, %one : index
+    %x = affine.load %a[%j] : memref<64xf32>
+    memref.store %x, %c[%k] : memref<72xf32>"""),
+                        "memref.store on %c (line 6) write the same element in different iterations"),
+    "arith_subscript_beside_the_iv": (_step_4("""    %one = arith.constant 1 : index
+    %k = arith.addi %j, %one : index
+    %x = affine.load %a[%j] : memref<64xf32>
+    memref.store %x, %d[%j, %k] : memref<64x72xf32>""", args="%a: memref<64xf32>, %d: memref<64x72xf32>"), None),
     "iter_args": ("""func.func @f(%a: memref<64xf32>) -> f32 {
   %z = arith.constant 0.0 : f32
   %r = affine.for %j = 0 to 64 iter_args(%acc = %z) -> (f32) {
@@ -445,3 +479,25 @@ def test_a_run_time_trip_count_is_parallel_inside_fewer_than_256_forks(rows, par
         if parallel else "loop %j at depth 1 is not parallel: its trip count is known only at run time, and the "
                          "loops around it would start and join the threads at least 256 times"]
     assert [r.missed for r in found] == [not parallel]
+
+
+@pytest.mark.parametrize("options, message", [
+    ("depth=-2", "option 'depth' must be -1 (the outermost parallel loop) or at least 0, got -2"),
+    ("num-threads=-1", "option 'num-threads' must be at least 0, got -1"),
+    ("min-work=-1", "option 'min-work' must be at least 0, got -1"),
+    ("op=twice depth=2", "nest 'twice' has no loop at depth 2"),
+])
+def test_parallelize_options_refused(options, message):
+    with pytest.raises(compiler.LoomError, match=re.escape(f"loom-parallelize: {message}")):
+        compiler.compile(_twice(4, 8), pipeline=f"loom-parallelize{{{options}}}")
+
+
+def test_the_last_accepted_options_run():
+    """depth -1 and 1 (the innermost loop), num-threads and min-work 0; depth 2 without
+    op= leaves the nest serial with a remark."""
+    for options, parallel in (("depth=-1 num-threads=0 min-work=0", "%t"), ("depth=1", "%j"), ("depth=2", None)):
+        k = compiler.compile(_twice(4, 8), pipeline=f"loom-parallelize{{{options}}}", remarks=True)
+        assert [r.split("loop ")[1].split(" ")[0] for r in parallel_remarks(k)] == ([parallel] if parallel else [])
+        if parallel is None:
+            assert [r.split("] ", 1)[1] for r in k.remarks] == ["nest 'twice' has no loop at depth 2"]
+        _run_twice(k, 4, 8)
