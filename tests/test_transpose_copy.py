@@ -155,3 +155,56 @@ def test_a_triangular_copy_stays_scalar():
     want = np.where(np.tril(np.ones((8, 8), bool)), w.T, m)
     kern(w, m)
     np.testing.assert_array_equal(m, want)
+
+
+def _near_copy(load: str, store: str, source=((8, 8), (1, 8)), dest=((8, 8), (8, 1))) -> str:
+    """%d[store] = %t[load] over %j, %k < 8, %t and %d views (shape, strides) of two flat
+    buffers of 128 elements: with the defaults, %t[%k, %j] to %d[%k, %j] is a transposing
+    copy."""
+    def view(name, flat, shape_strides):
+        (rows, cols), (s0, s1) = shape_strides
+        t = f"memref<{rows}x{cols}xf32, strided<[{s0}, {s1}]>>"
+        return t, (f"  %{name} = memref.reinterpret_cast %{flat} to offset: [0], sizes: [{rows}, {cols}], "
+                   f"strides: [{s0}, {s1}]\n    : memref<128xf32> to {t}\n")
+    (tt, tv), (dt, dv) = view("t", "w", source), view("d", "m", dest)
+    return f"""func.func @c(%w: memref<128xf32>, %m: memref<128xf32>) {{
+{tv}{dv}  affine.for %j = 0 to 8 {{
+    affine.for %k = 0 to 8 {{
+      %v = affine.load %t[{load}] : {tt}
+      affine.store %v, %d[{store}] : {dt}
+    }}
+  }}
+  func.return
+}}"""
+
+
+#: case -> (source, transposed in registers): each one thing off the transposing copy
+NEAR_COPIES = {
+    "transposing": (_near_copy("%k, %j", "%k, %j"), True),
+    "subscript_not_linear": (_near_copy("%k, (%j + %k) mod 8", "%k, %j"), False),
+    "load_stride_2": (_near_copy("2 * %k, %j", "%k, %j", source=((16, 8), (1, 16))), False),
+    "load_walks_two_dims": (_near_copy("%k, %j + %k", "%k, %j", source=((8, 16), (1, 8))), False),
+    "load_along_a_strided_dim": (_near_copy("%k, %j", "%k, %j", source=((8, 8), (2, 16))), False),
+    "load_along_its_last_dim": (_near_copy("%j, %k", "%k, %j", source=((8, 8), (8, 1))), False),
+    "store_stride_2": (_near_copy("%k, %j", "%k, 2 * %j", dest=((8, 16), (16, 1))), False),
+    "store_walks_two_dims": (_near_copy("%k, %j", "%k + %j, %j", dest=((16, 8), (8, 1))), False),
+    "store_moves_along_the_load": (_near_copy("%k, %j", "%k, %j + %k", dest=((8, 16), (16, 1))), False),
+    "store_into_a_strided_row": (_near_copy("%k, %j", "%k, %j", dest=((8, 8), (1, 8))), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEAR_COPIES))
+def test_only_a_transposing_copy_is_transposed(case):
+    """A copy one step off the transposing one (a subscript not linear, a stride
+    other than 1 on either side, a load or store that moves along two dimensions or the
+    wrong one) is left as it is: exactly what the loops compute, run unscheduled."""
+    src, transposed = NEAR_COPIES[case]
+    kern = compiler.compile(src, pipeline="loom-transpose-copy{width=4}", remarks=True)
+    assert any("transposed in registers" in r for r in kern.remarks) == transposed, kern.remarks
+    rng = np.random.default_rng(5)
+    w = small_ints(rng, (128,), np.float32)
+    got = small_ints(rng, (128,), np.float32)
+    want = got.copy()
+    compiler.compile(src, pipeline="naive")(w, want)
+    kern(w, got)
+    np.testing.assert_array_equal(got, want)
