@@ -10,6 +10,8 @@ The default run is a short fixed-seed sample (tests/conftest.py; each compile ta
 1-4 s); `HYPOTHESIS_PROFILE=long pytest tests/test_peel.py` explores.
 """
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import example, given, note, settings
@@ -200,3 +202,42 @@ def test_refusal_of_one_nest_changes_no_nest():
 def test_refusal_of_one_nest_remarks_no_peel():
     _, _, remarks = _refused_peel_of_two_nests()
     assert not any("peeled" in r for r in remarks), remarks
+
+
+def _in_place(load: str, store: str) -> str:
+    """%A[store] = %A[load] + 1 over 3 x 10."""
+    return f"""func.func @inplace(%A: memref<4x11xf32>) {{
+  %one = arith.constant 1.0 : f32
+  affine.for %i = 0 to 3 {{
+    affine.for %j = 0 to 10 {{
+      %v = affine.load %A[{load}] : memref<4x11xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %A[{store}] : memref<4x11xf32>
+    }}
+  }} {{loom.tag = "inplace"}}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("load, store, refused", [
+    # (1, 7) reads what (0, 8) wrote: the copy of j >= 8 would run after it
+    ("%i, %j + 1", "%i + 1, %j", "store %A[%i + 1, %j] (line 7) -> load %A[%i, %j + 1] (line 5), direction (<, >)"),
+    ("%i, %j", "%i, %j", None),  # each element read and written in one iteration: peeled
+])
+def test_peel_refuses_to_reorder_a_dependence(load, store, refused):
+    """Splitting %j runs its last iterations after all the others: refused (with op=, else
+    skipped) when a dependence is not within one iteration; exact against the loops."""
+    from passes.support.diagnostics import LoomError
+
+    src = _in_place(load, store)
+    if refused:
+        with pytest.raises(LoomError, match=re.escape(f"cannot peel nest 'inplace': peeling would reorder the "
+                                                      f"dependence {refused}")):
+            compiler.compile(src, pipeline="loom-peel{sizes=1,4 op=inplace}")
+    kern = compiler.compile(src, pipeline="loom-peel{sizes=1,4}", remarks=True)
+    assert any("the last 2 in a copy" in r for r in kern.remarks) == (refused is None), kern.remarks
+    a = small_ints(np.random.default_rng(2), (4, 11), np.float32)
+    want = a.copy()
+    compiler.compile(src, pipeline="naive")(want)
+    kern(a)
+    np.testing.assert_array_equal(a, want)
