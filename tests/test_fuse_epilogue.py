@@ -507,3 +507,92 @@ def test_fusion_bench_rows_check_and_print(monkeypatch, capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["ok"] for r in rows] == [True] * 3 and len(rows[0]["over_unfused"]) == 2
     assert "fused add" in rows[0]["remark"] and rows[1]["numpy"] is None
+
+
+ACCUMULATE = """      %x = affine.load %a[%k, %j] : memref<4x8xf32>
+      %z = affine.load %c[%j] : memref<8xf32>
+      %s = arith.addf %z, %x : f32
+      affine.store %s, %c[%j] : memref<8xf32>"""
+
+
+def producer_source(body: str = ACCUMULATE, k: str = "affine.for %k = 0 to 4", pre: str = "") -> str:
+    """A hand-written producer (tagged "matmul") summing the columns of %a into %c, after
+    its zero fill; then %r = %c + %d; iteration %e receives what a body copies out."""
+    t = "memref<8xf32>"
+    return f"""func.func @p(%a: memref<4x8xf32>, %d: {t}, %r: {t}, %e: {t}) {{
+  %c = memref.alloc() : {t}
+  %zero = arith.constant 0.0 : f32
+  affine.for %i = 0 to 8 {{
+    affine.store %zero, %c[%i] : {t}
+  }} {{loom.tag = "matmul.init"}}
+  affine.for %j = 0 to 8 {{
+{pre}    {k} {{
+{body}
+    }}
+  }} {{loom.tag = "matmul"}}
+  affine.for %i = 0 to 8 {{
+    %v = affine.load %c[%i] : {t}
+    %w = affine.load %d[%i] : {t}
+    %t = arith.addf %v, %w : f32
+    affine.store %t, %r[%i] : {t}
+  }} {{loom.tag = "add"}}
+  memref.dealloc %c : {t}
+  func.return
+}}"""
+
+
+#: case -> (source, why the last writes of %c cannot be told; None: fused)
+PRODUCERS = {
+    "accumulates": (producer_source(), None),
+    "one_iteration_of_k": (producer_source(k="affine.for %k = 0 to 1"), None),
+    "memref_store": (producer_source(ACCUMULATE.replace("affine.store %s", "memref.store %s")),
+                     "nest 'matmul' writes %c by 'memref.store'"),
+    "store_not_linear": (producer_source(ACCUMULATE.replace("store %s, %c[%j]", "store %s, %c[%j mod 8]")),
+                         "a store of %c in nest 'matmul' has a subscript that is not linear"),
+    "load_not_linear": (producer_source(ACCUMULATE.replace("affine.load %c[%j]", "affine.load %c[%j mod 8]")),
+                        "a load of %c in nest 'matmul' has a subscript that is not linear"),
+    "read_after_the_store": (
+        producer_source(ACCUMULATE + "\n      %q = affine.load %c[%j] : memref<8xf32>\n"
+                                     "      affine.store %q, %e[%j] : memref<8xf32>"),
+        "nest 'matmul' reads %c other than to accumulate into it (affine.load (line 13): no store of the same "
+        "elements after it)"),
+    "no_iteration_of_k": (producer_source(k="affine.for %k = 0 to 0"),
+                          "loop %k of nest 'matmul' has no iterations (a zero-size dimension): the zero fill would "
+                          "be the last write of %c"),
+    "inner_loop_maybe_empty": (producer_source("      affine.for %l = 0 to affine_map<(d0) -> (d0)>(%j) {\n"
+                                               + ACCUMULATE + "\n      }"),
+                               "cannot tell that loop %l runs in every iteration of %k, which accumulates into %c"),
+    "subscript_computed_inside": (
+        producer_source(ACCUMULATE.replace("%c[%j]", "%c[%jj]"),
+                        pre="    %c0 = arith.constant 0 : index\n    %jj = arith.addi %j, %c0 : index\n"),
+        "a store of %c has a subscript computed in its nest (%jj)"),
+    "k_from_a_max": (producer_source(k="affine.for %k = max affine_map<(d0) -> (0, d0 - 4)>(%j) to 4"),
+                     "cannot count the elements the store of %c[%j] (line 12) writes, to tell that the producer "
+                     "writes all of %c"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PRODUCERS))
+def test_a_producer_whose_last_writes_are_unknown_is_not_fused(case):
+    """Each reason the last write of an element cannot be told (a store by another op, a
+    subscript not linear or computed in the nest, a read other than to accumulate, a
+    reduction loop with no iteration or one that may skip an inner loop, a count that
+    cannot be made): the epilogue stays its own nest and the zero fill stays, with the
+    reason; exact against the unscheduled loops either way."""
+    src, why = PRODUCERS[case]
+    kern = compiler.compile(src, pipeline="loom-fuse-epilogue", remarks=True)
+    said = [r.split("] ", 1)[1] for r in kern.remarks]
+    if why is None:
+        assert len(fused(kern)) == 1 and "the zero fill dropped" in said[0], said
+    else:
+        add = 1 + max(n for n, line in enumerate(src.splitlines()) if line.startswith("  affine.for %i"))
+        assert said == [f"add (line {add}) not fused into the 'matmul' nest (line 7): {why}",
+                        f"the zero fill of %c kept: {why}"]
+    rng = np.random.default_rng(3)
+    a, d = small_ints(rng, (4, 8), np.float32), small_ints(rng, (8,), np.float32)
+    got, want = np.full((2, 8), np.nan, np.float32), np.full((2, 8), np.nan, np.float32)
+    kern(a, d, got[0], got[1])
+    compiler.compile(src, pipeline="naive")(a, d, want[0], want[1])
+    np.testing.assert_array_equal(got, want)
+    if case in ("accumulates", "memref_store", "store_not_linear", "load_not_linear", "read_after_the_store"):
+        np.testing.assert_array_equal(got[0], d + a.sum(0, dtype=np.float64))
