@@ -515,9 +515,17 @@ ACCUMULATE = """      %x = affine.load %a[%k, %j] : memref<4x8xf32>
       affine.store %s, %c[%j] : memref<8xf32>"""
 
 
-def producer_source(body: str = ACCUMULATE, k: str = "affine.for %k = 0 to 4", pre: str = "") -> str:
+ADD = """    %v = affine.load %c[%i] : memref<8xf32>
+    %w = affine.load %d[%i] : memref<8xf32>
+    %t = arith.addf %v, %w : f32
+    affine.store %t, %r[%i] : memref<8xf32>"""
+
+
+def producer_source(body: str = ACCUMULATE, k: str = "affine.for %k = 0 to 4", pre: str = "", epilogue: str = ADD,
+                    outside: str = "") -> str:
     """A hand-written producer (tagged "matmul") summing the columns of %a into %c, after
-    its zero fill; then %r = %c + %d; iteration %e receives what a body copies out."""
+    its zero fill; then the `epilogue` nest (tagged "add": %r = %c + %d); %e receives what
+    a body copies out; `outside`: ops before the epilogue nest."""
     t = "memref<8xf32>"
     return f"""func.func @p(%a: memref<4x8xf32>, %d: {t}, %r: {t}, %e: {t}) {{
   %c = memref.alloc() : {t}
@@ -530,11 +538,8 @@ def producer_source(body: str = ACCUMULATE, k: str = "affine.for %k = 0 to 4", p
 {body}
     }}
   }} {{loom.tag = "matmul"}}
-  affine.for %i = 0 to 8 {{
-    %v = affine.load %c[%i] : {t}
-    %w = affine.load %d[%i] : {t}
-    %t = arith.addf %v, %w : f32
-    affine.store %t, %r[%i] : {t}
+{outside}  affine.for %i = 0 to 8 {{
+{epilogue}
   }} {{loom.tag = "add"}}
   memref.dealloc %c : {t}
   func.return
@@ -596,3 +601,52 @@ def test_a_producer_whose_last_writes_are_unknown_is_not_fused(case):
     np.testing.assert_array_equal(got, want)
     if case in ("accumulates", "memref_store", "store_not_linear", "load_not_linear", "read_after_the_store"):
         np.testing.assert_array_equal(got[0], d + a.sum(0, dtype=np.float64))
+
+
+NOT_FUSED = "the zero fill of %c dropped, with no epilogue to fuse: the 'matmul' nest (line 7) reads a zero where it " \
+            "read the fill, and writes %c once"
+#: case -> (epilogue nest body, ops before it, why it is not fused; None: fused)
+EPILOGUE_NESTS = {
+    "two_stores": (ADD + "\n    affine.store %t, %e[%i] : memref<8xf32>", "", ""),
+    "stores_reversed": (ADD.replace("%r[%i]", "%r[7 - %i]"), "",
+                        "add (line 15) is not the textbook elementwise nest (one store, at its iteration's element)"),
+    "value_from_outside": (ADD.replace("arith.addf %v, %w", "arith.addf %v, %one"),
+                           "  %one = arith.constant 1.0 : f32\n",
+                           "add (line 16) computes with a value from outside its nest"),
+    "select_not_a_max": (ADD.replace("%t = arith.addf %v, %w : f32", "%p = arith.cmpf olt, %v, %w : f32\n"
+                                     "    %t = arith.select %p, %w, %v : f32"), "",
+                         "add (line 15) selects ('arith.select') other than for a max or min with a constant"),
+    "reads_another_element": (ADD.replace("affine.load %c[%i]", "affine.load %c[7 - %i]"), "",
+                              "add (line 15) reads %c[%i * -1 + 7], not the element it writes (a transpose or a "
+                              "broadcast of %c)"),
+    "reads_its_result": (ADD.replace("affine.load %d[%i]", "affine.load %r[%i]"), "",
+                         "it reads %r[%i], a buffer the epilogue writes"),
+    "operand_reversed": (ADD.replace("affine.load %d[%i]", "affine.load %d[7 - %i]"), "", None),
+    "operand_broadcast": (ADD.replace("affine.load %d[%i]", "affine.load %d[0]"), "", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EPILOGUE_NESTS))
+def test_an_epilogue_nest_that_is_not_elementwise_is_not_fused(case):
+    """The nest after the producer is fused only when it is the textbook elementwise nest
+    of %c (one store at its iteration's element, reading %c there, no outside value, a
+    select only for a max or min) writing a buffer it does not read; an operand read at any
+    linear subscript is fine. Refused with the reason (the fill then dropped alone); exact
+    against the unscheduled loops either way."""
+    epilogue, outside, why = EPILOGUE_NESTS[case]
+    src = producer_source(epilogue=epilogue, outside=outside)
+    kern = compiler.compile(src, pipeline="loom-fuse-epilogue", remarks=True)
+    said = [r.split("] ", 1)[1] for r in kern.remarks]
+    if why is None:
+        assert len(fused(kern)) == 1, said
+    else:
+        line = 16 if outside else 15
+        assert said[0].startswith(f"add (line {line}) not fused into the 'matmul' nest (line 7): {why}"), said
+        assert said[1:] == [NOT_FUSED]
+    rng = np.random.default_rng(4)
+    a, d = small_ints(rng, (4, 8), np.float32), small_ints(rng, (8,), np.float32)
+    got = small_ints(rng, (2, 8), np.float32)
+    want = got.copy()
+    kern(a, d, got[0], got[1])
+    compiler.compile(src, pipeline="naive")(a, d, want[0], want[1])
+    np.testing.assert_array_equal(got, want)
