@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from xdsl.dialects import arith
+from xdsl.dialects import affine, arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir.affine import AffineExpr
 from kernels import unknown_memref
@@ -22,7 +22,13 @@ from passes.analysis.dependences import (
     permutation_is_legal,
     unroll_jam_is_legal,
 )
-from passes.analysis.loop_utils import perfect_band, select_nests
+from passes.analysis.loop_utils import (
+    constant_trip_count,
+    max_trip_count,
+    perfect_band,
+    provably_nonempty,
+    select_nests,
+)
 
 
 def parse(text: str) -> ModuleOp:
@@ -876,3 +882,42 @@ func.func @f(%A: memref<20x20xf32>, %n: index, %one: f32) {
         ("store %A[%q, %j] (line 11) -> store %A[%i, %j] (line 12), direction (*, *)", None),
     ]
     assert legal_orders(deps, 2) == [(0, 1)]
+
+
+# --------------------------------------------------------------------------------------
+# loop_utils: trip counts and non-emptiness (the last-write analysis counts on them)
+
+
+def _inner_loop(lower: str, upper: str, step: int = 1) -> affine.ForOp:
+    """The loop %i = lower to upper inside %it = 0 to 100 step 32."""
+    module = parse(f"""func.func @f(%A: memref<100xf32>, %n: index, %one: f32) {{
+  affine.for %it = 0 to 100 step 32 {{
+    affine.for %i = {lower} to {upper} step {step} {{
+      affine.store %one, %A[%i] : memref<100xf32>
+    }}
+  }}
+  func.return
+}}""")
+    return [op for op in module.walk() if isinstance(op, affine.ForOp)][1]
+
+
+AT_TILE = "affine_map<(d0) -> (d0)>(%it)"
+
+
+@pytest.mark.parametrize("lower, upper, step, nonempty, at_most, trips", [
+    (AT_TILE, "min affine_map<(d0) -> (d0 + 32, 100)>(%it)", 1, True, 32, None),  # a tile's point loop
+    (AT_TILE, "min affine_map<(d0) -> (d0 + 32, 100)>(%it)", 4, True, 8, None),
+    # 90 is not the tile loop's bound: the last tile (%it = 96) runs no iteration
+    (AT_TILE, "min affine_map<(d0) -> (d0 + 32, 90)>(%it)", 1, False, 32, None),
+    (AT_TILE, "affine_map<(d0) -> (d0 + 1)>(%it)", 1, True, 1, 1),  # the least gap that runs
+    (AT_TILE, "min affine_map<(d0) -> (d0, 100)>(%it)", 1, False, 0, None),
+    ("affine_map<(d0) -> (d0 + 1)>(%it)", "min affine_map<(d0) -> (d0 + 32, 100)>(%it)", 1, False, 31, None),
+    ("0", "%n", 1, False, None, None),
+    ("0", "1", 1, True, 1, 1),
+    ("0", "0", 1, False, 0, 0),
+    ("4", "3", 1, False, 0, 0),
+    ("0", "10", 3, True, 4, 4),
+])
+def test_trip_counts_and_provably_nonempty(lower, upper, step, nonempty, at_most, trips):
+    loop = _inner_loop(lower, upper, step)
+    assert (provably_nonempty(loop), max_trip_count(loop), constant_trip_count(loop)) == (nonempty, at_most, trips)
