@@ -6,6 +6,7 @@ products and sums are exact in f32 in any order). Plus the Python side of refusa
 and remarks."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -239,3 +240,87 @@ def test_compile_keeps_remarks():
     assert "[loom-interchange] interchanged band (i, j, k) -> (i, k, j)" in text
     assert "[loom-interchange] skipped: order [0, 2, 1] is longer than the 2-loop band" in text
     assert "[loom-unroll-jam] unroll-jam band (i, k, j): factors [2, 2] requested, [2, 2] applied" in text
+
+
+def _twice_nest(tag: str, outer: str = "affine.for %i = 0 to 8", beside: str = "", result: str = "",
+                out: str = "") -> str:
+    """%c = 2 %a over 8 x 8 (%e[%i] = %a[%i, 0] with `beside`), under the `outer` loop."""
+    return f"""func.func @{tag}(%a: memref<8x8xf32>, %c: memref<8x8xf32>, %e: memref<8xf32>) {{
+  %z = arith.constant 0.0 : f32
+  {result}{outer} {{
+    affine.for %j = 0 to 8 {{
+      %x = affine.load %a[%i, %j] : memref<8x8xf32>
+      %y = arith.addf %x, %x : f32
+      affine.store %y, %c[%i, %j] : memref<8x8xf32>
+    }}{beside}
+  }} {{loom.tag = "{tag}"}}{out}
+  func.return
+}}"""
+
+
+#: an outer loop with iter_args (its value passed through), one whose lower bound is a
+#: max, one whose body holds more than the inner loop
+CARRYING = _twice_nest("carrying", "affine.for %i = 0 to 8 iter_args(%acc = %z) -> (f32)", result="%r = ",
+                       beside="\n    affine.yield %acc : f32", out="\n  affine.store %r, %e[0] : memref<8xf32>")
+FROM_A_MAX = _twice_nest("from_a_max", "affine.for %i = max affine_map<() -> (0, 1)>() to 8")
+BESIDE = _twice_nest("beside", beside="\n    %w = affine.load %a[%i, 0] : memref<8x8xf32>\n"
+                                      "    affine.store %w, %e[%i] : memref<8xf32>")
+
+
+@pytest.mark.parametrize("src, why", [
+    (CARRYING, "it carries values (iter_args)"),
+    (FROM_A_MAX, "its lower bound is the max of several expressions"),
+    (BESIDE, "its body holds more than loop j (copy nests or a vector remainder beside it)"),
+])
+def test_unroll_jam_leaves_an_outer_loop_it_cannot_jam(src, why):
+    """The outer loop is not unrolled (the remark says why), the inner one is; exact
+    against the unscheduled loops."""
+    kern = compiler.compile(src, pipeline="loom-unroll-jam{factors=2,2}", remarks=True)
+    [said] = [r.split("] ", 1)[1] for r in kern.remarks]
+    assert said.startswith("unroll-jam band (i, j): factors [2, 2] requested, [1, 2] applied, 2 copies of the body; "
+                           "j by 2 (trip count 8: 4 main iterations, 0 in the cleanup loop); "), said
+    assert said.endswith(f"i not unrolled: {why}"), said
+    rng = np.random.default_rng(8)
+    a = small_ints(rng, (8, 8), np.float32)
+    got = [np.full((8, 8), np.nan, np.float32), small_ints(rng, (8,), np.float32)]
+    want = [got[0].copy(), got[1].copy()]
+    kern(a, *got)
+    compiler.compile(src, pipeline="naive")(a, *want)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("pipeline, message", [
+    ("loom-interchange{order=1,0}",
+     "loom-interchange: cannot permute loops that carry values (iter_args) in band (i, j)"),
+    ("loom-interchange", "loom-interchange: option 'order' is required (a permutation such as order=0,2,1)"),
+    ("loom-interchange{order=0,0}", "loom-interchange: option 'order' must be a permutation, got [0, 0]"),
+    ("loom-interchange{order=0,1,2}", "loom-interchange: the options fit no loop nest: nest 'carrying': order "
+                                      "[0, 1, 2] is longer than the 2-loop band (i, j)"),
+    ("loom-interchange{order=0,1,2 op=carrying}", "loom-interchange: order [0, 1, 2] is longer than the 2-loop "
+                                                  "band (i, j)"),
+    ("loom-unroll-jam{factors=2,2,2 op=carrying}", "loom-unroll-jam: 3 factors [2, 2, 2] for the 2 loops of band "
+                                                   "(i, j)"),
+    ("loom-unroll-jam{factors=2,0}", "loom-unroll-jam: option 'factors' must be positive integers, got [2, 0]"),
+])
+def test_interchange_and_unroll_jam_refusals(pipeline, message):
+    with pytest.raises(compiler.LoomError, match=re.escape(message)):
+        compiler.compile(CARRYING, pipeline=pipeline)
+
+
+def test_an_order_that_fits_one_nest_of_two_skips_the_other():
+    """Without op=, a nest too short for the order is skipped with a remark while the
+    other is interchanged; exact."""
+    src = CARRYING.replace("func.return", "affine.for %p = 0 to 8 {\n    affine.for %q = 0 to 8 {\n"
+                                          "      affine.for %s = 0 to 2 {\n"
+                                          "        %v = affine.load %a[%q, %p] : memref<8x8xf32>\n"
+                                          "        affine.store %v, %c[%q, %p] : memref<8x8xf32>\n"
+                                          "      }\n    }\n  } {loom.tag = \"deep\"}\n  func.return")
+    kern = compiler.compile(src, pipeline="loom-interchange{order=2,1,0}", remarks=True)
+    assert [r.split("] ", 1)[1] for r in kern.remarks] == [
+        "skipped: order [2, 1, 0] is longer than the 2-loop band (i, j)",
+        "interchanged band (p, q, s) -> (s, q, p)"]
+    a = small_ints(np.random.default_rng(9), (8, 8), np.float32)
+    c, e = np.full((8, 8), np.nan, np.float32), np.zeros(8, np.float32)
+    kern(a, c, e)
+    np.testing.assert_array_equal(c, a)
