@@ -234,3 +234,62 @@ def test_vectorized_matmul_fma_for_each_kind_of_host(kind):
     with planning_for(TARGETS[kind]) as target:
         kernel = compiler.compile(MATMUL_32, pipeline=IKJ)
     check_matmul_fma(asm_for_cpu(kernel.llvm_ir, CPUS[kind]), target.vector_bits)
+
+
+def _loop_of(body: str, n: int = 16, step: int = 1, head: str = "") -> str:
+    """`body` in a loop %j = 0 to n (tagged "v") over %a and %c, 32 elements each."""
+    return f"""func.func @v(%a: memref<32xf32>, %c: memref<32xf32>) {{
+{head}  affine.for %j = 0 to {n} step {step} {{
+{body}
+  }} {{loom.tag = "v"}}
+  func.return
+}}"""
+
+
+def _doubled(load: str, store: str) -> str:
+    return (f"    %x = affine.load {load} : memref<32xf32>\n    %y = arith.addf %x, %x : f32\n"
+            f"    affine.store %y, {store} : memref<32xf32>")
+
+
+DOUBLE = _doubled("%a[%j]", "%c[%j]")
+#: case -> (source, why the loop is not vectorized by 8; None: vectorized)
+VECTORIZE_GUARDS = {
+    "8_iterations": (_loop_of(DOUBLE, n=8), None),
+    "7_iterations": (_loop_of(DOUBLE, n=7), "it has 7 iterations, fewer than the width 8"),
+    "step_2": (_loop_of(DOUBLE, step=2), "its step is 2, not 1"),
+    "iv_as_a_value": (_loop_of("    %k = arith.index_cast %j : index to i32\n    %f = arith.sitofp %k : i32 to f32\n"
+                               "    affine.store %f, %c[%j] : memref<32xf32>"),
+                      "%j is used as a value by 'arith.index_cast'"),
+    "one_element": (_loop_of("    %x = affine.load %a[%j] : memref<32xf32>\n"
+                             "    affine.store %x, %c[0] : memref<32xf32>"),
+                    "%c[0] is stored to the same element in every iteration of %j, not as a sum"),
+    # reads what the iteration 7 before wrote: within one vector
+    "distance_7": (_loop_of(_doubled("%c[%j]", "%c[%j + 7]")),
+                   "dependence store %c[%j + 7] (line 5) -> load %c[%j] (line 3), direction (<) at distance 7 "
+                   "(vector width 8)"),
+    "distance_8": (_loop_of(_doubled("%c[%j]", "%c[%j + 8]")), None),  # from the vector before: in order
+    "reads_ahead": (_loop_of(_doubled("%c[%j + 1]", "%c[%j]")), None),  # the load stays before the store
+    "view_of_the_result": (_loop_of(_doubled("%v[%j]", "%c[%j]").replace(
+        "%v[%j] : memref<32xf32>", "%v[%j] : memref<31xf32, strided<[1], offset: 1>>"),
+        head="  %v = memref.subview %c[1] [31] [1] : memref<32xf32> to memref<31xf32, strided<[1], offset: 1>>\n"),
+        "%v and %c are views of one buffer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VECTORIZE_GUARDS))
+def test_vectorize_guards(case):
+    """Each guard of loom-vectorize at its boundary (8 iterations vectorized by 8, 7 not;
+    a dependence at distance 8 kept by the vector order, 7 not): the remark says why, and
+    the result is exactly what the unscheduled loops compute."""
+    src, why = VECTORIZE_GUARDS[case]
+    kern = compiler.compile(src, pipeline="loom-vectorize{width=8}", remarks=True)
+    [said] = [r.split("] ", 1)[1] for r in kern.remarks]
+    assert said.startswith("nest 'v': vectorized loop %j by 8") if why is None else \
+        said == f"nest 'v': loop %j not vectorized: {why}", said
+    rng = np.random.default_rng(10)
+    a = small_ints(rng, (32,), np.float32)
+    got = small_ints(rng, (32,), np.float32)
+    want = got.copy()
+    kern(a, got)
+    compiler.compile(src, pipeline="naive")(a, want)
+    np.testing.assert_array_equal(got, want)
