@@ -12,6 +12,7 @@ profile's number.
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import compiler
-from kernels import assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints, unknown_memref
+from kernels import TRIANGLE, assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints, unknown_memref
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "default") != "default"
 few = settings() if LONG else settings(max_examples=6)
@@ -269,3 +270,106 @@ def test_hoist_does_not_promote_two_subscripts_of_one_element(pipeline):
     if "hoist" in pipeline:
         assert any("%c[0, 1] not promoted to a register in loop %k: its layout strided<[1, 1]> reaches some "
                    "elements from several indices" in str(r) for r in kern.remarks), kern.remarks
+
+
+def _accumulate(extra: str = "", head: str = "") -> str:
+    """%c[1] += %x[k] over k < 8, and `extra` in the loop."""
+    return f"""func.func @acc(%c: memref<8xf32>, %x: memref<8xf32>) {{
+{head}  affine.for %k = 0 to 8 {{
+    %v = affine.load %x[%k] : memref<8xf32>
+    %p = affine.load %c[1] : memref<8xf32>
+    %s = arith.addf %p, %v : f32
+    affine.store %s, %c[1] : memref<8xf32>
+{extra}  }} {{loom.tag = "acc"}}
+  func.return
+}}"""
+
+
+def _lanes_at(at: int) -> str:
+    return (f"    %q = affine.vector_load %c[{at}] : memref<8xf32>, vector<4xf32>\n"
+            f"    %r = arith.addf %q, %q : vector<4xf32>\n"
+            f"    affine.vector_store %r, %c[{at}] : memref<8xf32>, vector<4xf32>\n")
+
+
+#: case -> (source, the remark about %c[1])
+HOIST_GUARDS = {
+    "alone": (_accumulate(), "kept in registers across loop %k (loaded before, stored after): %c[1]"),
+    "read_by_memref_load": (
+        _accumulate("    %z = arith.constant 1 : index\n    %m = memref.load %c[%z] : memref<8xf32>\n"
+                    "    affine.store %m, %c[2] : memref<8xf32>\n"),
+        "%c[1] not promoted to a register in loop %k: it is accessed by 'memref.load'"),
+    "read_through_a_view": (
+        _accumulate("    %q = affine.load %w[0] : memref<7xf32, strided<[1], offset: 1>>\n"
+                    "    affine.store %q, %c[3] : memref<8xf32>\n",
+                    head="  %w = memref.subview %c[1] [7] [1] : memref<8xf32> to "
+                         "memref<7xf32, strided<[1], offset: 1>>\n"),
+        "%c[1] not promoted to a register in loop %k: it is accessed through several views"),
+    # 4 lanes from %c[1] (as a vector and a scalar), from %c[0] (over %c[1]), from %c[2] (after it)
+    "lanes_from_it": (_accumulate(_lanes_at(1)),
+                      "%c[1] not promoted to a register in loop %k: %c[1] is accessed both as a scalar and as a "
+                      "vector, or as vectors of different types"),
+    "lanes_over_it": (_accumulate(_lanes_at(0)),
+                      "%c[1] not promoted to a register in loop %k: %c[1] and %c[0] may be the same element"),
+    "beside_lanes": (_accumulate(_lanes_at(2)),
+                     "kept in registers across loop %k (loaded before, stored after): %c[1], %c[2]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOIST_GUARDS))
+def test_hoist_promotes_only_an_element_nothing_else_reaches(case):
+    """%c[1] is kept in a register across %k only when no other access may reach it (a
+    memref.load, a view, a vector's lanes from %c[1]; lanes from %c[2] are apart): the
+    remark, and exact against the unscheduled loops."""
+    src, said = HOIST_GUARDS[case]
+    kern = compiler.compile(src, pipeline="loom-hoist", remarks=True)
+    assert said in [r.split("] ", 1)[1] for r in kern.remarks], kern.remarks
+    rng = np.random.default_rng(11)
+    x = small_ints(rng, (8,), np.float32)
+    got = small_ints(rng, (8,), np.float32)
+    want = got.copy()
+    kern(got, x)
+    compiler.compile(src, pipeline="naive")(want, x)
+    np.testing.assert_array_equal(got, want)
+
+
+STENCIL_2D = """func.func @stencil(%a: memref<9x9xf32>) {
+  %one = arith.constant 1.0 : f32
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %a[%i, %j + 1] : memref<9x9xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %a[%i + 1, %j] : memref<9x9xf32>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("src, sizes, message", [
+    (TRIANGLE, "2,2", "cannot tile (i, j) of nest 'tri': the bounds of loop %j use %i (the band is not rectangular)"),
+    (STENCIL_2D, "2,2", "cannot tile (i, j) of nest 'stencil': the loops are not fully permutable, dependence "
+                        "store %a[%i + 1, %j] (line 7) -> load %a[%i, %j + 1] (line 5), direction (<, >)"),
+])
+def test_tile_refuses_a_band_it_cannot_tile(src, sizes, message):
+    """Refused, nothing changed; tiling the outer loop alone keeps every dependence and is
+    exact against the unscheduled loops."""
+    with pytest.raises(compiler.LoomError, match=re.escape(f"loom-tile: {message}")):
+        compiler.compile(src, pipeline=f"loom-tile{{sizes={sizes}}}")
+    kern = compiler.compile(src, pipeline="loom-tile{sizes=3}")
+    rng = np.random.default_rng(12)
+    args = [small_ints(rng, (9, 9), np.float32) for _ in range(2 if src is TRIANGLE else 1)]
+    want = [a.copy() for a in args]
+    kern(*args)
+    compiler.compile(src, pipeline="naive")(*want)
+    for got, w in zip(args, want):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_unroll_skips_a_loop_that_starts_at_a_max():
+    src = _accumulate().replace("affine.for %k = 0 to 8", "affine.for %k = max affine_map<() -> (0, 2)>() to 8")
+    kern = compiler.compile(src, pipeline="loom-unroll{factor=2}", remarks=True)
+    assert any("skipped: its lower bound is a max of several expressions" in r for r in kern.remarks), kern.remarks
+    x = np.arange(8, dtype=np.float32)
+    c = np.zeros(8, np.float32)
+    kern(c, x)
+    assert c[1] == sum(range(2, 8))
