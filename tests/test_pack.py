@@ -9,6 +9,7 @@ padding.
 """
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -180,3 +181,38 @@ def test_an_operand_of_unknown_origin_is_not_packed(pipeline):
         got = c.copy()
         kern(a, b, got, np.array([flag], np.float32))
         np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+@pytest.mark.parametrize("options, message", [
+    ("operand=-1 level=2", "option 'operand' must be >= 0, got -1"),
+    ("operand=1 level=-1", "option 'level' must be >= 0, got -1"),
+    ("level=2", "option 'operand' is required (an integer >= 0)"),
+    ("operand=1", "option 'level' is required (an integer >= 0)"),
+    ("operand=1 level=2 private=2", "option 'private' must be the level of a loop around the copy's, 0 to level - 1, "
+                                    "got 2"),
+    ("operand=1 level=2 private=-1", "option 'private' must be the level of a loop around the copy's, 0 to level - 1, "
+                                     "got -1"),
+    ("operand=1 level=2 panel=0", "option 'panel' must be a positive integer, got 0"),
+    ("operand=3 level=2", "option 'operand' is 3, but nest 'matmul' reads 3 memrefs (operands 0..2)"),
+    ("operand=1 level=6", "option 'level' is 6, but the read of %b in nest 'matmul' is inside 6 loops (levels 0..5)"),
+])
+def test_pack_option_refusals(options, message):
+    src = matmul((8, 8), (8, 8), (8, 8), np.float32)
+    with pytest.raises(compiler.LoomError, match=re.escape(f"loom-pack: {message}")):
+        compiler.compile(src, pipeline=tiled(4, 4, 4, f"loom-pack{{{options} op=matmul}}"))
+
+
+@pytest.mark.parametrize("options, packed", [
+    ("operand=1 level=2 private=1", "into memref<2x4x4xf32>, a slot per iteration of %j_t (private)"),
+    ("operand=1 level=2 private=0 panel=4", "as panels [2][1][4][4], a slot per iteration of %i_t (private)"),
+    ("operand=1 level=2 panel=1", "as panels [4][4][1]"),
+])
+def test_pack_last_accepted_options(options, packed):
+    """private at level - 1 and at 0, a panel of 1: packed, exact on small integers."""
+    src = matmul((8, 8), (8, 8), (8, 8), np.float32)
+    kern = compiler.compile(src, pipeline=tiled(4, 4, 4, f"loom-pack{{{options} op=matmul}}"), remarks=True)
+    assert any(f"packed B (%b) of nest 'matmul': tile 4x4 at loop %k_t (level 2) {packed}" in r
+               for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(13)
+    a, b = small_ints(rng, (8, 8), np.float32), small_ints(rng, (8, 8), np.float32)
+    np.testing.assert_array_equal(kern(a, b), a.astype(np.float64) @ b)
