@@ -1,4 +1,5 @@
-"""The xDSL context Loom parses and transforms in: every upstream dialect plus loom."""
+"""The xDSL context Loom parses and transforms in: every upstream dialect plus loom and
+arith_ext (arith's casts on vectors)."""
 
 import functools
 from collections.abc import Callable
@@ -7,6 +8,7 @@ from xdsl.context import Context
 from xdsl.ir import Dialect
 from xdsl.universe import Universe
 
+from dialects.arith_ext import ArithExt
 from dialects.llvm_ext import EXTRA_LLVM_OPS
 from dialects.loom import Loom
 
@@ -24,6 +26,7 @@ def make_context() -> Context:
     for name, factory in _dialect_factories():
         ctx.register_dialect(name, factory)
     ctx.load_dialect(Loom)
+    ctx.load_dialect(ArithExt)
     for op in EXTRA_LLVM_OPS:
         ctx.load_op(op)
     return ctx

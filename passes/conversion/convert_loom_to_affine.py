@@ -10,12 +10,14 @@ The nests are the textbook ones, the starting point of every schedule:
   with padding, the read sits under an `affine.if` that keeps it inside the input (the
   padded border contributes zero; nothing is read out of bounds);
   Low precision: bf16 elements are widened to f32 (`arith.extf`), i8/ui8 to i32
-  (`arith.extsi`/`extui`) as they are read, and summed with `muli`/`addi` in i32;
+  (`arith_ext.extsi`/`extui`: arith's casts that take vectors too) as they are read, and
+  summed with `muli`/`addi` in i32;
 - `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
   numpy broadcasting (a size-1 or missing dimension reads index 0); on i32, `addi`,
   `muli` and `maxsi`;
-- `loom.cast` (`truncf`, `extf`, `sitofp`), `loom.quantize` (`divf`, `math.roundeven`, the
-  zero point added, `maxnumf`/`minnumf` to the range, `fptosi`, `trunci`) and
+- `loom.cast` (`truncf`, `extf`, `arith_ext.sitofp`), `loom.quantize` (`divf`,
+  `math.roundeven`, the zero point added, `maxnumf`/`minnumf` to the range,
+  `arith_ext.fptosi` and `trunci`) and
   `loom.dequantize` (widened, `subi`, `sitofp`, `mulf`): the same one nest, the scale
   and the zero point read at the channel's index (per channel) or once (per tensor);
 - `memref.copy` (from bufferization: `loom.contiguous`, a reshape that is not a view, a
@@ -66,7 +68,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from passes.support.diagnostics import LoomError
-from dialects import loom
+from dialects import arith_ext, loom
 
 TAG = "loom.tag"
 
@@ -136,9 +138,9 @@ def widen(value: SSAValue, to: Attribute) -> tuple[list[Operation], SSAValue]:
     if t == bf16:
         op: Operation = arith.ExtFOp(value, to)
     elif isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED:
-        op = arith.ExtUIOp(value, to)
+        op = arith_ext.ExtUIOp(value, to)
     else:
-        op = arith.ExtSIOp(value, to)
+        op = arith_ext.ExtSIOp(value, to)
     return [op], op.results[0]
 
 
@@ -266,24 +268,24 @@ def elementwise_body(op: loom.LoomComputeOp, values: list[SSAValue]) -> list[Ope
             return [arith.ExtFOp(x, out_t)]
         if out_t == bf16:
             return [arith.TruncFOp(x, out_t)]
-        return [arith.SIToFPOp(x, out_t)]
+        return [arith_ext.SIToFPOp(x, out_t)]
     if isinstance(op, loom.QuantizeOp):
         x, scale, zero_point = values
         least, greatest = loom.QUANTIZED[out_t]
         quotient = arith.DivfOp(x, scale)
         rounded = math.RoundEvenOp(quotient)
-        zp = arith.SIToFPOp(zero_point, f32)
+        zp = arith_ext.SIToFPOp(zero_point, f32)
         shifted = arith.AddfOp(rounded, zp)
         lo, hi = constant(least, f32), constant(greatest, f32)
         above = arith.MaxnumfOp(shifted, lo)  # maxnum: a NaN gives the least value
         clamped = arith.MinnumfOp(above, hi)
-        whole = arith.FPToSIOp(clamped, i32)
-        return [quotient, rounded, zp, shifted, lo, hi, above, clamped, whole, arith.TruncIOp(whole, out_t)]
+        whole = arith_ext.FPToSIOp(clamped, i32)
+        return [quotient, rounded, zp, shifted, lo, hi, above, clamped, whole, arith_ext.TruncIOp(whole, out_t)]
     assert isinstance(op, loom.DequantizeOp), op.name
     q, scale, zero_point = values
     to_i32, q = widen(q, i32)
     diff = arith.SubiOp(q, zero_point)
-    as_float = arith.SIToFPOp(diff, f32)
+    as_float = arith_ext.SIToFPOp(diff, f32)
     return [*to_i32, diff, as_float, arith.MulfOp(as_float, scale)]
 
 

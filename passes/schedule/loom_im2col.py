@@ -42,6 +42,7 @@ from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
+from dialects import arith_ext
 from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
@@ -142,7 +143,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
         if guard.else_region.blocks and any(not isinstance(o, affine.YieldOp) for o in guard.else_region.ops):
             return "its guard has an else branch"
         body = [o for o in guard.then_region.block.ops if not isinstance(o, affine.YieldOp)]
-    widened = next((o for o in body if isinstance(o, arith.ExtFOp | arith.ExtSIOp | arith.ExtUIOp)), None)
+    widened = next((o for o in body if isinstance(o, arith.ExtFOp | arith_ext.ExtSIOp | arith_ext.ExtUIOp)), None)
     if widened is not None:
         return (f"it reads {widened.operands[0].type} elements and sums them in {widened.results[0].type} "
                 "(low precision): only f32 and f64 conv2d nests are rewritten")

@@ -96,6 +96,7 @@ from xdsl.traits import is_side_effect_free
 
 from passes.support.remarks import remark
 from passes.support.target import host
+from dialects import arith_ext
 from dialects.layout import may_alias, memref_root, unknown_origin
 from passes.analysis.affine_forms import (
     AccessStride,
@@ -139,15 +140,15 @@ ELEMENTWISE = (
     math.AbsFOp,
     math.SqrtOp,
     math.RoundEvenOp,
-    # low precision: bf16 widened and rounded, i32 arithmetic. (xDSL 0.74's extsi, extui,
-    # trunci, sitofp and fptosi take scalars only: an int8 nest and the quantization
-    # steps stay scalar until the dot-product packing replaces them)
+    # low precision: bf16 widened and rounded, int8 widened, i32 arithmetic, the
+    # quantization's casts (arith_ext's: xDSL 0.74's arith casts take scalars only)
     arith.ExtFOp,
     arith.TruncFOp,
     arith.AddiOp,
     arith.SubiOp,
     arith.MuliOp,
     arith.MaxSIOp,
+    *arith_ext.CASTS,
 )
 
 #: select(cmpf P, %x, c), %x, c) -> the op, when c is a constant other than the zero named
@@ -260,7 +261,7 @@ def _analyze(loop: affine.ForOp, width: int) -> _Plan:
     for op in body:
         if isinstance(op, affine.IfOp):
             raise _Refusal("its body has an affine.if (a guard)")
-        if not (isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp) or op.name.startswith(("arith.", "math."))):
+        if not (isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp) or op.name.startswith(("arith.", "arith_ext.", "math."))):
             raise _Refusal(f"its body has '{op.name}'")
         if any(isinstance(t, VectorType) for t in (*op.operand_types, *op.result_types)):
             raise _Refusal(f"its body already works on vectors ('{op.name}')")

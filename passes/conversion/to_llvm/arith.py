@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from dialects import arith_ext
 from dialects.llvm_ext import FPToSIOp, FPToUIOp, UIToFPOp
 from passes.conversion.to_llvm.abi import mangle
 from passes.conversion.to_llvm.common import Externals, Lowering, Rewrite, fastmath
@@ -318,6 +319,11 @@ _CASTS: dict[type[Operation], type[Operation]] = {
     arith.ExtUIOp: llvm.ZExtOp,
     arith.TruncIOp: llvm.TruncOp,
     arith.BitcastOp: llvm.BitcastOp,
+    arith_ext.ExtSIOp: llvm.SExtOp,
+    arith_ext.ExtUIOp: llvm.ZExtOp,
+    arith_ext.TruncIOp: llvm.TruncOp,
+    arith_ext.SIToFPOp: llvm.SIToFPOp,
+    arith_ext.FPToSIOp: FPToSIOp,
 }
 
 

@@ -25,8 +25,8 @@ func.func @bf16_matmul(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x
 // CHECK:      %[[A:.*]] = affine.load %a[%i, %k] : memref<4x3xui8>
 // CHECK-NEXT: %[[B:.*]] = affine.load %b[%k, %j] : memref<3x5xi8>
 // CHECK-NEXT: %[[C:.*]] = affine.load %c[%i, %j] : memref<4x5xi32>
-// CHECK-NEXT: %[[WA:.*]] = arith.extui %[[A]] : ui8 to i32
-// CHECK-NEXT: %[[WB:.*]] = arith.extsi %[[B]] : i8 to i32
+// CHECK-NEXT: %[[WA:.*]] = arith_ext.extui %[[A]] : ui8 to i32
+// CHECK-NEXT: %[[WB:.*]] = arith_ext.extsi %[[B]] : i8 to i32
 // CHECK-NEXT: %[[P:.*]] = arith.muli %[[WA]], %[[WB]] : i32
 // CHECK-NEXT: %[[S:.*]] = arith.addi %[[C]], %[[P]] : i32
 // CHECK-NEXT: affine.store %[[S]], %c[%i, %j] : memref<4x5xi32>
@@ -40,8 +40,8 @@ func.func @u8s8_matmul(%a: memref<4x3xui8>, %b: memref<3x5xi8>, %c: memref<4x5xi
 // An i8 conv2d: the same widening in the guarded body.
 // CHECK-LABEL: func.func @i8_conv
 // CHECK:      affine.if
-// CHECK:      arith.extsi %{{.*}} : i8 to i32
-// CHECK-NEXT: arith.extsi %{{.*}} : i8 to i32
+// CHECK:      arith_ext.extsi %{{.*}} : i8 to i32
+// CHECK-NEXT: arith_ext.extsi %{{.*}} : i8 to i32
 // CHECK-NEXT: arith.muli
 // CHECK-NEXT: arith.addi
 func.func @i8_conv(%x: memref<1x2x5x5xi8>, %w: memref<3x2x3x3xi8>, %y: memref<1x3x5x5xi32>) {
@@ -70,7 +70,7 @@ func.func @i32_epilogue(%a: memref<4x5xi32>, %b: memref<5xi32>, %c: memref<4x5xi
 // CHECK-LABEL: func.func @casts
 // CHECK:      arith.truncf %{{.*}} : f32 to bf16
 // CHECK:      arith.extf %{{.*}} : bf16 to f32
-// CHECK:      arith.sitofp %{{.*}} : i32 to f32
+// CHECK:      arith_ext.sitofp %{{.*}} : i32 to f32
 func.func @casts(%x: memref<8xf32>, %h: memref<8xbf16>, %y: memref<8xf32>, %i: memref<8xi32>) {
   loom.cast ins(%x : memref<8xf32>) outs(%h : memref<8xbf16>)
   loom.cast ins(%h : memref<8xbf16>) outs(%y : memref<8xf32>)
@@ -91,14 +91,14 @@ func.func @casts(%x: memref<8xf32>, %h: memref<8xbf16>, %y: memref<8xf32>, %i: m
 // CHECK-NEXT: %[[Z:.*]] = affine.load %z[%[[J]]] : memref<5xi32>
 // CHECK-NEXT: %[[D:.*]] = arith.divf %[[X]], %[[S]] : f32
 // CHECK-NEXT: %[[R:.*]] = math.roundeven %[[D]] : f32
-// CHECK-NEXT: %[[ZF:.*]] = arith.sitofp %[[Z]] : i32 to f32
+// CHECK-NEXT: %[[ZF:.*]] = arith_ext.sitofp %[[Z]] : i32 to f32
 // CHECK-NEXT: %[[SH:.*]] = arith.addf %[[R]], %[[ZF]] : f32
 // CHECK-NEXT: %[[LO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %[[HI:.*]] = arith.constant 2.550000e+02 : f32
 // CHECK-NEXT: %[[UP:.*]] = arith.maxnumf %[[SH]], %[[LO]] : f32
 // CHECK-NEXT: %[[CL:.*]] = arith.minnumf %[[UP]], %[[HI]] : f32
-// CHECK-NEXT: %[[W:.*]] = arith.fptosi %[[CL]] : f32 to i32
-// CHECK-NEXT: %[[Q:.*]] = arith.trunci %[[W]] : i32 to ui8
+// CHECK-NEXT: %[[W:.*]] = arith_ext.fptosi %[[CL]] : f32 to i32
+// CHECK-NEXT: %[[Q:.*]] = arith_ext.trunci %[[W]] : i32 to ui8
 // CHECK-NEXT: affine.store %[[Q]], %q[%[[I]], %[[J]]] : memref<4x5xui8>
 // CHECK:      {loom.tag = "quantize"}
 func.func @quantize(%x: memref<4x5xf32>, %s: memref<5xf32>, %z: memref<5xi32>, %q: memref<4x5xui8>) {
@@ -114,9 +114,9 @@ func.func @quantize(%x: memref<4x5xf32>, %s: memref<5xf32>, %z: memref<5xi32>, %
 // CHECK:      %[[Q:.*]] = affine.load %q[%{{.*}}, %{{.*}}] : memref<4x5xi8>
 // CHECK-NEXT: %[[S:.*]] = affine.load %s[] : memref<f32>
 // CHECK-NEXT: %[[Z:.*]] = affine.load %z[] : memref<i32>
-// CHECK-NEXT: %[[W:.*]] = arith.extsi %[[Q]] : i8 to i32
+// CHECK-NEXT: %[[W:.*]] = arith_ext.extsi %[[Q]] : i8 to i32
 // CHECK-NEXT: %[[D:.*]] = arith.subi %[[W]], %[[Z]] : i32
-// CHECK-NEXT: %[[F:.*]] = arith.sitofp %[[D]] : i32 to f32
+// CHECK-NEXT: %[[F:.*]] = arith_ext.sitofp %[[D]] : i32 to f32
 // CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[F]], %[[S]] : f32
 // CHECK-NEXT: affine.store %[[Y]], %y[%{{.*}}, %{{.*}}] : memref<4x5xf32>
 // CHECK:      {loom.tag = "dequantize"}

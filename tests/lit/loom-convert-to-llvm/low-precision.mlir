@@ -58,3 +58,23 @@ func.func @narrow(%x: vector<8xf32>, %out: memref<8xbf16>) {
   memref.store %one, %out[%c0] : memref<8xbf16>
   func.return
 }
+
+// arith_ext's casts (what convert-loom-to-affine widens and quantizes with) on vectors: the
+// llvm casts of the same meaning, lane by lane; ui8 and i8 alike are i8.
+// CHECK-LABEL: llvm.func @vector_casts
+// CHECK:      %[[S:.*]] = llvm.sext %{{.*}} : vector<8xi8> to vector<8xi32>
+// CHECK-NEXT: %[[U:.*]] = llvm.zext %{{.*}} : vector<8xi8> to vector<8xi32>
+// CHECK-NEXT: %[[F:.*]] = llvm.sitofp %[[S]] : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT: %[[W:.*]] = llvm.fptosi %[[F]] : vector<8xf32> to vector<8xi32>
+// CHECK-NEXT: %{{.*}} = llvm.trunc %[[W]] : vector<8xi32> to vector<8xi8>
+func.func @vector_casts(%s: vector<8xi8>, %u: vector<8xui8>, %out: memref<8xui8>, %wide: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %ws = arith_ext.extsi %s : vector<8xi8> to vector<8xi32>
+  %wu = arith_ext.extui %u : vector<8xui8> to vector<8xi32>
+  %f = arith_ext.sitofp %ws : vector<8xi32> to vector<8xf32>
+  %w = arith_ext.fptosi %f : vector<8xf32> to vector<8xi32>
+  %q = arith_ext.trunci %w : vector<8xi32> to vector<8xui8>
+  vector.store %q, %out[%c0] : memref<8xui8>, vector<8xui8>
+  vector.store %wu, %wide[%c0] : memref<8xi32>, vector<8xi32>
+  func.return
+}
