@@ -3,6 +3,8 @@ numerics against the float64 reference over random layers (batch, channels, wind
 strides, padding, dilations; NCHW and NHWC),
 exactly on small integers; the copy-free 1x1 case; the patch buffers freed."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -137,3 +139,71 @@ def test_patch_buffers_are_freed():
         assert text.count(f"%{name} = memref.alloc") == 1 and text.count(f"memref.dealloc %{name}") == 1, text
     assert text.index("memref.dealloc %x_staged") < text.index("reinterpret_cast %w")
     assert text.index("memref.dealloc %col") > text.index('loom.tag = "matmul"')
+
+
+def _conv_nest_text() -> str:
+    """The 7-loop nest convert-loom-to-affine makes of a 1x2x6x6 * 3x2x3x3 conv2d, in the
+    generic form (which keeps its maps over the loop ivs as dims, as the pass builds them)."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    from dialects.context import make_context
+    from passes.conversion.convert_loom_to_affine import ConvertLoomToAffinePass
+    from passes.support.parser import parse_module
+
+    module = parse_module(make_context(), """func.func @conv(%x: memref<1x2x6x6xf32>, %w: memref<3x2x3x3xf32>,
+                                                        %y: memref<1x3x4x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x2x6x6xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x4x4xf32>)
+  func.return
+}""", "conv.mlir")
+    ConvertLoomToAffinePass().apply(make_context(), module)
+    text = StringIO()
+    Printer(stream=text, print_generic_format=True).print_op(module)
+    return text.getvalue()
+
+
+X_MAP = "-> (d0, d4, (d2 + d5), (d3 + d6))>"
+W_MAP = "-> (d1, d4, d5, d6)>"
+Y_MAP = "-> (d0, d1, d2, d3)>}> : (f32, memref<1x3x4x4xf32>, index, index, index, index, index, index, index)"
+#: case -> (what replaces what in the nest, why it is not conv2d's)
+NOT_CONV2D = {
+    "x_rows_and_cols_swapped": ((X_MAP, "-> (d0, d4, (d3 + d6), (d2 + d5))>"),
+                                "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"),
+    "x_cols_along_r": ((X_MAP, "-> (d0, d4, (d2 + d5), (d3 + d5))>"),
+                       "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"),
+    "x_r_and_s_swapped": ((X_MAP, "-> (d0, d4, (d2 + d6), (d3 + d5))>"),
+                          "its read of X is not X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw]"),
+    "w_transposed": ((W_MAP, "-> (d1, d4, d6, d5)>"),
+                     "its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow] (NCHW)"),
+    "y_stored_transposed": ((Y_MAP, Y_MAP.replace("(d0, d1, d2, d3)", "(d0, d1, d3, d2)")),
+                            "its body is not the conv2d statement Y += X * W"),
+    "x_squared": (('"arith.mulf"(%5, %6)', '"arith.mulf"(%5, %5)'), "its body is not the conv2d statement Y += X * W"),
+    "subtracted": (('"arith.addf"(%7, %8)', '"arith.subf"(%7, %8)'), "its body is not the conv2d statement Y += X * W"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CONV2D))
+def test_a_nest_one_step_off_conv2d_is_not_rewritten(case):
+    """The nest of conv2d is rewritten (exact against the unscheduled loops); each change
+    that makes it another computation (X read transposed or with r and s swapped, W
+    transposed, Y stored elsewhere than it is read, X * X, Y - X * W) is refused, the
+    reason named."""
+    text = _conv_nest_text()
+    (old, new), why = NOT_CONV2D[case]
+    assert text.count(old) == 1
+    with pytest.raises(compiler.LoomError, match=re.escape(f"no conv2d nest to rewrite: nest 'conv2d': {why}")):
+        compiler.compile(text.replace(old, new), pipeline="loom-im2col")
+
+
+def test_the_conv2d_nest_built_by_the_lowering_is_rewritten():
+    text = _conv_nest_text()
+    kern = compiler.compile(text, pipeline="loom-im2col", remarks=True)
+    assert any("then matmul 3x16x18" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(14)
+    x, w = small_ints(rng, (1, 2, 6, 6), np.float32), small_ints(rng, (3, 2, 3, 3), np.float32)
+    got = np.full((1, 3, 4, 4), np.nan, np.float32)
+    want = got.copy()
+    kern(x, w, got)
+    compiler.compile(text, pipeline="naive")(x, w, want)
+    np.testing.assert_array_equal(got, want)
