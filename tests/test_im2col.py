@@ -183,8 +183,9 @@ NOT_CONV2D = {
 }
 
 
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
 @pytest.mark.parametrize("case", sorted(NOT_CONV2D))
-def test_a_nest_one_step_off_conv2d_is_not_rewritten(case):
+def test_a_nest_one_step_off_conv2d_is_not_rewritten(case, rewrite):
     """The nest of conv2d is rewritten (exact against the unscheduled loops); each change
     that makes it another computation (X read transposed or with r and s swapped, W
     transposed, Y stored elsewhere than it is read, X * X, Y - X * W) is refused, the
@@ -192,14 +193,17 @@ def test_a_nest_one_step_off_conv2d_is_not_rewritten(case):
     text = _conv_nest_text()
     (old, new), why = NOT_CONV2D[case]
     assert text.count(old) == 1
-    with pytest.raises(compiler.LoomError, match=re.escape(f"no conv2d nest to rewrite: nest 'conv2d': {why}")):
-        compiler.compile(text.replace(old, new), pipeline="loom-im2col")
+    with pytest.raises(compiler.LoomError,
+                       match=re.escape(f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': {why}")):
+        compiler.compile(text.replace(old, new), pipeline=rewrite)
 
 
-def test_the_conv2d_nest_built_by_the_lowering_is_rewritten():
+@pytest.mark.parametrize("rewrite, said", [("loom-im2col", "then matmul 3x16x18"),
+                                           ("loom-direct-conv", "direct convolution: X read in place")])
+def test_the_conv2d_nest_built_by_the_lowering_is_rewritten(rewrite, said):
     text = _conv_nest_text()
-    kern = compiler.compile(text, pipeline="loom-im2col", remarks=True)
-    assert any("then matmul 3x16x18" in r for r in kern.remarks), kern.remarks
+    kern = compiler.compile(text, pipeline=rewrite, remarks=True)
+    assert any(said in r for r in kern.remarks), kern.remarks
     rng = np.random.default_rng(14)
     x, w = small_ints(rng, (1, 2, 6, 6), np.float32), small_ints(rng, (3, 2, 3, 3), np.float32)
     got = np.full((1, 3, 4, 4), np.nan, np.float32)
