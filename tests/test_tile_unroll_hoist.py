@@ -373,3 +373,22 @@ def test_unroll_skips_a_loop_that_starts_at_a_max():
     c = np.zeros(8, np.float32)
     kern(c, x)
     assert c[1] == sum(range(2, 8))
+
+
+def test_unroll_refuses_a_nest_past_the_op_limit():
+    """The body (5 ops) unrolled 4000 times makes about 20,001 ops: one past the limit,
+    refused before anything is copied; the limit itself is accepted."""
+    from passes.analysis.loop_utils import MAX_UNROLLED_OPS, check_unrolled_size, select_nests
+    from dialects.context import make_context
+    from passes.support.parser import parse_module
+
+    src = _accumulate().replace("0 to 8 {", "0 to 8000 {").replace("%x: memref<8xf32>", "%x: memref<8000xf32>") \
+        .replace("%x[%k] : memref<8xf32>", "%x[%k] : memref<8000xf32>")
+    with pytest.raises(compiler.LoomError, match=re.escape(
+            "loom-unroll: unrolling its innermost loops by 4000 would make nest 'acc' about 20,001 ops, more than "
+            "the limit of 20,000 ops per unrolled nest")):
+        compiler.compile(src, pipeline="loom-unroll{factor=4000}")
+    [nest] = select_nests(parse_module(make_context(), src, "acc.mlir"), "acc")
+    check_unrolled_size("loom-unroll", nest, MAX_UNROLLED_OPS, "unrolling")
+    with pytest.raises(compiler.LoomError, match="about 20,001 ops, more than the limit of 20,000"):
+        check_unrolled_size("loom-unroll", nest, MAX_UNROLLED_OPS + 1, "unrolling")
