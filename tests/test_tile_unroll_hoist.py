@@ -392,3 +392,27 @@ def test_unroll_refuses_a_nest_past_the_op_limit():
     check_unrolled_size("loom-unroll", nest, MAX_UNROLLED_OPS, "unrolling")
     with pytest.raises(compiler.LoomError, match="about 20,001 ops, more than the limit of 20,000"):
         check_unrolled_size("loom-unroll", nest, MAX_UNROLLED_OPS + 1, "unrolling")
+
+
+def test_hoist_keeps_an_access_the_loop_may_never_reach():
+    """%c[%i] in %k = %i to 8, %i up to 8: for %i = 8 the loop runs no iteration, and a
+    load hoisted before it would read %c[8], past the end. Not promoted; exact."""
+    src = """func.func @tri(%c: memref<8xf32>, %x: memref<9xf32>) {
+  affine.for %i = 0 to 9 {
+    affine.for %k = affine_map<(d0) -> (d0)>(%i) to 8 {
+      %v = affine.load %x[%k] : memref<9xf32>
+      %p = affine.load %c[%i] : memref<8xf32>
+      %s = arith.addf %p, %v : f32
+      affine.store %s, %c[%i] : memref<8xf32>
+    }
+  } {loom.tag = "tri"}
+  func.return
+}"""
+    kern = compiler.compile(src, pipeline="loom-hoist", remarks=True)
+    assert [r.split("] ", 1)[1] for r in kern.remarks] == [
+        "%c[%i] not promoted to a register in loop %k: %c[%i] is not provably in bounds (the loop may not run)"]
+    rng = np.random.default_rng(15)
+    c, x = small_ints(rng, (8,), np.float32), small_ints(rng, (9,), np.float32)
+    want = c.astype(np.float64) + [x[i:8].sum(dtype=np.float64) for i in range(8)]
+    kern(c, x)
+    np.testing.assert_array_equal(c, want)
