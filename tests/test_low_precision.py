@@ -368,7 +368,9 @@ def test_an_unknown_element_type_is_refused_at_the_signature():
 
 SCHEDULES = ["default", "loom-vectorize{width=8}", "loom-vectorize{width=16}", "loom-hoist", "loom-fuse-epilogue",
              "loom-tile{sizes=8,16,8 op=matmul},loom-pack{operand=0 level=1 op=matmul}",
-             "loom-pack{operand=1 level=0 op=matmul}", "loom-unroll-jam{factors=2,2}", "loom-parallelize{num-threads=2}",
+             "loom-pack{operand=1 level=0 op=matmul}",
+             "loom-tile{sizes=8,16,8 op=matmul},loom-pack{operand=1 level=2 panel=8 op=matmul},loom-vectorize{width=8}",
+             "loom-unroll-jam{factors=2,2}", "loom-parallelize{num-threads=2}",
              "loom-peel{sizes=6,16}", "loom-im2col", "loom-direct-conv", "loom-transpose-copy{width=4}"]
 NHWC_U8 = conv2d((1, 9, 9, 5), (3, 3, 5, 7), (1, 9, 9, 7), (1, 1), (1, 1), (1, 1), np.uint8, np.int8, np.int32,
                  layout="nhwc")
@@ -411,6 +413,31 @@ def test_every_schedule_pass_takes_low_precision_nests(schedule):
         else:
             _exact(got, want, name)
     assert compiled or schedule in ("loom-im2col", "loom-direct-conv"), f"{schedule} refused every case"
+
+
+PACKED = ("loom-tile{sizes=16,32,24 op=matmul},loom-pack{operand=0 level=2 panel=4 op=matmul},"
+          "loom-pack{operand=1 level=2 panel=8 op=matmul},loom-vectorize{width=8},loom-hoist")
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype, c, widened", [
+    (BF16, BF16, np.float32, ("bf16 to f32", "bf16 to f32")), (np.uint8, np.int8, np.int32, ("ui8 to i32", "i8 to i32")),
+    (np.int8, np.uint8, np.int32, ("i8 to i32", "ui8 to i32"))])
+def test_packing_widens_low_precision_operands_once(a_dtype, b_dtype, c, widened):
+    """loom-pack copies a bf16 or int8 operand into a buffer of the widened type (the copy
+    widens each element once, the compute loops read it ready): at prime sizes no tile
+    divides, exact on integers, within the f32 bound of K terms on bf16."""
+    m, k, n = 37, 53, 41
+    src = matmul((m, k), (k, n), (m, n), a_dtype, b_dtype, c)
+    kernel = compiler.compile(src, pipeline=PACKED, remarks=True)
+    packs = [str(r) for r in kernel.remarks if "loom-pack] packed" in str(r)]
+    assert len(packs) == 2 and all(f"widened from {w} as it is copied" in r for r, w in zip(packs, widened)), packs
+    rng = np.random.default_rng(3)
+    if c is np.float32:
+        a, b = _bf16(rng, (m, k)), _bf16(rng, (k, n))
+        assert_within_bound(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64), k, np.float32)
+    else:
+        a, b = _ints(rng, (m, k), a_dtype, extremes=True), _ints(rng, (k, n), b_dtype, extremes=True)
+        _exact(kernel(a, b), a.astype(np.int64) @ b.astype(np.int64))
 
 
 def test_loom_run_draws_inputs_of_each_kind():

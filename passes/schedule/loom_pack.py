@@ -79,6 +79,13 @@ affine.for %i_t = 0 to 100 step 32 {
 memref.dealloc %b_pack : memref<4x16x16xf32>
 ```
 
+A low-precision operand is packed widened: where each read of it inside the level loop is
+used only by a widening cast, all alike (`arith.extf` bf16 -> f32, `arith_ext.extsi` /
+`extui` i8 / ui8 -> i32, as convert-loom-to-affine reads them), the buffer has the
+widened element type, the copy widens each element once, and the compute loops read the
+widened values with no cast (their micro-kernel is then f32's or i32's). The remark says
+`widened from bf16 to f32 as it is copied`.
+
 Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
 non-positive `panel`, an operand or a level that no nest has (every one of those problems
 in one message); with `op=`, an operand or a level the nest does not have; an operand
@@ -101,15 +108,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, memref
+from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
 from passes.support.units import format_bytes
+from dialects import arith_ext
 from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
@@ -159,6 +167,9 @@ class _Plan:
     #: `private=`: the loop with a slot of the buffer per iteration (a leading dimension),
     #: its lower bound, step and number of iterations
     private: tuple[affine.ForOp, int, int, int] | None = None
+    #: the widening cast every read of the operand goes through (bf16 -> f32, i8 -> i32),
+    #: and its result type: the buffer holds widened elements, copied through it once
+    widen: tuple[type[Operation], Attribute] | None = None
 
 
 @dataclass(frozen=True)
@@ -282,7 +293,7 @@ class LoomPackPass(ModulePass):
                                 "constant (a slot per iteration needs their number)", owner)
             lb, ub = bounds
             private = (owner, lb, step_of(owner), max(1, -(-(ub - lb) // step_of(owner))))
-        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private)
+        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private, _widening(loads))
 
     def _panel_dim(
         self, refuse: str, store: affine.StoreOp, footprint: list[FootprintDim], packed: list[int], read: affine.LoadOp
@@ -303,7 +314,8 @@ class LoomPackPass(ModulePass):
         mtype = plan.memref.type
         assert isinstance(mtype, MemRefType)
         slots = [] if plan.private is None else [plan.private[3]]
-        alloc = memref.AllocOp.get(mtype.get_element_type(), 64, [*slots, *plan.shape])
+        element = plan.widen[1] if plan.widen else mtype.get_element_type()
+        alloc = memref.AllocOp.get(element, 64, [*slots, *plan.shape])
         alloc.memref.name_hint = f"{plan.memref.name_hint or 'operand'}_pack"
         buffer = alloc.memref
         dealloc = memref.DeallocOp.get(buffer)
@@ -320,7 +332,12 @@ class LoomPackPass(ModulePass):
         body.insert_op_before(copy, body.first_op)
         index = _private(*self._packed_index(plan), slot)
         for read in plan.reads:
-            retarget_load(read, buffer, *index)
+            casts = [use.operation for use in read.result.uses] if plan.widen else []
+            new = retarget_load(read, buffer, *index)
+            for cast in casts:  # the buffer's elements are widened already
+                cast.results[0].replace_all_uses_with(new.result)
+                cast.detach()
+                cast.erase()
         tile = "x".join(str(plan.footprint[d].extent) for d in plan.packed)
         if plan.split is None:
             layout = f"into {buffer.type}"
@@ -330,7 +347,9 @@ class LoomPackPass(ModulePass):
             layout = f"as panels {panels}" + (" (the last panel padded)" if padded else "")
         if plan.private is not None:
             layout += f", a slot per iteration of %{iv_name(plan.private[0])} (private)"
-        size = mtype.get_element_type().bitwidth // 8 * math.prod([*slots, *plan.shape])
+        if plan.widen:
+            layout += f", widened from {mtype.get_element_type()} to {element} as it is copied"
+        size = element.bitwidth // 8 * math.prod([*slots, *plan.shape])
         remark(
             self.name, plan.nest,
             f"packed {plan.what}: tile {tile} at loop %{iv_name(plan.level_loop)} (level {self.level}) "
@@ -403,9 +422,14 @@ class LoomPackPass(ModulePass):
                 at[plan.split] = forms[0] * plan.shape[-1] + forms[-1]
             source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
             load = affine.LoadOp(plan.memref, *_map(source))
+            copied: list[Operation] = [load]
+            if plan.widen:
+                cast, to = plan.widen
+                copied.append(cast(load.result, to))
             exprs, operands = _private(*affine_exprs(forms), slot)
-            store = affine.StoreOp(load.result, buffer, operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
-            return [load, store]
+            store = affine.StoreOp(copied[-1].results[0], buffer, operands,
+                                   AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
+            return [*copied, store]
 
         return build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs))),
                                  lambda ivs: body(buffer_order(ivs)))
@@ -429,6 +453,20 @@ class LoomPackPass(ModulePass):
             return [exprs[0] // width, *exprs[1:]], operands
         exprs, operands = affine_exprs([relative[plan.split], *others])
         return [exprs[0] // width, *exprs[1:], exprs[0] % width], operands
+
+
+#: the casts that widen a low-precision element as it is read (convert-loom-to-affine's)
+WIDENING = (arith.ExtFOp, arith_ext.ExtSIOp, arith_ext.ExtUIOp)
+
+
+def _widening(loads: list[affine.LoadOp]) -> tuple[type[Operation], Attribute] | None:
+    """The cast and type every read's value goes through, where each read is used only by
+    one widening cast (all alike): a bf16 or int8 operand the compute loops widen."""
+    casts = [use.operation for load in loads for use in load.result.uses]
+    if not loads or any(not load.result.uses for load in loads) or not all(isinstance(c, WIDENING) for c in casts):
+        return None
+    kinds = {(type(c), c.results[0].type) for c in casts}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _unit_stride_dimension(mem: SSAValue) -> int | None:

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     VectorType,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -772,8 +773,10 @@ def retarget_load(
     load: affine.LoadOp, memref: SSAValue, indices: Sequence[AffineExpr], operands: Sequence[SSAValue]
 ) -> affine.LoadOp:
     """Replace `load` by a load of `memref` at `indices` (expressions over `operands`,
-    one dim each), keeping its result's name and uses and its location."""
-    new = affine.LoadOp(memref, operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(indices))), load.result.type)
+    one dim each), keeping its result's name and uses and its location. (Its result has
+    `memref`'s element type: where that differs from the old one, the caller fixes the uses.)"""
+    element = memref.type.get_element_type() if isinstance(memref.type, MemRefType) else load.result.type
+    new = affine.LoadOp(memref, operands, AffineMapAttr(AffineMap(len(operands), 0, tuple(indices))), element)
     new.location = load.location
     new.result.name_hint = load.result.name_hint
     parent = load.parent_block()
