@@ -256,6 +256,10 @@ def test_cache_size_from_the_environment(monkeypatch):
     assert driver.KernelCache().size == 3
     monkeypatch.setenv("LOOM_CACHE_SIZE", " 5 ")
     assert driver.KernelCache().size == 5
+    monkeypatch.setenv("LOOM_CACHE_SIZE", "0")  # caching off: the least accepted
+    assert driver.KernelCache().size == 0
+    monkeypatch.delenv("LOOM_CACHE_SIZE")
+    assert driver.KernelCache().size == 64
     for bad in ("lots", "²", "-1", "1.5", ""):  # "²" passed str.isdigit(), then int() raised
         monkeypatch.setenv("LOOM_CACHE_SIZE", bad)
         with pytest.raises(LoomError, match=f"LOOM_CACHE_SIZE must be a non-negative integer, got {bad.strip()!r}"):

@@ -93,6 +93,9 @@ def test_a_float_argument_on_either_side_of_an_array():
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(f(x, 1.5), 1.5 * x + (1.5 - x) + (1.5 + x))
+    for s in (np.float32(2.5), np.float64(-0.5)):  # numpy's float scalars are float arguments too
+        np.testing.assert_array_equal(f(x, s), s * x + (s - x) + (s + x))
+    assert len(f._specializations) == 1  # one kernel: the value is its input, not a constant
     with pytest.raises(TypeError, match=r"the float argument s is a kernel input"):
         loom.jit(lambda x, s: x * (s - 1.0))(x, 1.5)
 
