@@ -96,6 +96,10 @@ def test_a_float_argument_on_either_side_of_an_array():
     for s in (np.float32(2.5), np.float64(-0.5)):  # numpy's float scalars are float arguments too
         np.testing.assert_array_equal(f(x, s), s * x + (s - x) + (s + x))
     assert len(f._specializations) == 1  # one kernel: the value is its input, not a constant
+    g = loom.jit(lambda x, s: x * s)  # traced first with a numpy float
+    np.testing.assert_array_equal(g(x, np.float32(0.5)), x * 0.5)
+    np.testing.assert_array_equal(g(x, 3.0), x * 3.0)
+    assert len(g._specializations) == 1
     with pytest.raises(TypeError, match=r"the float argument s is a kernel input"):
         loom.jit(lambda x, s: x * (s - 1.0))(x, 1.5)
 
