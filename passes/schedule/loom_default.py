@@ -75,7 +75,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
-from xdsl.dialects import affine, memref
+from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -84,6 +84,7 @@ from passes.support.diagnostics import LoomError
 from passes.support.target import openmp_runtime
 from passes.support.remarks import remark, scope
 from passes.support.target import Target, host
+from dialects import arith_ext
 from dialects.layout import contiguous, dimension_last, static_strides
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
@@ -287,7 +288,8 @@ class LoomDefaultPass(ModulePass):
             columns = self._column_blocks(plan, skip, target)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=_transposed_b(sub) is not None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
-            notes = "".join(f"; {note}" for note in plan_notes(columns, skipped))
+            low = products(sub, target, plan, skip)
+            notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low])])
             remark(self.name, sub, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.describe()}{notes}; "
                    f"pass list: {pass_list(passes)}", plan=plan, part=part, columns=columns, skipped=skipped,
                    passes=passes)
@@ -540,6 +542,25 @@ def _element_bytes(nest: affine.ForOp) -> int:
     stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
     element = stores[-1].value.type if stores else None
     return element.bitwidth // 8 if isinstance(element, AnyFloat) else 4
+
+
+def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> str:
+    """How a low-precision matmul's products run ("" for f32/f64): the element types, where
+    they are widened (once per element as loom-pack copies them, or as the loops read
+    them), the instruction, and whether the target's dot-product instruction is used."""
+    sources = [str(o.operands[0].type) for o in nest.walk()
+               if isinstance(o, arith.ExtFOp | arith_ext.ExtSIOp | arith_ext.ExtUIOp)]
+    if not sources:
+        return ""
+    pair = " x ".join(sources[:2])
+    packed = plan.pack and "pack" not in skip
+    where = ("as they are read" if not packed else "as they are packed" if plan.pack_a
+             else "B's as they are packed, A's as they are read")
+    if "bf16" in sources:
+        unused = "vdpbf16ps not used yet" if target.bf16_dot else "no AVX512-BF16 on this target"
+        return f"{pair} products summed in f32: widened to f32 {where}, f32 FMAs ({unused})"
+    unused = "vpdpbusd not used yet" if target.int8_dot else "no VNNI on this target"
+    return f"{pair} products summed in i32: widened to i32 {where}, vpmulld + vpaddd ({unused})"
 
 
 def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None:
