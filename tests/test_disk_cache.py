@@ -650,6 +650,15 @@ def test_max_bytes_zero_turns_the_disk_cache_off(disk, monkeypatch):
     monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "0")
     compiler.compile(relu(17))
     assert not disk.exists() or entries(disk) == []
+    monkeypatch.delenv("LOOM_CACHE_MAX_BYTES")  # an entry another process stored...
+    driver.kernel_cache.clear()
+    compiler.compile(relu(17))
+    stored = entries(disk)
+    assert len(stored) == 1
+    driver.kernel_cache.clear()
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "0")  # ...is neither loaded nor evicted by this one
+    assert type(compiler.compile(relu(17))._module).__name__ == "JITModule"
+    assert disk_cache.stats["hit"] == 0 and entries(disk) == stored
 
 
 def test_loom_run_no_cache(tmp_path):
