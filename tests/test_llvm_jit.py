@@ -545,6 +545,9 @@ def test_unknown_function_and_bad_ir():
         jit.function_address("nope")
     with pytest.raises(LoomError, match="invalid LLVM IR"):
         compile_ir("define void @f( {")
+    # parses, but does not verify (a value used before it is defined): refused, never compiled
+    with pytest.raises(LoomError, match="invalid LLVM IR: .*Instruction does not dominate all uses"):
+        compile_ir("define i32 @g(i32 %x) {\n  %a = add i32 %b, 1\n  %b = add i32 %x, 1\n  ret i32 %a\n}\n")
 
 
 def test_compile_from_threads():
