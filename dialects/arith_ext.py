@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import AnyFloat, IntegerType, VectorType
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
@@ -104,4 +105,6 @@ class FPToSIOp(_CastOp):
 
 
 CASTS: tuple[type[_CastOp], ...] = (ExtSIOp, ExtUIOp, TruncIOp, SIToFPOp, FPToSIOp)
+#: the casts that widen a low-precision element as it is read (bf16 -> f32, i8/ui8 -> i32)
+WIDENING: tuple[type[Operation], ...] = (arith.ExtFOp, ExtSIOp, ExtUIOp)
 ArithExt = Dialect("arith_ext", list(CASTS), [])

@@ -75,7 +75,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -549,7 +549,7 @@ def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str
     they are widened (once per element as loom-pack copies them, or as the loops read
     them), the instruction, and whether the target's dot-product instruction is used."""
     sources = [str(o.operands[0].type) for o in nest.walk()
-               if isinstance(o, arith.ExtFOp | arith_ext.ExtSIOp | arith_ext.ExtUIOp)]
+               if isinstance(o, arith_ext.WIDENING)]
     if not sources:
         return ""
     pair = " x ".join(sources[:2])

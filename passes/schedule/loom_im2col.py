@@ -143,7 +143,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
         if guard.else_region.blocks and any(not isinstance(o, affine.YieldOp) for o in guard.else_region.ops):
             return "its guard has an else branch"
         body = [o for o in guard.then_region.block.ops if not isinstance(o, affine.YieldOp)]
-    widened = next((o for o in body if isinstance(o, arith.ExtFOp | arith_ext.ExtSIOp | arith_ext.ExtUIOp)), None)
+    widened = next((o for o in body if isinstance(o, arith_ext.WIDENING)), None)
     if widened is not None:
         return (f"it reads {widened.operands[0].type} elements and sums them in {widened.results[0].type} "
                 "(low precision): only f32 and f64 conv2d nests are rewritten")

@@ -108,7 +108,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -455,15 +455,11 @@ class LoomPackPass(ModulePass):
         return [exprs[0] // width, *exprs[1:], exprs[0] % width], operands
 
 
-#: the casts that widen a low-precision element as it is read (convert-loom-to-affine's)
-WIDENING = (arith.ExtFOp, arith_ext.ExtSIOp, arith_ext.ExtUIOp)
-
-
 def _widening(loads: list[affine.LoadOp]) -> tuple[type[Operation], Attribute] | None:
     """The cast and type every read's value goes through, where each read is used only by
     one widening cast (all alike): a bf16 or int8 operand the compute loops widen."""
     casts = [use.operation for load in loads for use in load.result.uses]
-    if not loads or any(not load.result.uses for load in loads) or not all(isinstance(c, WIDENING) for c in casts):
+    if not loads or any(not load.result.uses for load in loads) or not all(isinstance(c, arith_ext.WIDENING) for c in casts):
         return None
     kinds = {(type(c), c.results[0].type) for c in casts}
     return kinds.pop() if len(kinds) == 1 else None
