@@ -742,6 +742,22 @@ def test_eviction_goes_down_to_90_percent_of_the_bound(disk, monkeypatch):
     assert entries(disk) == paths[2:] and disk_cache.stats["evicted"] == 2
 
 
+def test_a_read_marks_its_entry_used(disk, monkeypatch):
+    """Eviction removes the entry used longest ago: one read since (a hit) is used now, and an
+    entry written after it but not read since goes first."""
+    start = time.time_ns() - 10**12
+    paths = []
+    for i in range(3):
+        assert disk_cache.write(f"{i:064x}", {"kind": "test"}, {"object": bytes(1000)})
+        paths.append(disk / f"{i:064x}.loom")
+        os.utime(paths[-1], ns=(start + i * 10**9, start + i * 10**9))
+    assert disk_cache.read(f"{0:064x}") is not None  # the oldest, read: used now
+    assert paths[0].stat().st_mtime_ns > start + 10 * 10**9
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", str(3 * paths[0].stat().st_size))
+    assert disk_cache.write(f"{3:064x}", {"kind": "test"}, {"object": bytes(1000)})
+    assert paths[0].exists() and not paths[1].exists()
+
+
 @pytest.mark.parametrize(("text", "size"), [("1000", 1000), ("64K", 64 << 10), ("2m", 2 << 20), (" 1G ", 1 << 30)])
 def test_max_bytes_from_the_environment(monkeypatch, text, size):
     monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", text)

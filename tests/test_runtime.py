@@ -353,6 +353,12 @@ def test_read_only_arguments_may_alias_and_be_read_only():
         k(c, a, c)
     with pytest.raises(ValueError, match=r"argument #2 \(%c\) is written by the kernel but is read-only"):
         k(c.copy(), c.copy(), a)
+    # the checked call (a kernel that writes an argument): an array of another shape with the
+    # same strides is refused, never read or written past its end
+    bad = np.ones((3, 4), np.float32)
+    for args in ((bad, a, c), (a, a, bad)):
+        with pytest.raises(ValueError, match=r"has shape \(3, 4\), expected \(4, 4\)"):
+            k(*args)
 
 
 def test_interleaved_views_do_not_overlap():
