@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import compiler
+from compiler.jit.kernel import MAX_THREADS
 from kernels import matmul
 
 MM = matmul((4, 3), (3, 5), (4, 5), np.float32)
@@ -162,6 +163,10 @@ def test_bad_source_and_options():
         compiler.compile(MM, pipeline="no-such-pass")
     with pytest.raises(ValueError, match="num_threads must be a positive integer"):
         compiler.compile(MM, num_threads=0)
+    assert compiler.compile(MM, num_threads=1).num_threads == 1  # the bounds themselves are taken
+    assert compiler.compile(MM, num_threads=MAX_THREADS).num_threads == MAX_THREADS
+    with pytest.raises(ValueError, match=f"num_threads must be a positive integer of at most {MAX_THREADS}"):
+        compiler.compile(MM, num_threads=MAX_THREADS + 1)
     with pytest.raises(TypeError, match="source must be MLIR text or a ModuleOp"):
         compiler.compile(42)
 

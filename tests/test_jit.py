@@ -142,6 +142,18 @@ def test_several_results_are_a_tuple():
     assert not np.shares_memory(a2, a)
 
 
+def test_an_ellipsis_stands_for_the_dimensions_it_replaces():
+    """`...` expands where it stands, as in numpy: `x[..., 1]` is a column, `x[1, ...]` a row."""
+    @loom.jit
+    def f(x):
+        return x[..., 1], x[1, ...], x[..., ::-1], x[None, ..., 2], x[...]
+
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    for got, want in zip(f(x), (x[..., 1], x[1, ...], x[..., ::-1], x[None, ..., 2], x[...])):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_the_same_array_returned_twice_gives_two_arrays():
     @loom.jit
     def f(x):

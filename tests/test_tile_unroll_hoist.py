@@ -332,6 +332,30 @@ def test_hoist_promotes_only_an_element_nothing_else_reaches(case):
     np.testing.assert_array_equal(got, want)
 
 
+STEP_2 = """func.func @double(%a: memref<16xf32>, %c: memref<16xf32>) {
+  affine.for %i = 0 to 12 step 2 {
+    %v = affine.load %a[%i] : memref<16xf32>
+    %w = arith.addf %v, %v : f32
+    affine.store %w, %c[%i] : memref<16xf32>
+  } {loom.tag = "double"}
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("sizes", [1, 2, 3, 4, 5, 6, 7])
+def test_tile_of_a_loop_with_a_step_counts_iterations(sizes):
+    """`sizes` counts iterations: 4 iterations of a step-2 loop are 8 index units, so 0 to 12
+    (6 iterations) is 2 tiles, the last one partial (12 is no multiple of 8); every element
+    the loop writes, and none past its end, against the unscheduled loop."""
+    kern = compiler.compile(STEP_2, pipeline=f"loom-tile{{sizes={sizes}}}")
+    a = np.arange(16, dtype=np.float32)
+    got, want = np.full(16, -1, np.float32), np.full(16, -1, np.float32)
+    kern(a, got)
+    compiler.compile(STEP_2, pipeline="naive")(a, want)
+    np.testing.assert_array_equal(got, want)
+    assert list(got[12:]) == [-1] * 4 and list(got[:12:2]) == [0, 4, 8, 12, 16, 20]
+
+
 STENCIL_2D = """func.func @stencil(%a: memref<9x9xf32>) {
   %one = arith.constant 1.0 : f32
   affine.for %i = 0 to 8 {
