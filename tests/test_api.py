@@ -171,6 +171,17 @@ def test_bad_source_and_options():
         compiler.compile(42)
 
 
+def test_each_option_is_part_of_the_cache_key():
+    """A compile that asks for another pipeline, thread count or remarks gets its own kernel,
+    never the one cached without them."""
+    plain = compiler.compile(MM, pipeline="loom-default")
+    with_remarks = compiler.compile(MM, pipeline="loom-default", remarks=True)
+    assert plain.remarks == [] and any("[loom-default]" in r for r in with_remarks.remarks)
+    assert with_remarks is not plain and compiler.compile(MM, pipeline="loom-default", remarks=True) is with_remarks
+    assert compiler.compile(MM, pipeline="naive") is not plain
+    assert compiler.compile(MM, pipeline="loom-default", num_threads=1) is not plain
+
+
 def test_verifier_error_has_location():
     bad = MM.replace("4x5", "4x6")
     with pytest.raises(ValueError, match=r"^<source>:2:3: error: 'loom.matmul' op result has shape 4x6"):
