@@ -169,6 +169,8 @@ def test_bad_source_and_options():
         compiler.compile(MM, num_threads=MAX_THREADS + 1)
     with pytest.raises(TypeError, match="source must be MLIR text or a ModuleOp"):
         compiler.compile(42)
+    with pytest.raises(TypeError, match="pipeline must be a string, got int"):
+        compiler.compile(MM, pipeline=42)
 
 
 def test_each_option_is_part_of_the_cache_key():
@@ -192,6 +194,11 @@ def test_reference_checks_shapes():
     a, b = args()
     with pytest.raises(ValueError, match=r"argument #1 \(%b\) has shape \(5, 3\), expected \(3, 5\)"):
         compiler.reference(MM, a, b.T)
+    with pytest.raises(TypeError, match=r"@mm takes 2 arrays, got 1"):
+        compiler.reference(MM, a)
+    with pytest.raises(TypeError, match=r"@mm takes 2 arrays, got 3"):
+        compiler.reference(MM, a, b, b)
+    np.testing.assert_allclose(compiler.reference(MM, a, b), a.astype(np.float64) @ b)  # one result: an array
 
 
 def test_no_leak_across_calls():
