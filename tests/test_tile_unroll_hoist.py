@@ -356,6 +356,25 @@ def test_tile_of_a_loop_with_a_step_counts_iterations(sizes):
     assert list(got[12:]) == [-1] * 4 and list(got[:12:2]) == [0, 4, 8, 12, 16, 20]
 
 
+def _stepped(ub: int, step: int) -> str:
+    return STEP_2.replace("0 to 12 step 2", f"0 to {ub} step {step}").replace("16xf32", "24xf32")
+
+
+@pytest.mark.parametrize(("ub", "step", "factor"), [(10, 4, 2), (10, 4, 3), (20, 2, 3), (16, 2, 4), (15, 7, 2)])
+def test_unroll_of_a_loop_with_a_step(ub, step, factor):
+    """A step that does not divide the range (0 to 10 step 4 runs 3 times: 0, 4, 8) and a
+    factor that does not divide the trip count: every iteration runs once, the remainder
+    from where the unrolled loop stops; exact against the unscheduled loop."""
+    src = _stepped(ub, step)
+    kern = compiler.compile(src, pipeline=f"loom-unroll{{factor={factor}}}")
+    a = np.arange(24, dtype=np.float32)
+    got, want = np.full(24, -1, np.float32), np.full(24, -1, np.float32)
+    kern(a, got)
+    compiler.compile(src, pipeline="naive")(a, want)
+    np.testing.assert_array_equal(got, want)
+    assert list(np.flatnonzero(got != -1)) == list(range(0, ub, step))  # (c[i] = 2 * i, never -1)
+
+
 STENCIL_2D = """func.func @stencil(%a: memref<9x9xf32>) {
   %one = arith.constant 1.0 : f32
   affine.for %i = 0 to 8 {

@@ -293,3 +293,35 @@ def test_vectorize_guards(case):
     kern(a, got)
     compiler.compile(src, pipeline="naive")(a, want)
     np.testing.assert_array_equal(got, want)
+
+
+#: select(cmpf ugt x, c), x, d): relu where d is c (0.0), something else otherwise
+_SELECT = """func.func @s(%a: memref<32xf32>, %c: memref<32xf32>) {{
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  affine.for %j = 0 to 32 {{
+    %x = affine.load %a[%j] : memref<32xf32>
+    %p = arith.cmpf ugt, %x, {compared} : f32
+    %r = arith.select %p, %x, {chosen} : f32
+    affine.store %r, %c[%j] : memref<32xf32>
+  }} {{loom.tag = "s"}}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize(("compared", "chosen", "words"), [
+    ("%zero", "%zero", "vectorized loop %j by 8"),  # relu: a max
+    ("%zero", "%one", "an arith.select on a condition that varies with %j"),  # x > 0 ? x : 1 is no max
+    ("%one", "%zero", "an arith.select on a condition that varies with %j"),  # x > 1 ? x : 0 neither
+])
+def test_only_a_select_of_the_value_compared_is_a_max(compared, chosen, words):
+    """select(x > c, x, d) is max(x, c) only when d is c: any other select stays scalar, and
+    every case is exact against the unscheduled loop on values around 0 and 1."""
+    src = _SELECT.format(compared=compared, chosen=chosen)
+    kern = compiler.compile(src, pipeline="loom-vectorize{width=8}", remarks=True)
+    assert any(words in r for r in kern.remarks), kern.remarks
+    a = np.linspace(-1.5, 1.5, 32, dtype=np.float32)
+    got, want = np.empty(32, np.float32), np.empty(32, np.float32)
+    kern(a, got)
+    compiler.compile(src, pipeline="naive")(a, want)
+    np.testing.assert_array_equal(got, want)
