@@ -703,6 +703,10 @@ func.func @f(%A: memref<20x20xf32>, %n: index, %one: f32) {
 """
     deps = band_dependences(band_of(parse(text)))
     assert [d.distance for d in deps] == [(1, 0)]
+    # on one side only, a parameter's value is unknown: the distance along j is too
+    one_sided = text.replace("%A[%i + %n - 1, %j]", "%A[%i - 1, %j + %n]").replace("%A[%i + %n, %j]", "%A[%i, %j]")
+    (dep,) = band_dependences(band_of(parse(one_sided)))
+    assert dep.directions[1] == "*" and dep.distance is None, dep  # (j's direction unknown: no interchange)
 
 
 # --------------------------------------------------------------------------------------
