@@ -173,6 +173,23 @@ def test_matmul_bias_relu_epilogue_vectorized(vector_target):
     assert {3, 4} <= vectorized, unfused.remarks
 
 
+@pytest.mark.parametrize("m", [1, 3, 7])
+def test_few_rows_times_a_transposed_weight(m):
+    """x @ w.T with fewer rows than MR (a linear layer at batch 1): each element a dot
+    product of a row of x and a row of W read through the transposed view; exact on small
+    integers at sizes no tile divides."""
+    n, k = 37, 29
+    t = lambda *s: ty(s, np.float32)  # noqa: E731
+    src = (f"func.func @lin(%x: {t(m, k)}, %w: {t(n, k)}) -> {t(m, n)} {{\n"
+           f"  %wt = loom.transpose %w {{perm = array<i64: 1, 0>}} : {t(n, k)} -> {t(k, n)}\n"
+           f"  %y = loom.matmul %x, %wt : ({t(m, k)}, {t(k, n)}) -> {t(m, n)}\n"
+           f"  func.return %y : {t(m, n)}\n}}\n")
+    kern = compiler.compile(src, pipeline="default")
+    rng = np.random.default_rng(m)
+    x, w = small_ints(rng, (m, k), np.float32), small_ints(rng, (n, k), np.float32)
+    np.testing.assert_array_equal(kern(x, w), exact_matmul(x, w.T, np.float32))
+
+
 def test_two_matmuls_and_two_functions():
     """Each matmul nest of the module is planned and scheduled on its own (loom-default
     tags one nest at a time), in every function, the entry's result unchanged."""
