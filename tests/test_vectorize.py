@@ -325,3 +325,30 @@ def test_only_a_select_of_the_value_compared_is_a_max(compared, chosen, words):
     kern(a, got)
     compiler.compile(src, pipeline="naive")(a, want)
     np.testing.assert_array_equal(got, want)
+
+
+#: a running sum kept in %acc[0] and also stored each iteration (a prefix sum into %p)
+_PREFIX_SUM = """func.func @prefix(%x: memref<32xf32>, %acc: memref<1xf32>, %p: memref<32xf32>) {
+  affine.for %j = 0 to 32 {
+    %s = affine.load %acc[0] : memref<1xf32>
+    %v = affine.load %x[%j] : memref<32xf32>
+    %t = arith.addf %s, %v : f32
+    affine.store %t, %acc[0] : memref<1xf32>
+    affine.store %t, %p[%j] : memref<32xf32>
+  } {loom.tag = "prefix"}
+  func.return
+}"""
+
+
+def test_a_running_sum_used_inside_the_loop_is_not_a_reduction():
+    """A sum that each iteration also stores (a prefix sum) needs every partial sum in
+    order: not vectorized as a reduction of lanes, and exact against the unscheduled loop."""
+    kern = compiler.compile(_PREFIX_SUM, pipeline="loom-vectorize{width=8}", remarks=True)
+    assert not any("vectorized loop %j" in r for r in kern.remarks), kern.remarks
+    x = np.arange(1, 33, dtype=np.float32)
+    got, want = [np.zeros(1, np.float32), np.zeros(32, np.float32)], [np.zeros(1, np.float32), np.zeros(32, np.float32)]
+    kern(x, *got)
+    compiler.compile(_PREFIX_SUM, pipeline="naive")(x, *want)
+    np.testing.assert_array_equal(got[1], np.cumsum(x))
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0][0] == want[0][0] == x.sum()
