@@ -342,17 +342,23 @@ STEP_2 = """func.func @double(%a: memref<16xf32>, %c: memref<16xf32>) {
 }"""
 
 
+def _stepped_against_naive(src: str, pipeline: str, size: int) -> np.ndarray:
+    """`src` (c[i] = 2 * a[i] over its loop) under `pipeline`, c filled with -1 first: what
+    it wrote, checked equal to what the unscheduled loop writes."""
+    a = np.arange(size, dtype=np.float32)
+    got, want = np.full(size, -1, np.float32), np.full(size, -1, np.float32)
+    compiler.compile(src, pipeline=pipeline)(a, got)
+    compiler.compile(src, pipeline="naive")(a, want)
+    np.testing.assert_array_equal(got, want)
+    return got
+
+
 @pytest.mark.parametrize("sizes", [1, 2, 3, 4, 5, 6, 7])
 def test_tile_of_a_loop_with_a_step_counts_iterations(sizes):
     """`sizes` counts iterations: 4 iterations of a step-2 loop are 8 index units, so 0 to 12
     (6 iterations) is 2 tiles, the last one partial (12 is no multiple of 8); every element
     the loop writes, and none past its end, against the unscheduled loop."""
-    kern = compiler.compile(STEP_2, pipeline=f"loom-tile{{sizes={sizes}}}")
-    a = np.arange(16, dtype=np.float32)
-    got, want = np.full(16, -1, np.float32), np.full(16, -1, np.float32)
-    kern(a, got)
-    compiler.compile(STEP_2, pipeline="naive")(a, want)
-    np.testing.assert_array_equal(got, want)
+    got = _stepped_against_naive(STEP_2, f"loom-tile{{sizes={sizes}}}", 16)
     assert list(got[12:]) == [-1] * 4 and list(got[:12:2]) == [0, 4, 8, 12, 16, 20]
 
 
@@ -365,13 +371,7 @@ def test_unroll_of_a_loop_with_a_step(ub, step, factor):
     """A step that does not divide the range (0 to 10 step 4 runs 3 times: 0, 4, 8) and a
     factor that does not divide the trip count: every iteration runs once, the remainder
     from where the unrolled loop stops; exact against the unscheduled loop."""
-    src = _stepped(ub, step)
-    kern = compiler.compile(src, pipeline=f"loom-unroll{{factor={factor}}}")
-    a = np.arange(24, dtype=np.float32)
-    got, want = np.full(24, -1, np.float32), np.full(24, -1, np.float32)
-    kern(a, got)
-    compiler.compile(src, pipeline="naive")(a, want)
-    np.testing.assert_array_equal(got, want)
+    got = _stepped_against_naive(_stepped(ub, step), f"loom-unroll{{factor={factor}}}", 24)
     assert list(np.flatnonzero(got != -1)) == list(range(0, ub, step))  # (c[i] = 2 * i, never -1)
 
 
