@@ -213,8 +213,9 @@ def mode(args) -> int:
     if args.json:
         print(json.dumps({"machine": machine, "instruction": path.describe(), "rows": as_json(rows)}, indent=1))
     else:
-        print(f"machine: {machine}\n{args.dtype} products: {path.describe()} (compiler/measure/peak.py); peak "
-              f"{peak_gflops(args.dtype, args.threads):.1f} {'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'}\n"
+        print(f"machine: {machine}\n{args.dtype} peak: {peak_gflops(args.dtype, args.threads):.1f} "
+              f"{'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'} on {path.describe()} (compiler/measure/peak.py; "
+              "the kernel's own path: --remarks)\n"
               f"pipeline: {args.pipeline}, threads: {args.threads}\n")
         print(markdown(rows))
     return 0 if all(r.ok for r in rows) else 1
