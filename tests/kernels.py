@@ -102,6 +102,18 @@ def conv2d_cases(draw, *, max_c, max_f, max_rs, max_stride, max_padding, max_dil
 # Inputs and checks
 
 
+def matches_naive(kern, src: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    """Run `kern` and the unscheduled (`naive`) compile of `src` on copies of `arrays` (a
+    memref function's arguments, the ones it writes included): every array the same bits
+    afterwards. Returns the kernel's copies."""
+    got, want = [a.copy() for a in arrays], [a.copy() for a in arrays]
+    kern(*got)
+    compiler.compile(src, pipeline="naive")(*want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    return got
+
+
 def small_ints(rng, shape, dtype, limit=4):
     """Integers in -limit..limit: their products and sums are exact in f32, in any order."""
     return rng.integers(-limit, limit + 1, size=shape).astype(dtype)

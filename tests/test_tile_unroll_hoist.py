@@ -20,7 +20,9 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import compiler
-from kernels import TRIANGLE, assert_within_bound, conv2d_cases, conv2d_kernel, matmul, small_ints, unknown_memref
+from kernels import (
+    TRIANGLE, assert_within_bound, conv2d_cases, conv2d_kernel, matches_naive, matmul, small_ints, unknown_memref,
+)
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "default") != "default"
 few = settings() if LONG else settings(max_examples=6)
@@ -325,11 +327,7 @@ def test_hoist_promotes_only_an_element_nothing_else_reaches(case):
     assert said in [r.split("] ", 1)[1] for r in kern.remarks], kern.remarks
     rng = np.random.default_rng(11)
     x = small_ints(rng, (8,), np.float32)
-    got = small_ints(rng, (8,), np.float32)
-    want = got.copy()
-    kern(got, x)
-    compiler.compile(src, pipeline="naive")(want, x)
-    np.testing.assert_array_equal(got, want)
+    matches_naive(kern, src, small_ints(rng, (8,), np.float32), x)
 
 
 STEP_2 = """func.func @double(%a: memref<16xf32>, %c: memref<16xf32>) {
@@ -345,12 +343,8 @@ STEP_2 = """func.func @double(%a: memref<16xf32>, %c: memref<16xf32>) {
 def _stepped_against_naive(src: str, pipeline: str, size: int) -> np.ndarray:
     """`src` (c[i] = 2 * a[i] over its loop) under `pipeline`, c filled with -1 first: what
     it wrote, checked equal to what the unscheduled loop writes."""
-    a = np.arange(size, dtype=np.float32)
-    got, want = np.full(size, -1, np.float32), np.full(size, -1, np.float32)
-    compiler.compile(src, pipeline=pipeline)(a, got)
-    compiler.compile(src, pipeline="naive")(a, want)
-    np.testing.assert_array_equal(got, want)
-    return got
+    kern = compiler.compile(src, pipeline=pipeline)
+    return matches_naive(kern, src, np.arange(size, dtype=np.float32), np.full(size, -1, np.float32))[1]
 
 
 @pytest.mark.parametrize("sizes", [1, 2, 3, 4, 5, 6, 7])
@@ -400,12 +394,7 @@ def test_tile_refuses_a_band_it_cannot_tile(src, sizes, message):
         compiler.compile(src, pipeline=f"loom-tile{{sizes={sizes}}}")
     kern = compiler.compile(src, pipeline="loom-tile{sizes=3}")
     rng = np.random.default_rng(12)
-    args = [small_ints(rng, (9, 9), np.float32) for _ in range(2 if src is TRIANGLE else 1)]
-    want = [a.copy() for a in args]
-    kern(*args)
-    compiler.compile(src, pipeline="naive")(*want)
-    for got, w in zip(args, want):
-        np.testing.assert_array_equal(got, w)
+    matches_naive(kern, src, *[small_ints(rng, (9, 9), np.float32) for _ in range(2 if src is TRIANGLE else 1)])
 
 
 def test_unroll_skips_a_loop_that_starts_at_a_max():

@@ -21,7 +21,7 @@ from targets import CPUS, REGISTERS, TARGETS, asm_for_cpu, fma_registers, is_x86
 import compiler
 from passes.support.target import machine
 from dialects.loom import conv2d_output_hw
-from kernels import assert_within_bound, binary, conv2d_kernel, matmul, small_ints
+from kernels import assert_within_bound, binary, conv2d_kernel, matches_naive, matmul, small_ints
 
 IKJ = "loom-interchange{order=0,2,1},loom-vectorize"
 DTYPES = [np.float32, np.float64]
@@ -287,12 +287,7 @@ def test_vectorize_guards(case):
     assert said.startswith("nest 'v': vectorized loop %j by 8") if why is None else \
         said == f"nest 'v': loop %j not vectorized: {why}", said
     rng = np.random.default_rng(10)
-    a = small_ints(rng, (32,), np.float32)
-    got = small_ints(rng, (32,), np.float32)
-    want = got.copy()
-    kern(a, got)
-    compiler.compile(src, pipeline="naive")(a, want)
-    np.testing.assert_array_equal(got, want)
+    matches_naive(kern, src, small_ints(rng, (32,), np.float32), small_ints(rng, (32,), np.float32))
 
 
 #: select(cmpf ugt x, c), x, d): relu where d is c (0.0), something else otherwise
@@ -320,11 +315,7 @@ def test_only_a_select_of_the_value_compared_is_a_max(compared, chosen, words):
     src = _SELECT.format(compared=compared, chosen=chosen)
     kern = compiler.compile(src, pipeline="loom-vectorize{width=8}", remarks=True)
     assert any(words in r for r in kern.remarks), kern.remarks
-    a = np.linspace(-1.5, 1.5, 32, dtype=np.float32)
-    got, want = np.empty(32, np.float32), np.empty(32, np.float32)
-    kern(a, got)
-    compiler.compile(src, pipeline="naive")(a, want)
-    np.testing.assert_array_equal(got, want)
+    matches_naive(kern, src, np.linspace(-1.5, 1.5, 32, dtype=np.float32), np.zeros(32, np.float32))
 
 
 #: a running sum kept in %acc[0] and also stored each iteration (a prefix sum into %p)
@@ -346,9 +337,6 @@ def test_a_running_sum_used_inside_the_loop_is_not_a_reduction():
     kern = compiler.compile(_PREFIX_SUM, pipeline="loom-vectorize{width=8}", remarks=True)
     assert not any("vectorized loop %j" in r for r in kern.remarks), kern.remarks
     x = np.arange(1, 33, dtype=np.float32)
-    got, want = [np.zeros(1, np.float32), np.zeros(32, np.float32)], [np.zeros(1, np.float32), np.zeros(32, np.float32)]
-    kern(x, *got)
-    compiler.compile(_PREFIX_SUM, pipeline="naive")(x, *want)
-    np.testing.assert_array_equal(got[1], np.cumsum(x))
-    np.testing.assert_array_equal(got[1], want[1])
-    assert got[0][0] == want[0][0] == x.sum()
+    _, total, prefix = matches_naive(kern, _PREFIX_SUM, x, np.zeros(1, np.float32), np.zeros(32, np.float32))
+    np.testing.assert_array_equal(prefix, np.cumsum(x))
+    assert total[0] == x.sum()

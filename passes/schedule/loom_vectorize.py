@@ -261,7 +261,8 @@ def _analyze(loop: affine.ForOp, width: int) -> _Plan:
     for op in body:
         if isinstance(op, affine.IfOp):
             raise _Refusal("its body has an affine.if (a guard)")
-        if not (isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp) or op.name.startswith(("arith.", "arith_ext.", "math."))):
+        if not (isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp)
+                or op.name.startswith(("arith.", "arith_ext.", "math."))):
             raise _Refusal(f"its body has '{op.name}'")
         if any(isinstance(t, VectorType) for t in (*op.operand_types, *op.result_types)):
             raise _Refusal(f"its body already works on vectors ('{op.name}')")
