@@ -133,22 +133,22 @@ def vector_shape(dtype, target: Target | None = None) -> tuple[int, int]:
     return lanes, chains
 
 
-def _chain_step(name: str, target: Target, lanes: int) -> tuple[list[str], list[str]]:
-    """(declarations, the lines of chain `{c}`'s step): `%a{c}.next` from `%a{c}` and the
-    splatted operands `%vx`, `%vy` (bf16 pairs, u8/s8 quads or i16 pairs for the dot
-    products, else the accumulators' type)."""
+def _chain_step(name: str, target: Target, lanes: int) -> tuple[list[str], list[str], str]:
+    """(declarations, the lines of chain `{c}`'s step, the operands' type): `%a{c}.next`
+    from `%a{c}` and the splatted operands `%vx`, `%vy` (bf16 pairs, u8/s8 quads or i16
+    pairs for the dot products, else the accumulators' type)."""
     path = dot_path(name, target)
     bits = target.vector_bits
     if path.instruction == "vdpbf16ps":
         acc, half = f"<{lanes} x float>", f"<{2 * lanes} x bfloat>"
         fn = f"llvm.x86.avx512bf16.dpbf16ps.{bits}"
         return ([f"declare {acc} @{fn}({acc}, {half}, {half})"],
-                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {half} %vx, {half} %vy)"])
+                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {half} %vx, {half} %vy)"], half)
     if path.instruction == "vpdpbusd":
         acc, quad = f"<{lanes} x i32>", f"<{4 * lanes} x i8>"
         fn = f"llvm.x86.avx512.vpdpbusd.{bits}"
         return ([f"declare {acc} @{fn}({acc}, {quad}, {quad})"],
-                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {quad} %vx, {quad} %vy)"])
+                [f"  %a{{c}}.next = call {acc} @{fn}({acc} %a{{c}}, {quad} %vx, {quad} %vy)"], quad)
     if path.instruction == "vpmaddwd + vpaddd":
         # the product reads the chain's accumulator (as i16 pairs): LLVM cannot hoist it
         acc, pair = f"<{lanes} x i32>", f"<{2 * lanes} x i16>"
@@ -156,15 +156,15 @@ def _chain_step(name: str, target: Target, lanes: int) -> tuple[list[str], list[
         return ([f"declare {acc} @{fn}({pair}, {pair})"],
                 [f"  %w{{c}} = bitcast {acc} %a{{c}} to {pair}",
                  f"  %p{{c}} = call {acc} @{fn}({pair} %w{{c}}, {pair} %vy)",
-                 f"  %a{{c}}.next = add {acc} %a{{c}}, %p{{c}}"])
+                 f"  %a{{c}}.next = add {acc} %a{{c}}, %p{{c}}"], pair)
     scalar = "double" if name == "f64" else "float"
     v, suffix = f"<{lanes} x {scalar}>", "f64" if name == "f64" else "f32"
     if target.fma:
         fma = f"llvm.fma.v{lanes}{suffix}"
         return ([f"declare {v} @{fma}({v}, {v}, {v})"],
-                [f"  %a{{c}}.next = call {v} @{fma}({v} %a{{c}}, {v} %vx, {v} %vy)"])
+                [f"  %a{{c}}.next = call {v} @{fma}({v} %a{{c}}, {v} %vx, {v} %vy)"], v)
     # no FMA unit: a multiply and an add (no fast-math flags: LLVM keeps them apart)
-    return [], [f"  %m{{c}} = fmul {v} %a{{c}}, %vx", f"  %a{{c}}.next = fadd {v} %m{{c}}, %vy"]
+    return [], [f"  %m{{c}} = fmul {v} %a{{c}}, %vx", f"  %a{{c}}.next = fadd {v} %m{{c}}, %vy"], v
 
 
 #: the LLVM type of the measurement's x, y, accumulators and result
@@ -181,27 +181,23 @@ def peak_module(dtype, target: Target | None = None) -> str:
     lanes, chains = vector_shape(name, target)
     scalar = _SCALAR[name]
     v = f"<{lanes} x {scalar}>"
-    declares, step = _chain_step(name, target, lanes)
-    path = dot_path(name, target).instruction
+    declares, step, operands = _chain_step(name, target, lanes)
     integer = scalar == "i32"
 
     def start(c: int) -> str:  # chains start apart, or LLVM would see identical recurrences and merge them
         return f"<{', '.join([f'{scalar} {c + 1 if integer else 1.0 + c / 64!r}'] * lanes)}>"
 
     def operand(x: str) -> list[str]:
-        """`%v{x}` from the scalar argument `%{x}`: splatted, then (bf16, int8) reinterpreted."""
-        if path == "vdpbf16ps":
-            pair = f"<{2 * lanes} x bfloat>"
+        """`%v{x}` of the operands' type from the scalar argument `%{x}`: bf16 pairs of its
+        rounded value, else splatted and (int8's quads or pairs) reinterpreted."""
+        if "bfloat" in operands:
             return [f"  %{x}h = fptrunc float %{x} to bfloat",
-                    f"  %{x}0 = insertelement {pair} poison, bfloat %{x}h, i32 0",
-                    f"  %v{x} = shufflevector {pair} %{x}0, {pair} poison, <{2 * lanes} x i32> zeroinitializer"]
-        splat = [f"  %{x}0 = insertelement {v} poison, {scalar} %{x}, i32 0",
-                 f"  %{x}s = shufflevector {v} %{x}0, {v} poison, <{lanes} x i32> zeroinitializer"]
-        if path == "vpdpbusd":
-            return [*splat, f"  %v{x} = bitcast {v} %{x}s to <{4 * lanes} x i8>"]
-        if path == "vpmaddwd + vpaddd":
-            return [*splat, f"  %v{x} = bitcast {v} %{x}s to <{2 * lanes} x i16>"]
-        return [splat[0], splat[1].replace(f"%{x}s =", f"%v{x} =")]
+                    f"  %{x}0 = insertelement {operands} poison, bfloat %{x}h, i32 0",
+                    f"  %v{x} = shufflevector {operands} %{x}0, {operands} poison, <{2 * lanes} x i32> zeroinitializer"]
+        splat = f"%{x}s" if operands != v else f"%v{x}"
+        lines = [f"  %{x}0 = insertelement {v} poison, {scalar} %{x}, i32 0",
+                 f"  {splat} = shufflevector {v} %{x}0, {v} poison, <{lanes} x i32> zeroinitializer"]
+        return lines + ([f"  %v{x} = bitcast {v} {splat} to {operands}"] if operands != v else [])
 
     if integer:
         reduce = f"llvm.vector.reduce.add.v{lanes}i32"
