@@ -25,13 +25,15 @@ def shape_label(shape: Shape) -> str:
 
 
 def matmul_source(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "f32",
-                  transposed: bool = False) -> str:
+                  types: tuple[str, str, str] | None = None, transposed: bool = False) -> str:
     """`@matmul`: C[M, N] = A[M, K] @ B[K, N]; `matmul_source(n)` is the square n x n x n.
+    The elements are `dtype`, or A's, B's and C's `types` (`("ui8", "i8", "i32")`).
     `transposed`: the function takes W[N, K] and multiplies by its transpose (`x @ w.T`, a
     linear layer's weight as torch stores it: B a view, never copied by the caller)."""
     n = m if n is None else n
     k = m if k is None else k
-    ta, tb, tc, tw = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((m, k), (k, n), (m, n), (n, k)))
+    a, b, c = types or (dtype, dtype, dtype)
+    ta, tb, tc, tw = (f"tensor<{r}x{q}x{t}>" for r, q, t in ((m, k, a), (k, n, b), (m, n, c), (n, k, b)))
     if transposed:
         return (f"func.func @matmul(%a: {ta}, %w: {tw}) -> {tc} {{\n"
                 f"  %b = loom.transpose %w {{perm = array<i64: 1, 0>}} : {tw} -> {tb}\n"

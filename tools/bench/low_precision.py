@@ -36,15 +36,6 @@ DTYPE_SHAPES: list[Shape] = [(1024, 1024, 1024), (2048, 2048, 2048), (128, 3072,
 TYPES = {"bf16": ("bf16", "bf16", "f32"), "int8": ("ui8", "i8", "i32")}
 
 
-def low_precision_source(m: int, n: int, k: int, dtype: str) -> str:
-    """`@matmul` of the low-precision `dtype` (`TYPES`): C[M, N] = A[M, K] @ B[K, N]."""
-    a, b, c = TYPES[dtype]
-    ta, tb, tc = f"tensor<{m}x{k}x{a}>", f"tensor<{k}x{n}x{b}>", f"tensor<{m}x{n}x{c}>"
-    return (f"func.func @matmul(%a: {ta}, %b: {tb}) -> {tc} {{\n"
-            f"  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}\n"
-            f"  func.return %c : {tc}\n}}\n")
-
-
 class Problem:
     """A shape's random inputs of `dtype`, the same values in float32 (for Loom's f32
     kernel), the float64 (bf16) or exact (int8) reference and its bound."""
@@ -143,7 +134,7 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
     """Compile Loom's kernel of the problem's type and its f32 kernel, check both, and time
     them interleaved with torch's peers (`timed_rounds`: medians over the rounds)."""
     m, n, k = problem.shape
-    kernel, compile_seconds = compile_fresh(low_precision_source(m, n, k, problem.dtype), pipeline, threads)
+    kernel, compile_seconds = compile_fresh(matmul_source(m, n, k, types=TYPES[problem.dtype]), pipeline, threads)
     f32, _ = compile_fresh(matmul_source(m, n, k), pipeline, threads)
     got = kernel(problem.a, problem.b)
     err = float(np.abs(got.astype(np.float64) - problem.want).max())
