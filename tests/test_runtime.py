@@ -27,6 +27,7 @@ from passes.support.diagnostics import LoomError
 from compiler.build import load_module, written_arguments
 from compiler.jit.kernel import MAX_THREADS, array_data_offset
 from compiler.measure.runner import array_with_layout, outside_view, run_and_check
+from passes import pipelines
 from passes.support.target import openmp_runtime
 
 PIPELINES = ["naive", "default"]
@@ -378,14 +379,20 @@ def test_interleaved_views_do_not_overlap():
 
 def test_written_arguments_from_the_ir():
     """Written: a loom op's outs, a store (through a view too), a copy's target, anything
-    passed to a call. Read only: loads, a copy's source, a loom op's ins, dim."""
+    passed to a call. Read only: loads (memref, affine, vector, through a view), a copy's
+    source, a loom op's ins, dim."""
     src = """func.func private @ext(memref<4xf32>)
 func.func @w(%outs: memref<4xf32>, %ins: memref<4xf32>, %stored: memref<4xf32>, %viewed: memref<8xf32>,
              %copied_to: memref<4xf32>, %copied_from: memref<4xf32>, %called: memref<4xf32>,
-             %loaded: memref<4xf32>, %astored: memref<4xf32>, %vstored: memref<8xf32>) {
+             %loaded: memref<4xf32>, %astored: memref<4xf32>, %vstored: memref<8xf32>, %aloaded: memref<4xf32>,
+             %vloaded: memref<8xf32>, %view_loaded: memref<8xf32>) {
   %c0 = arith.constant 0 : index
   %x = memref.load %loaded[%c0] : memref<4xf32>
   %n = memref.dim %loaded, %c0 : memref<4xf32>
+  %y = affine.load %aloaded[0] : memref<4xf32>
+  %z = vector.load %vloaded[%c0] : memref<8xf32>, vector<4xf32>
+  %r = memref.subview %view_loaded[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+  %u = memref.load %r[%c0] : memref<4xf32, strided<[1], offset: 2>>
   loom.relu ins(%ins : memref<4xf32>) outs(%outs : memref<4xf32>)
   memref.store %x, %stored[%c0] : memref<4xf32>
   %v = memref.subview %viewed[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
@@ -402,6 +409,18 @@ func.func @w(%outs: memref<4xf32>, %ins: memref<4xf32>, %stored: memref<4xf32>, 
     names = [a.name_hint for a in fn.body.block.args]
     assert sorted(names[i] for i in written_arguments(fn)) == sorted(
         ["outs", "stored", "viewed", "copied_to", "called", "astored", "vstored"])
+
+
+def test_a_written_argument_overlapping_a_later_one_is_refused():
+    """The overlap check looks at every other argument, those after the written one too."""
+    k = compiler.compile("""func.func @w(%c: memref<4x4xf32>, %a: memref<4x4xf32>) {
+  loom.relu ins(%a : memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  func.return
+}""")
+    c = np.arange(-8, 8, dtype=np.float32).reshape(4, 4)
+    with pytest.raises(ValueError, match=r"#0 \(%c\) is written by the kernel and overlaps argument #1 \(%a\)"):
+        k(c, c)
+    np.testing.assert_array_equal(c, np.arange(-8, 8).reshape(4, 4))  # refused before anything ran
 
 
 # --------------------------------------------------------------------------------------
@@ -577,6 +596,19 @@ def test_zero_size_arrays(pipeline):
 }""", pipeline=pipeline)
     base = np.empty((4, 0))
     assert e(base, np.empty((4, 0))) is None
+
+
+def test_strides_that_address_nothing_may_be_anything():
+    """Only the strides of dimensions longer than 1 address an element, and none of an
+    empty array's: a row taken with a step, or an empty view, is taken as it is."""
+    k = compiler.compile("""func.func @k(%a: tensor<1x4xf32>, %e: tensor<0x4xf32>) -> tensor<1x4xf32> {
+  %r = loom.relu %a : tensor<1x4xf32>
+  func.return %r : tensor<1x4xf32>
+}""")
+    base = np.arange(1, 9, dtype=np.float32).reshape(2, 4)
+    empty = np.empty((0, 8), np.float32)[:, ::2]
+    assert base[::2].strides != k.inputs[0].strides and empty.strides != k.inputs[1].strides
+    np.testing.assert_array_equal(k(base[::2], empty), base[:1])
 
 
 def test_contiguous_arrays_go_by_their_addresses():
@@ -776,3 +808,21 @@ def test_the_entry_named_must_exist_and_the_source_be_text_or_a_module():
     assert str(module) == text  # compiled from a copy: the caller's module is left as it was
     x, w = np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 5), np.float32)
     np.testing.assert_array_equal(kernel(x, w), x @ w)
+
+
+def test_a_declared_function_is_not_an_entry():
+    """The entry is the only function with a body: a declaration beside it is not one."""
+    k = compiler.compile("func.func private @ext(memref<4xf32>)\n" + MM)
+    x, w = np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 5), np.float32)
+    np.testing.assert_array_equal(k(x, w), x @ w)
+
+
+def test_a_pass_that_runs_several_times_keeps_each_stage_and_timing():
+    """stages=True keeps the output of each run of a pass, and timings gets each run's
+    seconds (`cse`, `cse#2`, `cse#3`), none written over another's."""
+    timings = {}
+    k = compiler.compile(MM, pipeline="cse,cse,cse", stages=True, cache=False)
+    compiler.compile(MM, pipeline="cse,cse,cse", timings=timings)
+    assert len(k.stages) == 1 + len(pipelines.completed("cse,cse,cse"))
+    assert sum(name.split("#")[0] == "cse" for name in k.stages) == 3
+    assert {"cse", "cse#2", "cse#3"} <= set(timings) and "cse#4" not in timings
