@@ -241,3 +241,22 @@ def test_peel_refuses_to_reorder_a_dependence(load, store, refused):
     compiler.compile(src, pipeline="naive")(want)
     kern(a)
     np.testing.assert_array_equal(a, want)
+
+
+def test_a_loop_that_does_not_start_at_zero_is_split_inside_its_range():
+    """%i = 5 to 12, sizes=4: the main nest keeps [5, 9), the copy runs [9, 12); a split
+    counted from 0 (at 4) would make the copy run iteration 4 too."""
+    src = """func.func @late(%A: memref<13xf32>) {
+  %one = arith.constant 1.0 : f32
+  affine.for %i = 5 to 12 {
+    %v = affine.load %A[%i] : memref<13xf32>
+    %w = arith.addf %v, %one : f32
+    affine.store %w, %A[%i] : memref<13xf32>
+  } {loom.tag = "late"}
+  func.return
+}"""
+    kern = compiler.compile(src, pipeline="loom-peel{sizes=4 op=late}", remarks=True)
+    assert any("iterations [5, 9) in the main nest, the last 3 in a copy" in r for r in kern.remarks), kern.remarks
+    a = np.zeros(13, np.float32)
+    kern(a)
+    np.testing.assert_array_equal(a, [0] * 5 + [1] * 7 + [0])
