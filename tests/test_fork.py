@@ -162,3 +162,17 @@ def test_a_forked_child_warns_once_whichever_way_a_parallel_kernel_is_called(for
             warnings.simplefilter("error")
             np.testing.assert_array_equal(parallel(a, b), a @ b)
             np.testing.assert_array_equal(parallel._call(arrays), a @ b)
+
+
+def test_a_serial_kernel_made_after_a_parallel_one_leaves_the_child_serial(monkeypatch, fork_state):
+    """The mark a parallel kernel leaves stays when serial kernels are made after it: a
+    child forked then still runs its parallel regions on one thread."""
+    runtime = fork_state
+    runtime._fork_unwarned[0] = runtime._parallel_made[0] = False
+    parallel = compiler.compile(matmul((96, 96), (96, 96), (96, 96), np.float32), num_threads=2, cache=False)
+    serial = compiler.compile(matmul((8, 8), (8, 8), (8, 8), np.float32), num_threads=1, cache=False)
+    assert parallel._parallel and not serial._parallel
+    asked = []
+    monkeypatch.setattr(runtime, "symbol_address", lambda name: asked.append(name))
+    runtime._serial_after_fork()
+    assert asked == ["omp_set_max_active_levels"] and runtime._fork_unwarned == [True]
