@@ -492,6 +492,26 @@ def test_the_key_changes_with_the_ir_and_every_option(disk, monkeypatch):
     assert _key() != same and _key(num_threads=3) == keys[4]
 
 
+def test_the_key_changes_with_every_fact_of_the_machine_and_its_software(disk, monkeypatch):
+    """Each line of the fingerprint counts: the cache sizes planned for, whether libgomp is
+    there, where numpy keeps an array's data pointer, xDSL's version, the machine's kind."""
+    import platform
+
+    same = _key()
+    has_libgomp = cache.target.openmp_runtime() is not None
+    for module, name, fake in [(cache, "cache_description", lambda: "Data 1 1K"),
+                               (cache.target, "openmp_runtime", lambda: None if has_libgomp else "libgomp"),
+                               (cache, "array_data_offset", lambda: 4096),
+                               (cache, "distribution_version", lambda name, package: "0.0-another"),
+                               (platform, "machine", lambda: "another")]:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, fake)
+            disk_cache.reset()
+            assert _key() != same, name
+    disk_cache.reset()
+    assert _key() == same
+
+
 def test_the_planned_threads_are_those_machine_reads(monkeypatch):
     """OMP_NUM_THREADS (else the cores) as passes.support.target.machine() reads it, once per
     process: the key and the compile agree."""
@@ -1184,6 +1204,20 @@ def test_the_cache_folder_falls_back_to_xdg_then_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache.cache_dir() == tmp_path / "home" / ".cache" / "loom" and cache.cache_dir().is_dir()
+
+
+def test_the_folder_follows_the_environment(disk, monkeypatch, tmp_path):
+    """Where LOOM_CACHE_DIR, XDG_CACHE_HOME or HOME changes, the folder is looked for again."""
+    monkeypatch.setenv("LOOM_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    for home in ("home1", "home2"):
+        monkeypatch.setenv("HOME", str(tmp_path / home))
+        assert disk_cache.folder() == tmp_path / home / ".cache" / "loom" / "kernels"
+    for xdg in ("xdg1", "xdg2"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / xdg))
+        assert disk_cache.folder() == tmp_path / xdg / "loom" / "kernels"
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path / "mine"))
+    assert disk_cache.folder() == tmp_path / "mine" / "kernels"
 
 
 def test_the_cpu_identity_is_the_first_processors_fields(monkeypatch):
