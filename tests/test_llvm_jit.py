@@ -609,3 +609,28 @@ def test_undefined_symbols_reads_64_bit_little_endian_elf_only():
     assert function(jit, "k", ctypes.c_float, ctypes.c_float)(0.0) == 1.0
     for other in (obj[:4] + b"\x01" + obj[5:], obj[:5] + b"\x02" + obj[6:], b"MZ" + obj[2:]):
         assert undefined_symbols(other) == []
+
+
+def test_only_external_functions_are_exported():
+    """An internal function the module keeps (never inlined) is none of the module's
+    functions: only the external ones get a symbol of their own and an address."""
+    jit = compile_ir("define internal i32 @helper(i32 %x) noinline {\n  %r = add i32 %x, 1\n  ret i32 %r\n}\n"
+                     "define i32 @f(i32 %x) {\n  %r = call i32 @helper(i32 %x)\n  ret i32 %r\n}\n")
+    assert re.search(r"define internal .*@helper", jit.optimized_ir)  # kept, not inlined
+    assert jit.functions == ["f"] and list(jit.symbols) == ["f"]
+    assert function(jit, "f", ctypes.c_int32, ctypes.c_int32)(41) == 42
+    with pytest.raises(LoomError, match=re.escape("no function 'helper' in this module (it has: f)")):
+        jit.function_address("helper")
+
+
+def test_a_stage_timed_again_adds_its_seconds():
+    """timed() adds to what the stage already has (a pass that verifies after each pass is
+    timed many times): never less than before; without timings, nothing is kept."""
+    from compiler.jit.engine import timed
+
+    timings = {"stage": (5.0, 7.0)}
+    with timed(timings, "stage"):
+        pass
+    assert timings["stage"][0] >= 5.0 and timings["stage"][1] >= 7.0
+    with timed(None, "stage"):
+        pass
