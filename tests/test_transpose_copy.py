@@ -6,6 +6,8 @@ primes and sizes no tile divides, one and several threads; the remark; a batch o
 transposed matrices.
 """
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -208,3 +210,16 @@ def test_only_a_transposing_copy_is_transposed(case):
     compiler.compile(src, pipeline="naive")(w, want)
     kern(w, got)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("width", [-4, 1, 3, 6])
+def test_a_width_that_is_not_a_power_of_two_of_at_least_2_is_refused(width):
+    """width=1 would be tiles of one element (vectors of one lane): refused as the other
+    widths that are not a power of two of at least 2 are; 2 and 4 tile the 8x8 copy."""
+    src = NEAR_COPIES["transposing"][0]
+    with pytest.raises(compiler.LoomError, match=re.escape(f"must be a power of two of at least 2 (or 0: the "
+                                                           f"target's), got {width}")):
+        compiler.compile(src, pipeline=f"loom-transpose-copy{{width={width}}}")
+    for accepted in (2, 4):
+        kern = compiler.compile(src, pipeline=f"loom-transpose-copy{{width={accepted}}}", remarks=True)
+        assert any("transposed in registers" in r for r in kern.remarks), kern.remarks
