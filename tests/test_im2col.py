@@ -180,6 +180,13 @@ NOT_CONV2D = {
                             "its body is not the conv2d statement Y += X * W"),
     "x_squared": (('"arith.mulf"(%5, %6)', '"arith.mulf"(%5, %5)'), "its body is not the conv2d statement Y += X * W"),
     "subtracted": (('"arith.addf"(%7, %8)', '"arith.subf"(%7, %8)'), "its body is not the conv2d statement Y += X * W"),
+    # the row one past oh + r (a padding of -1), the same row for every oh (a stride of 0), or for every r
+    "x_row_shifted": ((X_MAP, "-> (d0, d4, ((d2 + d5) + 1), (d3 + d6))>"),
+                      "its read of X has strides [1, 1], dilations [1, 1], padding [-1, 0]"),
+    "x_row_without_oh": ((X_MAP, "-> (d0, d4, d5, (d3 + d6))>"),
+                         "its read of X has strides [0, 1], dilations [1, 1], padding [0, 0]"),
+    "x_row_without_r": ((X_MAP, "-> (d0, d4, d2, (d3 + d6))>"),
+                        "its read of X has strides [1, 1], dilations [0, 1], padding [0, 0]"),
 }
 
 
@@ -196,6 +203,15 @@ def test_a_nest_one_step_off_conv2d_is_not_rewritten(case, rewrite):
     with pytest.raises(compiler.LoomError,
                        match=re.escape(f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': {why}")):
         compiler.compile(text.replace(old, new), pipeline=rewrite)
+
+
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
+def test_a_nest_over_part_of_y_is_not_rewritten(rewrite):
+    """Y 1x3x4x5 under loops of ow < 4: the nest writes 4 of each row's 5 columns, which
+    a matmul on Y viewed as 3 x 20 would not. Refused, the reason named."""
+    text = _conv_nest_text().replace("memref<1x3x4x4xf32>", "memref<1x3x4x5xf32>")
+    with pytest.raises(compiler.LoomError, match=re.escape("nest 'conv2d': its memrefs' shapes do not match its loops")):
+        compiler.compile(text, pipeline=rewrite)
 
 
 @pytest.mark.parametrize("rewrite, said", [("loom-im2col", "then matmul 3x16x18"),
