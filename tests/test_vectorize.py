@@ -340,3 +340,30 @@ def test_a_running_sum_used_inside_the_loop_is_not_a_reduction():
     _, total, prefix = matches_naive(kern, _PREFIX_SUM, x, np.zeros(1, np.float32), np.zeros(32, np.float32))
     np.testing.assert_array_equal(prefix, np.cumsum(x))
     assert total[0] == x.sum()
+
+
+#: %t[%i] = %i (the iv stored as a value, not as a subscript), then read back as i32
+_IOTA = """func.func @iota(%out: memref<16xi32>) {
+  %t = memref.alloc() : memref<16xindex>
+  affine.for %i = 0 to 16 {
+    affine.store %i, %t[%i] : memref<16xindex>
+  } {loom.tag = "iota"}
+  affine.for %i = 0 to 16 {
+    %v = affine.load %t[%i] : memref<16xindex>
+    %w = arith.index_cast %v : index to i32
+    affine.store %w, %out[%i] : memref<16xi32>
+  } {loom.tag = "cast"}
+  memref.dealloc %t : memref<16xindex>
+  func.return
+}"""
+
+
+def test_the_iv_stored_as_a_value_is_not_vectorized():
+    """A vector of the iv would hold the first lane's index in every lane: refused with the
+    remark, and the result is 0..15."""
+    kern = compiler.compile(_IOTA, pipeline="loom-vectorize{width=4 op=iota}", remarks=True)
+    assert any("loop %i not vectorized: %i is used as a value by 'affine.store'" in r for r in kern.remarks), \
+        kern.remarks
+    out = np.zeros(16, np.int32)
+    kern(out)
+    np.testing.assert_array_equal(out, np.arange(16))
