@@ -99,6 +99,16 @@ def test_fused_is_bit_for_bit_the_unfused(m, n, k, epilogue, seed):
 
 
 @pytest.mark.parametrize("pipeline", ["default", "loom-fuse-epilogue"])
+def test_two_operands_read_at_the_same_subscripts_are_two_loads(pipeline):
+    """(x @ w + bias) * scale, bias and scale both of N: each read at [j] in the fused
+    epilogue, from its own buffer (one load of one reused for the other would add the
+    bias twice, or scale by it)."""
+    src, shapes = epilogue_source((13, 7), (7, 17), [("add", lambda m, n: (n,)), ("mul", lambda m, n: (n,))],
+                                  np.float32)
+    check(src, shapes, 7, pipeline, np.float32, seed=5)
+
+
+@pytest.mark.parametrize("pipeline", ["default", "loom-fuse-epilogue"])
 @settings(max_examples=8)
 @given(batch=st.integers(1, 3), m=SIZES, n=SIZES, k=SIZES, dtype=DTYPES, seed=st.integers(0, 2**16))
 def test_batched_matmul_epilogue(pipeline, batch, m, n, k, dtype, seed):
