@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import compiler
 from dialects.loom import conv2d_output_hw
-from kernels import assert_within_bound, conv2d, small_ints
+from kernels import assert_within_bound, conv2d, matches_naive, small_ints
 
 IM2COL = "loom-bufferize,convert-loom-to-affine,loom-im2col"
 DIRECT = "loom-bufferize,convert-loom-to-affine,loom-direct-conv"
@@ -203,6 +203,19 @@ def test_a_nest_one_step_off_conv2d_is_not_rewritten(case, rewrite):
     with pytest.raises(compiler.LoomError,
                        match=re.escape(f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': {why}")):
         compiler.compile(text.replace(old, new), pipeline=rewrite)
+
+
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
+def test_a_conv_adds_to_a_y_that_is_not_zeroed_right_before(rewrite):
+    """Y filled with ones by a nest that is not conv2d's zero fill: the conv adds to it (the
+    direct convolution's copy of Y' into Y adds, rather than overwrites); exact against the
+    unscheduled loops."""
+    text = _conv_nest_text().replace('loom.tag = "conv2d.init"', 'loom.tag = "ones"')
+    text = text.replace("0.000000e+00 : f32", "1.000000e+00 : f32")
+    kern = compiler.compile(text, pipeline=rewrite)
+    rng = np.random.default_rng(15)
+    x, w = small_ints(rng, (1, 2, 6, 6), np.float32), small_ints(rng, (3, 2, 3, 3), np.float32)
+    matches_naive(kern, text, x, w, np.zeros((1, 3, 4, 4), np.float32))
 
 
 @pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
