@@ -367,3 +367,15 @@ def test_the_iv_stored_as_a_value_is_not_vectorized():
     out = np.zeros(16, np.int32)
     kern(out)
     np.testing.assert_array_equal(out, np.arange(16))
+
+
+def test_a_product_also_stored_is_kept_beside_the_fma():
+    """%m = x * x feeds x + %m and is stored too: the add may not take the product into an
+    fma that drops %m (the store needs it). Vectorized, exact against the unscheduled loop."""
+    src = _loop_of("    %x = affine.load %a[%j] : memref<32xf32>\n    %m = arith.mulf %x, %x : f32\n"
+                   "    %s = arith.addf %m, %x : f32\n    affine.store %s, %c[%j] : memref<32xf32>\n"
+                   "    affine.store %m, %a[%j] : memref<32xf32>")
+    kern = compiler.compile(src, pipeline="loom-vectorize{width=8}", remarks=True)
+    assert any("vectorized loop %j by 8" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(12)
+    matches_naive(kern, src, small_ints(rng, (32,), np.float32), small_ints(rng, (32,), np.float32))
