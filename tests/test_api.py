@@ -11,6 +11,7 @@ import pytest
 import compiler
 from compiler.jit.kernel import MAX_THREADS
 from kernels import matmul
+from targets import TARGETS, planning_for
 
 MM = matmul((4, 3), (3, 5), (4, 5), np.float32)
 
@@ -182,6 +183,38 @@ def test_each_option_is_part_of_the_cache_key():
     assert with_remarks is not plain and compiler.compile(MM, pipeline="loom-default", remarks=True) is with_remarks
     assert compiler.compile(MM, pipeline="naive") is not plain
     assert compiler.compile(MM, pipeline="loom-default", num_threads=1) is not plain
+
+
+def test_options_of_the_wrong_type_are_refused():
+    """A number of threads that is not an int (2.0 compares like 2) and a `cache` that is
+    not a bool (1 is truthy) are refused, not taken."""
+    with pytest.raises(ValueError, match=r"num_threads must be a positive integer .* got 2.0$"):
+        compiler.compile(MM, num_threads=2.0)
+    with pytest.raises(TypeError, match="cache must be True or False, got 1$"):
+        compiler.compile(MM, cache=1)
+
+
+def test_a_timed_compile_neither_uses_nor_fills_the_cache():
+    source = matmul((2, 3), (3, 2), (2, 2), np.float32)
+    cached, timings = compiler.compile(source), {}
+    timed = compiler.compile(source, timings=timings)
+    assert timed is not cached and "LLVM O3" in timings
+    assert compiler.compile(source) is cached
+    source = matmul((2, 3), (3, 3), (2, 3), np.float32)
+    timed = compiler.compile(source, timings={})
+    assert compiler.compile(source) is not timed
+
+
+def test_the_target_planned_for_is_part_of_the_cache_key():
+    """A kernel planned for one LOOM_TARGET is not served to a compile planning for another
+    (the default pipeline's schedule depends on it)."""
+    source = matmul((2, 5), (5, 3), (2, 3), np.float32)
+    with planning_for(TARGETS["avx2"]):
+        avx2 = compiler.compile(source)
+    with planning_for(TARGETS["avx512"]):
+        assert compiler.compile(source) is not avx2
+    with planning_for(TARGETS["avx2"]):
+        assert compiler.compile(source) is avx2
 
 
 def test_verifier_error_has_location():
