@@ -32,6 +32,7 @@ from passes.support import session
 from compiler.jit import engine as jit
 from passes.support.diagnostics import LoomError, deep_nesting
 from compiler.measure.runner import run_and_check
+from test_disk_cache import disk  # noqa: F401 - a fixture
 
 #: 4x the ops may take at most this many times the CPU time (linear: 4; the quadratic
 #: stages this guards against took 7-16x)
@@ -280,6 +281,18 @@ def test_evicted_kernel_works_while_held_and_frees_its_code_when_dropped(cache_o
     assert any(e is engine for e in jit._retired) and not engine.closed
     jit.release()
     assert engine.closed and not jit._retired
+
+
+def test_compile_in_parallel_leaves_to_the_caller_what_workers_cannot_help(cache_of_two, disk, monkeypatch):
+    """No worker is started for a job in memory already, for `cache=False` jobs, for one
+    job alone, or with the disk cache off: each is left to the caller's compile()."""
+    kept = dict(source=_relu(40))
+    compiler.compile(**kept)
+    assert driver.compile_in_parallel([kept, dict(source=_relu(41))], processes=2) == 0  # one job to do
+    jobs = [kept, dict(source=_relu(42), cache=False), dict(source=_relu(43), cache=False)]
+    assert driver.compile_in_parallel(jobs, processes=2) == 0
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "0")
+    assert driver.compile_in_parallel([dict(source=_relu(44)), dict(source=_relu(45))], processes=2) == 0
 
 
 def test_closed_module_has_no_addresses():
