@@ -490,6 +490,8 @@ def test_the_key_changes_with_the_ir_and_every_option(disk, monkeypatch):
     assert len({same, *keys}) == len(changes) + 1
     monkeypatch.setattr(cache, "_planned_threads", lambda: 7)  # the threads planned for without num_threads
     assert _key() != same and _key(num_threads=3) == keys[4]
+    monkeypatch.setattr(cache, "_planned_threads", lambda: 3)  # planning 3 threads is not asking for them
+    assert _key() != keys[4]
 
 
 def test_the_key_changes_with_every_fact_of_the_machine_and_its_software(disk, monkeypatch):
@@ -730,6 +732,15 @@ def test_an_unusable_folder_turns_the_disk_cache_off_with_a_warning(disk, tmp_pa
         with pytest.warns(CacheWarning, match=writable):
             compiler.compile(relu(n))
         assert entries(folder / "kernels") == []
+    # the folder the user's alone, the entries' folder in it writable by everyone: the same
+    folder = tmp_path / "open_entries"
+    (folder / "kernels").mkdir(parents=True)
+    folder.chmod(0o755)
+    (folder / "kernels").chmod(0o777)
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(folder))
+    with pytest.warns(CacheWarning, match=r"open_entries/kernels is writable by others \(mode 777\)"):
+        compiler.compile(relu(24))
+    assert entries(folder / "kernels") == []
 
 
 def test_the_folder_stays_under_its_bound(disk, monkeypatch):
@@ -760,6 +771,17 @@ def test_eviction_goes_down_to_90_percent_of_the_bound(disk, monkeypatch):
     monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", str(10 * paths[0].stat().st_size))
     paths += [store(i) for i in range(1, 11)]
     assert entries(disk) == paths[2:] and disk_cache.stats["evicted"] == 2
+
+
+def test_a_folder_exactly_at_its_bound_keeps_every_entry(disk, monkeypatch):
+    """Eviction starts past the bound, not at it: a store that brings the folder to exactly
+    its bound (listed: the process's first store) removes nothing."""
+    assert disk_cache.write(f"{1:064x}", {"kind": "test"}, {"object": bytes(1000)})
+    size = (disk / f"{1:064x}.loom").stat().st_size
+    monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", str(2 * size))
+    disk_cache.reset()  # a new process: its first store lists the folder
+    assert disk_cache.write(f"{2:064x}", {"kind": "test"}, {"object": bytes(1000)})
+    assert len(entries(disk)) == 2 and disk_cache.stats["evicted"] == 0
 
 
 def test_a_read_marks_its_entry_used(disk, monkeypatch):
@@ -1028,6 +1050,7 @@ _REFUSED = {
     "a link past the table": (".ltext.link=10", loader.Malformed, _ODD),
     "a section off its alignment": (".ltext.align=128", loader.Malformed, "section 3 lies outside the file"),
     "sections overlapping": (".lrodata.offset=96", loader.Malformed, "sections overlap"),
+    "a section over the ELF header": (".lrodata.offset=0", loader.Malformed, "sections overlap"),
     "section names in the symbol table": ("elf.shstrndx=9", loader.Malformed,
                                           "the section names' string table is not one"),
     "strings without their last NUL": (".strtab.size=97", loader.Malformed,

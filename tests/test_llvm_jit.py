@@ -587,13 +587,15 @@ def test_a_closed_or_dropped_module_frees_its_engine():
     with pytest.raises(LoomError, match=re.escape("no function 'g' in this module (it has: k)")):
         one.function_address("g")
     engine.release()
-    two = build("func.func @k() -> i32 {\n %c = arith.constant 6 : i32\n func.return %c : i32\n}")
-    handle = two._engine
-    del two
+    two, three = (build(f"func.func @k() -> i32 {{\n %c = arith.constant {n} : i32\n func.return %c : i32\n}}")
+                  for n in (6, 7))
+    handles = [two._engine, three._engine]
+    del two, three
     gc.collect()
-    assert any(e is handle for e in engine._retired) and not handle._closed  # not freed in a finalizer
+    for handle in handles:
+        assert any(e is handle for e in engine._retired) and not handle._closed  # not freed in a finalizer
     engine.release()
-    assert engine._retired == [] and handle._closed
+    assert engine._retired == [] and all(handle._closed for handle in handles)  # every one dropped
 
 
 def test_undefined_symbols_reads_64_bit_little_endian_elf_only():
@@ -634,3 +636,27 @@ def test_a_stage_timed_again_adds_its_seconds():
     assert timings["stage"][0] >= 5.0 and timings["stage"][1] >= 7.0
     with timed(None, "stage"):
         pass
+
+
+def test_a_symbol_resolved_before_does_not_stop_the_resolution_of_the_next():
+    """A module that declares a symbol an earlier compile resolved, then one of the
+    runtime's own not resolved yet: both are linked."""
+    from compiler.jit import loader
+
+    seven = build("func.func @seven() -> i32 {\n %c = arith.constant 7 : i32\n func.return %c : i32\n}")
+    loader.register_symbols(["loom_test_seven"], lambda name: seven.function_address("seven"))
+    call_free = "declare void @free(ptr)\ndefine void @g(ptr %p) {\n  call void @free(ptr %p)\n  ret void\n}\n"
+    compile_ir(call_free)  # @free resolved now
+    jit = compile_ir(call_free.replace("define", "declare i32 @loom_test_seven()\ndefine")
+                     + "define i32 @f() {\n  %r = call i32 @loom_test_seven()\n  ret i32 %r\n}\n")
+    assert function(jit, "f", ctypes.c_int32)() == 7
+
+
+def test_a_symbol_code_generation_needs_and_nothing_has_is_an_error(monkeypatch):
+    """A symbol the object file needs (a libcall code generation introduced) that is found
+    nowhere fails the compile: code linked against a null address is never handed out."""
+    from compiler.jit import engine
+
+    monkeypatch.setattr(engine, "undefined_symbols", lambda obj: ["loom_no_such_libcall"])
+    with pytest.raises(LoomError, match="the compiled code needs symbols found nowhere: loom_no_such_libcall"):
+        compile_ir("define i32 @f() {\n  ret i32 1\n}\n")

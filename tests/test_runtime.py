@@ -648,6 +648,12 @@ func.func @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32>
 """
 
 
+def test_remarks_only_when_asked():
+    quiet = compiler.compile(SMALL_MM, pipeline="default", cache=False)
+    told = compiler.compile(SMALL_MM, pipeline="default", remarks=True, cache=False)
+    assert quiet.remarks == [] and quiet.remark_records == () and told.remarks and told.remark_records
+
+
 def test_num_threads_beyond_what_libgomp_starts_is_refused():
     for n in (MAX_THREADS + 1, 100_000):
         with pytest.raises(ValueError, match=f"num_threads must be a positive integer of at most {MAX_THREADS}.*"
