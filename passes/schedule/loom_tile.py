@@ -28,11 +28,12 @@ band: `loom-tile{sizes=64,64,64},loom-tile{sizes=8,8,8 depth=3}` tiles for the c
 then for registers. A size larger than a loop's (constant) trip count is clamped to it.
 
 Refused (LoomError, nothing changed): a size < 1, a negative depth, more sizes than the
-band of a nest selected with `op=` has loops at that depth, a band whose loop bounds use
-the iv of an outer loop of the band, and loops that are not fully permutable (a
-dependence that tiling would reverse, named in the message; reductions may be
-reordered). Without `op=`, nests whose band is too short are skipped with a remark (an
-error when that is every nest: the pass would do nothing).
+band of a nest selected with `op=` has loops at that depth, a loop that carries values
+(iter_args, after loom-hoist), a band whose loop bounds use the iv of an outer loop of
+the band, and loops that are not fully permutable (a dependence that tiling would
+reverse, named in the message; reductions may be reordered). Without `op=`, nests whose
+band is too short are skipped with a remark (an error when that is every nest: the pass
+would do nothing).
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class LoomTilePass(NestPass[_Tiling]):
                                 nest)
             return f"nest '{tag}' skipped: {_sizes(len(sizes))}, but {misfit}"
         tiled = band[: len(sizes)]
+        carrying = next((loop for loop in tiled if loop.inits), None)
+        if carrying is not None:
+            raise LoomError(f"{self.name}: cannot tile {describe_band(tiled)} of nest '{tag}': loop "
+                            f"%{iv_name(carrying)} carries values (iter_args): tile before loom-hoist", nest)
         for inner, outer_loop in bound_dependences(band):
             if inner < len(sizes):
                 raise LoomError(
