@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kernels import TRIANGLE, check_both, conv2d_kernel, matmul, small_ints
+from kernels import TRIANGLE, check_both, conv2d_kernel, matches_naive, matmul, small_ints
 
 import compiler
 
@@ -47,6 +47,7 @@ def test_matmul_every_order(perm, mkn):
         "loom-interchange{order=0,2,1},loom-unroll-jam{factors=4,4}",  # i, k, j: k unrolled too
         "loom-interchange{order=1,0,2},loom-unroll-jam{factors=3,2}",
         "loom-interchange{order=2,0,1},loom-unroll-jam{factors=2,5}",
+        "loom-interchange{order=1,0},loom-unroll-jam{factors=2,2}",  # j, i, k: k stays innermost
     ],
 )
 def test_matmul_unroll_jam(pipeline):
@@ -209,6 +210,45 @@ def test_refusal_changes_nothing(pipeline):
     with pytest.raises(compiler.LoomError, match=r"stencil.mlir:10:3: error: loom-.*breaks the dependence"):
         build(pipeline).apply(make_context(), module)
     assert str(module) == before
+
+
+#: a[i + 1] = a[i] + 1 along %i, under a loop %t of one iteration (0 to 4 step 4): its
+#: distance is 0, so %t may go outside %i
+ONE_ITERATION = """func.func @one(%a: memref<9xf32>) {
+  %one = arith.constant 1.0 : f32
+  affine.for %i = 0 to 8 {
+    affine.for %t = 0 to 4 step 4 {
+      %v = affine.load %a[%i] : memref<9xf32>
+      %w = arith.addf %v, %one : f32
+      affine.store %w, %a[%i + 1] : memref<9xf32>
+    }
+  } {loom.tag = "one"}
+  func.return
+}"""
+
+#: a[i, 0] written from a[i - 1, 1], which nothing writes: column 1 is apart from column 0,
+#: so no dependence runs along %i
+APART = """func.func @apart(%a: memref<8x2xf32>, %b: memref<8x8xf32>) {
+  affine.for %i = 1 to 8 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %a[%i - 1, 1] : memref<8x2xf32>
+      %x = affine.load %b[%i, %j] : memref<8x8xf32>
+      %w = arith.addf %v, %x : f32
+      affine.store %w, %a[%i, 0] : memref<8x2xf32>
+    }
+  } {loom.tag = "apart"}
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("src, shapes", [(ONE_ITERATION, [(9,)]), (APART, [(8, 2), (8, 8)])])
+def test_interchange_where_no_dependence_is_reversed(src, shapes):
+    """Legal orders the analysis must not refuse: a loop of one iteration carries nothing,
+    and subscripts that differ by a constant in a dimension no loop walks never meet.
+    Exact against the unscheduled loops."""
+    kern = compiler.compile(src, pipeline="loom-interchange{order=1,0}")
+    rng = np.random.default_rng(5)
+    matches_naive(kern, src, *[small_ints(rng, s, np.float32) for s in shapes])
 
 
 def test_compile_reports_an_illegal_order():

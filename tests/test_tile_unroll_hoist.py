@@ -361,6 +361,13 @@ def test_tile_of_a_loop_with_a_step_counts_iterations(sizes):
     assert list(got[12:]) == [-1] * 4 and list(got[:12:2]) == [0, 4, 8, 12, 16, 20]
 
 
+def test_tile_of_a_loop_from_2_to_12_clamps_its_last_tile():
+    """12 is a multiple of 4, but 12 - 2 is not: the tiles from 2 are not all full, and the
+    last one stops at 12. Exact against the unscheduled loop, nothing written past it."""
+    got = _stepped_against_naive(STEP_2.replace("0 to 12 step 2", "2 to 12"), "loom-tile{sizes=4}", 16)
+    assert list(np.flatnonzero(got != -1)) == list(range(2, 12))
+
+
 def _stepped(ub: int, step: int) -> str:
     return STEP_2.replace("0 to 12 step 2", f"0 to {ub} step {step}").replace("16xf32", "24xf32")
 
