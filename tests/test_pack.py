@@ -216,3 +216,16 @@ def test_pack_last_accepted_options(options, packed):
     rng = np.random.default_rng(13)
     a, b = small_ints(rng, (8, 8), np.float32), small_ints(rng, (8, 8), np.float32)
     np.testing.assert_array_equal(kern(a, b), a.astype(np.float64) @ b)
+
+
+def test_private_slots_count_the_partial_last_iteration():
+    """private= over %j_t from 0 to 10 step 4: 3 iterations (the last over 2 columns), 3
+    slots; with 2, the third iteration's tile lands past the buffer. Exact on small integers."""
+    src = matmul((10, 10), (10, 10), (10, 10), np.float32)
+    kern = compiler.compile(src, pipeline=tiled(4, 4, 4, "loom-pack{operand=1 level=2 private=1 op=matmul}"),
+                            remarks=True)
+    assert any("into memref<3x4x4xf32>, a slot per iteration of %j_t (private)" in r for r in kern.remarks), \
+        kern.remarks
+    rng = np.random.default_rng(14)
+    a, b = small_ints(rng, (10, 10), np.float32), small_ints(rng, (10, 10), np.float32)
+    np.testing.assert_array_equal(kern(a, b), a.astype(np.float64) @ b)
