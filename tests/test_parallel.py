@@ -383,6 +383,34 @@ CARRIED = {
     # a trip count known at run time: not read as the iteration number
     "slot_of_a_run_time_loop": (_private_slot("d0 floordiv 4", upper="%u"),
                                 "store %p[%s, 0] (line 5) write the same element in different iterations"),
+    # the iteration number is comparable only with another: %p[%j] is %p[%s] of iteration %j / 4,
+    # and %s + 1 is the next iteration's slot
+    "slot_beside_the_iv": (
+        _private_slot("d0 floordiv 4").replace("load %p[%s, 0]", "load %p[%j, 0]").replace("16x4", "64x4"),
+        "store %p[%s, 0] (line 5) and load %p[%j, 0] (line 6) may touch the same element in different iterations"),
+    "next_slot": (
+        _private_slot("d0 floordiv 4").replace("store %x, %p[%s, 0]", "store %x, %p[%s + 1, 0]").replace(
+            "16x4", "17x4"),
+        "store %p[%s + 1, 0] (line 5) write the same element in different iterations"),
+    # %k counts down: the stores reach %c[%j .. %j + 3], and the load %c[%j + 4] is the next iteration's
+    "inner_4_backwards_reads_ahead": (_step_4("""    %y = affine.load %c[%j + 4] : memref<72xf32>
+    affine.for %k = 0 to 4 {
+      affine.store %y, %c[%j - %k + 3] : memref<72xf32>
+    }"""), "load %c[%j + 4] (line 3) and store %c[%j + %k * -1 + 3] (line 5) may touch the same element in "
+           "different iterations"),
+    # %k starts at -%j, computed in the loop by arith.subi: every iteration writes %c[0]
+    "inner_from_a_computed_start": (_step_4("""    %z = arith.constant 0 : index
+    %s = arith.subi %z, %j : index
+    %x = affine.load %a[%j] : memref<64xf32>
+    affine.for %k = %s to affine_map<(d0) -> (d0 + 1)>(%s) {
+      affine.store %x, %c[%j + %k] : memref<72xf32>
+    }"""), "store %c[%j + %k] (line 7) write the same element in different iterations"),
+    # 7 ceildiv 2 is 4: the next iteration's element
+    "reads_a_ceildiv_ahead": (_step_4("""    %seven = arith.constant 7 : index
+    %o = affine.apply affine_map<()[s0] -> (s0 ceildiv 2)>()[%seven]
+    %x = affine.load %c[%j + %o] : memref<72xf32>
+    affine.store %x, %c[%j] : memref<72xf32>"""),
+        "load %c[%j + %o] (line 5) and store %c[%j] (line 6) may touch the same element in different iterations"),
     # a subscript computed by arith.addi is not followed: alone, a conflict; beside %j, apart
     "arith_subscript": (_step_4("""    %one = arith.constant 1 : index
     %k = arith.addi %j, %one : index
