@@ -229,3 +229,11 @@ def test_private_slots_count_the_partial_last_iteration():
     rng = np.random.default_rng(14)
     a, b = small_ints(rng, (10, 10), np.float32), small_ints(rng, (10, 10), np.float32)
     np.testing.assert_array_equal(kern(a, b), a.astype(np.float64) @ b)
+
+
+def test_a_level_no_nest_has_is_refused_without_op():
+    """Without op=, a nest the options do not fit is skipped with a remark, but a level
+    that no nest has (6 = the depth of the read of %b) packs nothing: refused."""
+    src = matmul((8, 8), (8, 8), (8, 8), np.float32)
+    with pytest.raises(compiler.LoomError, match=re.escape("loom-pack: option 'level' is 6, but the read of %b")):
+        compiler.compile(src, pipeline=tiled(4, 4, 4, "loom-pack{operand=1 level=6}"))
