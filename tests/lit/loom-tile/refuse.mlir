@@ -4,6 +4,7 @@
 // RUN: not loom-opt %s -p 'loom-tile{sizes=2 depth=-1}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEPTH
 // RUN: not loom-opt %s -p 'loom-tile{sizes=2,2,2 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=MANY
 // RUN: not loom-opt %s -p 'loom-tile{sizes=2 depth=5 op=stencil}' --split-input-file 2>&1 | filecheck %s --check-prefix=DEEP
+// RUN: not loom-opt %s -p 'loom-hoist,loom-tile{sizes=2 op=sum}' --split-input-file 2>&1 | filecheck %s --check-prefix=CARRY
 
 // Invalid options: an error naming the pass and the option, and no output.
 // ZERO-COUNT-2: {{^}}loom-opt: error: loom-tile: option 'sizes' must be positive integers, got [0, 4]
@@ -112,5 +113,21 @@ func.func @overlapping_layout(%a: memref<9x9xf32, strided<[1, 1]>>, %one: f32) {
       affine.store %y, %a[%i, 0] : memref<9x9xf32, strided<[1, 1]>>
     }
   } {loom.tag = "stencil"}
+  func.return
+}
+
+// -----
+
+// After loom-hoist, %i and %j carry the sum (iter_args): the tile loop would not carry it.
+// CARRY: refuse.mlir:[[# @LINE + 2]]:3: error: loom-tile: cannot tile (i) of nest 'sum': loop %i carries values (iter_args): tile before loom-hoist
+func.func @sum(%a: memref<6x8xf32>, %s: memref<1xf32>) {
+  affine.for %i = 0 to 6 {
+    affine.for %j = 0 to 8 {
+      %x = affine.load %a[%i, %j] : memref<6x8xf32>
+      %p = affine.load %s[0] : memref<1xf32>
+      %q = arith.addf %p, %x : f32
+      affine.store %q, %s[0] : memref<1xf32>
+    }
+  } {loom.tag = "sum"}
   func.return
 }
