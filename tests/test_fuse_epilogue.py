@@ -660,3 +660,13 @@ def test_an_epilogue_nest_that_is_not_elementwise_is_not_fused(case):
     kern(a, d, got[0], got[1])
     compiler.compile(src, pipeline="naive")(a, d, want[0], want[1])
     np.testing.assert_array_equal(got, want)
+
+
+def test_the_last_iteration_of_a_min_bounded_loop_stepping_by_two():
+    """K = 12 tiled by 8 then 2: %k_t2 runs from %k_t to min(%k_t + 8, 12) step 2, so its
+    last iteration is the one with %k_t2 + 2 (not + 1) at the bound (10 in the second
+    panel): the epilogue is applied there, once per element."""
+    src, shapes = epilogue_source((4, 12), (12, 4), EPILOGUES["bias_relu"], np.float32)
+    pipeline = "loom-tile{sizes=4,4,8 op=matmul},loom-tile{sizes=4,4,2 depth=3 op=matmul},loom-fuse-epilogue"
+    kern, _, _ = check(src, shapes, 12, pipeline, np.float32, 21)
+    assert "1 in the last iteration of %k_t, %k_t2, %k" in fused(kern)[0], fused(kern)
