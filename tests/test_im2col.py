@@ -240,3 +240,17 @@ def test_the_conv2d_nest_built_by_the_lowering_is_rewritten(rewrite, said):
     kern(x, w, got)
     compiler.compile(text, pipeline="naive")(x, w, want)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_direct_conv_of_a_batch_with_strides_dilations_and_padding_of_two(layout):
+    """Two images, a 4x4 window dilated by 2 with stride 2 and padding 1: each plane has
+    Ho + (R-1)*2 floordiv 2 rows (3 more than Ho, not 1), the staging copies every row of
+    X a plane reads, and the batch is split. Exact on small integers."""
+    layer = (2, 3, 9, 10, 4, 4, 4, (2, 2), (1, 1), (2, 2))
+    src = source(layer, np.float32, layout)
+    kern = compiler.compile(src, pipeline=DIRECT, remarks=True)
+    assert any("direct convolution" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(15)
+    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
+    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
