@@ -141,8 +141,15 @@ def test_patch_buffers_are_freed():
     assert text.index("memref.dealloc %col") > text.index('loom.tag = "matmul"')
 
 
-def _conv_nest_text() -> str:
-    """The 7-loop nest convert-loom-to-affine makes of a 1x2x6x6 * 3x2x3x3 conv2d, in the
+_CONV_6X6 = """func.func @conv(%x: memref<1x2x6x6xf32>, %w: memref<3x2x3x3xf32>,
+                                                        %y: memref<1x3x4x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x2x6x6xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x4x4xf32>)
+  func.return
+}"""
+
+
+def _conv_nest_text(conv: str = _CONV_6X6) -> str:
+    """The 7-loop nest convert-loom-to-affine makes of `conv` (by default a 1x2x6x6 * 3x2x3x3 conv2d), in the
     generic form (which keeps its maps over the loop ivs as dims, as the pass builds them)."""
     from io import StringIO
 
@@ -152,11 +159,7 @@ def _conv_nest_text() -> str:
     from passes.conversion.convert_loom_to_affine import ConvertLoomToAffinePass
     from passes.support.parser import parse_module
 
-    module = parse_module(make_context(), """func.func @conv(%x: memref<1x2x6x6xf32>, %w: memref<3x2x3x3xf32>,
-                                                        %y: memref<1x3x4x4xf32>) {
-  loom.conv2d ins(%x, %w : memref<1x2x6x6xf32>, memref<3x2x3x3xf32>) outs(%y : memref<1x3x4x4xf32>)
-  func.return
-}""", "conv.mlir")
+    module = parse_module(make_context(), conv, "conv.mlir")
     ConvertLoomToAffinePass().apply(make_context(), module)
     text = StringIO()
     Printer(stream=text, print_generic_format=True).print_op(module)
@@ -243,14 +246,31 @@ def test_the_conv2d_nest_built_by_the_lowering_is_rewritten(rewrite, said):
 
 
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
-def test_direct_conv_of_a_batch_with_strides_dilations_and_padding_of_two(layout):
+@pytest.mark.parametrize("layer", [(2, 3, 9, 10, 4, 4, 4, (2, 2), (1, 1), (2, 2)),
+                                   (1, 3, 9, 9, 4, 2, 2, (2, 2), (0, 0), (1, 1))], ids=["dilated", "last_row_read"])
+def test_direct_conv_with_strides_of_two(layer, layout):
     """Two images, a 4x4 window dilated by 2 with stride 2 and padding 1: each plane has
-    Ho + (R-1)*2 floordiv 2 rows (3 more than Ho, not 1), the staging copies every row of
-    X a plane reads, and the batch is split. Exact on small integers."""
-    layer = (2, 3, 9, 10, 4, 4, 4, (2, 2), (1, 1), (2, 2))
+    Ho + (R-1)*2 floordiv 2 rows (3 more than Ho, not 1), and the batch is split. A 2x2
+    window with stride 2 over 9 rows: the planes hold rows 0..7, the last one read by the
+    last output row's second tap, so the staging copies it. Exact on small integers."""
     src = source(layer, np.float32, layout)
     kern = compiler.compile(src, pipeline=DIRECT, remarks=True)
     assert any("direct convolution" in r for r in kern.remarks), kern.remarks
     rng = np.random.default_rng(15)
     x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
     np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+
+
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
+def test_a_padding_guard_one_row_off_is_not_rewritten(rewrite):
+    """A conv2d with padding 1 whose guard lets the last row + 1 of X (row 4 of 4) through:
+    not the guard that keeps the read inside the input, refused with that reason."""
+    text = _conv_nest_text(_CONV_6X6.replace("6x6", "4x4").replace(
+        "outs(%y : memref<1x3x4x4xf32>)", "outs(%y : memref<1x3x4x4xf32>) {padding = array<i64: 1, 1>}"))
+    guard = "(((d2 * -1) + (d5 * -1)) + 4) >= 0"
+    assert text.count(guard) == 1
+    compiler.compile(text, pipeline=rewrite)
+    with pytest.raises(compiler.LoomError, match=re.escape(
+            f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': its padding guard is not the one that keeps the "
+            "read of X inside the input")):
+        compiler.compile(text.replace(guard, guard.replace("+ 4", "+ 5")), pipeline=rewrite)
