@@ -284,7 +284,7 @@ def test_a_quantized_layer_is_exact():
     @loom.jit
     def layer(x, w, bias, s, z, so, zo):
         acc = x @ w + bias
-        return loom.quantize(loom.relu(loom.dequantize(acc, s, z, axis=1)), so, zo, dtype=np.uint8)
+        return loom.quantize(loom.relu(loom.dequantize(acc, s, z, axis=1)), so, zo)  # uint8: the default dtype
 
     rng = np.random.default_rng(9)
     m, k, n = 23, 70, 37
@@ -297,6 +297,7 @@ def test_a_quantized_layer_is_exact():
     y = np.maximum((np.matmul(x, w, dtype=np.int32) + bias - z).astype(np.float32) * s, np.float32(0))
     want = np.clip(np.rint(y / so) + zo, 0, 255).astype(np.uint8)
     assert ((want > 3) & (want < 255)).mean() > 0.4  # through the range, not only at its ends
+    assert got.dtype == np.uint8
     np.testing.assert_array_equal(got, want)
 
 
