@@ -379,3 +379,17 @@ def test_a_product_also_stored_is_kept_beside_the_fma():
     assert any("vectorized loop %j by 8" in r for r in kern.remarks), kern.remarks
     rng = np.random.default_rng(12)
     matches_naive(kern, src, small_ints(rng, (32,), np.float32), small_ints(rng, (32,), np.float32))
+
+
+def test_a_comparison_also_used_elsewhere_does_not_make_its_select_a_max():
+    """relu's select whose comparison is also stored (as 0.0 or 1.0): a max would drop the
+    comparison the store needs, so the select is no max and the loop is refused for it (not
+    for the conversion); exact against the unscheduled loop on values around 0."""
+    src = _loop_of("    %x = affine.load %a[%j] : memref<32xf32>\n    %p = arith.cmpf ugt, %x, %zero : f32\n"
+                   "    %r = arith.select %p, %x, %zero : f32\n    affine.store %r, %c[%j] : memref<32xf32>\n"
+                   "    %q = arith.uitofp %p : i1 to f32\n    affine.store %q, %c[%j + 16] : memref<32xf32>",
+                   head="  %zero = arith.constant 0.0 : f32\n")
+    kern = compiler.compile(src, pipeline="loom-vectorize{width=8}", remarks=True)
+    assert any("loop %j not vectorized: an arith.select on a condition that varies with %j" in r
+               for r in kern.remarks), kern.remarks
+    matches_naive(kern, src, np.tile(np.float32([-1.5, 0, 0.5, -0.0]), 8), np.zeros(32, np.float32))
