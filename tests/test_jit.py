@@ -70,6 +70,7 @@ def test_default_pipeline_and_options():
     k = f.kernel(a, a)
     assert k.pipeline == "naive" and k.num_threads == 1
     assert mlp.kernel(a, a, np.ones(8, np.float32)).pipeline == "default"
+    assert any("[loom-default]" in r for r in loom.jit(lambda a, b: a @ b, remarks=True).kernel(a, a).remarks)
 
 
 def test_python_numbers_are_inputs_a_new_float_does_not_recompile():
@@ -600,6 +601,7 @@ REFUSALS = [  # (expression on x (2, 3), v (3,), b (2, 3, 4), s a float, img (1,
     ("loom.multiply(2.0, s)", r"the float argument s is a kernel input inside @loom.jit"),
     ("x + 'a'", r"a \+ b takes traced arrays or Python numbers, got str$"),
     ("x * True", r"a \* b takes traced arrays or Python numbers, got bool$"),
+    ("x - True", r"a - b takes traced arrays or Python numbers, got bool$"),  # not x + -True
     ("v @ v", r"a @ b takes 2-D @ 2-D, 3-D @ 3-D \(batched\) or 3-D @ 2-D arrays, got shapes \(3,\) @ \(3,\)$"),
     ("x @ b", r"a @ b takes 2-D @ 2-D, .* got shapes \(2, 3\) @ \(2, 3, 4\)$"),
     ("b @ b[:1].transpose(0, 2, 1)", r"a @ b: batch sizes differ, 2 and 1 \(shapes \(2, 3, 4\) @ \(1, 4, 3\)\)$"),
