@@ -283,16 +283,17 @@ def test_evicted_kernel_works_while_held_and_frees_its_code_when_dropped(cache_o
     assert engine.closed and not jit._retired
 
 
-def test_compile_in_parallel_leaves_to_the_caller_what_workers_cannot_help(cache_of_two, disk, monkeypatch):
+@pytest.mark.usefixtures("disk")  # the disk cache on, in a folder of the test's own
+def test_compile_in_parallel_leaves_to_the_caller_what_workers_cannot_help(cache_of_two, monkeypatch):
     """No worker is started for a job in memory already, for `cache=False` jobs, for one
     job alone, or with the disk cache off: each is left to the caller's compile()."""
-    kept = dict(source=_relu(40))
+    kept = {"source": _relu(40)}
     compiler.compile(**kept)
-    assert driver.compile_in_parallel([kept, dict(source=_relu(41))], processes=2) == 0  # one job to do
-    jobs = [kept, dict(source=_relu(42), cache=False), dict(source=_relu(43), cache=False)]
+    assert driver.compile_in_parallel([kept, {"source": _relu(41)}], processes=2) == 0  # one job to do
+    jobs = [kept, {"source": _relu(42), "cache": False}, {"source": _relu(43), "cache": False}]
     assert driver.compile_in_parallel(jobs, processes=2) == 0
     monkeypatch.setenv("LOOM_CACHE_MAX_BYTES", "0")
-    assert driver.compile_in_parallel([dict(source=_relu(44)), dict(source=_relu(45))], processes=2) == 0
+    assert driver.compile_in_parallel([{"source": _relu(44)}, {"source": _relu(45)}], processes=2) == 0
 
 
 def test_closed_module_has_no_addresses():
