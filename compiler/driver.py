@@ -157,7 +157,8 @@ def compile(
     code` (`compiler.jit.engine.compile_ir`). A timed compile neither uses nor fills the caches:
     it is a real compile (what `loom-bench --compile` measures).
     """
-    if num_threads is not None and (not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS):
+    if num_threads is not None and (not isinstance(num_threads, int) or isinstance(num_threads, bool)
+                                    or not 1 <= num_threads <= MAX_THREADS):
         raise ValueError(f"num_threads must be a positive integer of at most {MAX_THREADS} (the most threads Loom runs "
                          f"a loop on: compiler/jit/kernel.py), got {num_threads!r}")
     if not isinstance(pipeline, str):

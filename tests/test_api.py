@@ -186,10 +186,11 @@ def test_each_option_is_part_of_the_cache_key():
 
 
 def test_options_of_the_wrong_type_are_refused():
-    """A number of threads that is not an int (2.0 compares like 2) and a `cache` that is
-    not a bool (1 is truthy) are refused, not taken."""
-    with pytest.raises(ValueError, match=r"num_threads must be a positive integer .* got 2.0$"):
-        compiler.compile(MM, num_threads=2.0)
+    """A number of threads that is not an int (2.0 compares like 2, True like 1) and a
+    `cache` that is not a bool (1 is truthy) are refused, not taken."""
+    for threads in (2.0, True):
+        with pytest.raises(ValueError, match=rf"num_threads must be a positive integer .* got {threads}$"):
+            compiler.compile(MM, num_threads=threads)
     with pytest.raises(TypeError, match="cache must be True or False, got 1$"):
         compiler.compile(MM, cache=1)
 
