@@ -54,6 +54,17 @@ def shapes(layer, layout):
     return ((n, c, h, w), (f, c, r, s)) if layout == "nchw" else ((n, h, w, c), (r, s, c, f))
 
 
+def exact_with_remark(layer, layout, pipeline, said, seed):
+    """Compile a layer with remarks, check one says `said`, and run it on small integers:
+    exactly the reference."""
+    src = source(layer, np.float32, layout)
+    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
+    assert any(said in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(seed)
+    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
+    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+
+
 @pytest.mark.parametrize(("pipeline", "layout"), CASES)
 @given(layer=layers(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
 def test_conv2d_matches_the_reference(pipeline, layout, layer, dtype, seed):
@@ -99,13 +110,7 @@ def test_pointwise_conv_reads_the_input_in_place(pipeline):
 def test_strided_pointwise_conv_copies_its_patches(pipeline, strides, layout):
     """A 1x1 window with a stride reads every other pixel: X is not the patch matrix,
     the patches are copied (only stride 1 reads X in place). Exact on small integers."""
-    layer = (2, 5, 7, 6, 3, 1, 1, strides, (0, 0), (1, 1))
-    src = source(layer, np.float32, layout)
-    kern = compiler.compile(src, pipeline=pipeline, remarks=True)
-    assert any("copied by nest 'im2col'" in r for r in kern.remarks), kern.remarks
-    rng = np.random.default_rng(12)
-    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
-    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+    exact_with_remark((2, 5, 7, 6, 3, 1, 1, strides, (0, 0), (1, 1)), layout, pipeline, "copied by nest 'im2col'", 12)
 
 
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
@@ -253,12 +258,7 @@ def test_direct_conv_with_strides_of_two(layer, layout):
     Ho + (R-1)*2 floordiv 2 rows (3 more than Ho, not 1), and the batch is split. A 2x2
     window with stride 2 over 9 rows: the planes hold rows 0..7, the last one read by the
     last output row's second tap, so the staging copies it. Exact on small integers."""
-    src = source(layer, np.float32, layout)
-    kern = compiler.compile(src, pipeline=DIRECT, remarks=True)
-    assert any("direct convolution" in r for r in kern.remarks), kern.remarks
-    rng = np.random.default_rng(15)
-    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, layout))
-    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+    exact_with_remark(layer, layout, DIRECT, "direct convolution", 15)
 
 
 @pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
