@@ -268,6 +268,11 @@ VECTORIZE_GUARDS = {
                    "dependence store %c[%j + 7] (line 5) -> load %c[%j] (line 3), direction (<) at distance 7 "
                    "(vector width 8)"),
     "distance_8": (_loop_of(_doubled("%c[%j]", "%c[%j + 8]")), None),  # from the vector before: in order
+    # each element of %a read twice, or %a's first 4 elements again and again: no vector load
+    "floordiv_of_the_iv": (_loop_of("    %x = affine.load %a[%j floordiv 2] : memref<32xf32>\n"
+                                    "    affine.store %x, %c[%j] : memref<32xf32>"), "%a[%j floordiv 2] is not linear in %j"),
+    "mod_of_the_iv": (_loop_of("    %x = affine.load %a[%j mod 4] : memref<32xf32>\n"
+                               "    affine.store %x, %c[%j] : memref<32xf32>"), "%a[%j mod 4] is not linear in %j"),
     "reads_ahead": (_loop_of(_doubled("%c[%j + 1]", "%c[%j]")), None),  # the load stays before the store
     "view_of_the_result": (_loop_of(_doubled("%v[%j]", "%c[%j]").replace(
         "%v[%j] : memref<32xf32>", "%v[%j] : memref<31xf32, strided<[1], offset: 1>>"),
