@@ -274,3 +274,61 @@ def test_a_padding_guard_one_row_off_is_not_rewritten(rewrite):
             f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': its padding guard is not the one that keeps the "
             "read of X inside the input")):
         compiler.compile(text.replace(guard, guard.replace("+ 4", "+ 5")), pipeline=rewrite)
+
+
+#: the 1x2x6x6 * 3x2x3x3 conv2d on ui8 x i8 elements summed in i32 (each element widened as it is read)
+_CONV_U8 = _CONV_6X6.replace("1x2x6x6xf32", "1x2x6x6xui8").replace("3x2x3x3xf32", "3x2x3x3xi8").replace(
+    "1x3x4x4xf32", "1x3x4x4xi32")
+#: case -> (what replaces what in the widened nest, or None for the nest as it is)
+LOW_PRECISION = {
+    "as_lowered": None,
+    # Y filled with ones by another nest: the direct convolution's copy of Y' into Y adds in i32
+    "y_not_zeroed": [('loom.tag = "conv2d.init"', 'loom.tag = "ones"'), ("value = 0 : i32", "value = 1 : i32")],
+    # X's widened element times itself, W's widening unused: not X * W
+    "x_squared": [('"arith.muli"(%8, %9)', '"arith.muli"(%8, %8)')],
+    # W's widening reading X instead: X * X again
+    "w_widened_twice": [('"arith_ext.extsi"(%6) : (i8)', '"arith_ext.extsi"(%5) : (ui8)')],
+}
+
+
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
+@pytest.mark.parametrize("case", sorted(LOW_PRECISION))
+def test_a_low_precision_conv2d_nest_is_rewritten_and_one_step_off_is_not(case, rewrite):
+    """The ui8 x i8 conv2d nest (its elements widened to i32 as they are read) is rewritten
+    with its patch matrix or planes holding ui8 elements, and is exact against the
+    unscheduled loops, also when Y was not zeroed right before; X * X, or W's widening
+    reading X, is refused as not conv2d's statement."""
+    text = _conv_nest_text(_CONV_U8)
+    for old, new in LOW_PRECISION[case] or []:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    if case in ("x_squared", "w_widened_twice"):
+        with pytest.raises(compiler.LoomError, match=re.escape(
+                f"{rewrite}: no conv2d nest to rewrite: nest 'conv2d': its body is not the conv2d statement Y += X * W")):
+            compiler.compile(text, pipeline=rewrite)
+        return
+    kern = compiler.compile(text, pipeline=rewrite, stages=True)
+    read = ("%x_planes = memref.reinterpret_cast %x" if rewrite == "loom-direct-conv" else  # X read in place
+            "%col = memref.alloc() {alignment = 64 : i64} : memref<1x2x3x3x4x4xui8>")
+    assert read in kern.stages[rewrite], kern.stages[rewrite]
+    rng = np.random.default_rng(16)
+    x, w = rng.integers(0, 256, (1, 2, 6, 6)).astype(np.uint8), rng.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
+    matches_naive(kern, text, x, w, np.zeros((1, 3, 4, 4), np.int32))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("rewrite", ["loom-im2col", "loom-direct-conv"])
+def test_a_padded_ui8_conv2d_stages_its_zero_border_in_ui8(rewrite, layout):
+    """A padded, strided ui8 x i8 conv2d: X is staged with its zero border in a ui8 buffer
+    (its zero an i32 zero truncated: arith's constants are signless), the IR verifying
+    after every pass (stages=True), and the result exact."""
+    layer = (2, 3, 7, 6, 4, 3, 3, (2, 2), (1, 1), (1, 1))
+    ho, wo = conv2d_output_hw(7, 6, 3, 3, (2, 2), (1, 1), (1, 1))
+    x_shape, w_shape = shapes(layer, layout)
+    y_shape = (2, 4, ho, wo) if layout == "nchw" else (2, ho, wo, 4)
+    src = conv2d(x_shape, w_shape, y_shape, (2, 2), (1, 1), (1, 1), np.uint8, np.int8, np.int32, layout=layout)
+    kern = compiler.compile(src, pipeline=f"loom-bufferize,convert-loom-to-affine,{rewrite}", stages=True)
+    assert "arith_ext.trunci %" in kern.stages[rewrite] and "xui8>" in kern.stages[rewrite]
+    rng = np.random.default_rng(17)
+    x, w = rng.integers(0, 256, x_shape).astype(np.uint8), rng.integers(-128, 128, w_shape).astype(np.int8)
+    np.testing.assert_array_equal(kern(x, w), compiler.reference(src, x, w))

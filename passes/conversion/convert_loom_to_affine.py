@@ -154,11 +154,18 @@ def accumulate(acc: SSAValue, a: SSAValue, b: SSAValue) -> list[Operation]:
 
 
 def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
+    """`out` filled with zeros, a nest tagged `tag`. A ui8 zero (arith's constants are
+    signless) is an i32 zero truncated to ui8."""
     t = out.type
     assert isinstance(t, MemRefType)
-    zero = constant(0, t.get_element_type())
+    element = t.get_element_type()
+    zero: list[Operation] = [constant(0, element)]
+    if isinstance(element, IntegerType) and element.signedness.data == Signedness.UNSIGNED:
+        wide = constant(0, i32)
+        zero = [wide, arith_ext.TruncIOp(wide.result, element)]
+    value = zero[-1].results[0]
     shape = t.get_shape()
-    return [zero, *build_nest(shape, tag, lambda ivs: [store(zero.result, out, ivs, dims(len(shape)))])]
+    return [*zero, *build_nest(shape, tag, lambda ivs: [store(value, out, ivs, dims(len(shape)))])]
 
 
 def lower_matmul(op: loom.MatmulOp) -> list[Operation]:

@@ -42,6 +42,10 @@ folded in, nothing computed twice, Y written in place (no Y', no copy). k = (r*S
 Without padding or strides X is its own staging (a view of it). A 1x1 stride-1 conv is a
 plain matmul on the tensors as they are.
 
+Low precision (bf16, i8 or ui8 elements widened to f32 or i32 as the nest reads them):
+the planes hold X's own elements, Y' Y's; the implicit matmul widens each element as it
+reads it, as the conv2d nest did (loom-pack widens the filter once as it packs it).
+
 Refused with a LoomError at the nest, nothing changed, when `op=` names it: a nest that
 is not the textbook conv2d (`loom_im2col.match_conv2d` says why). Without `op=`, other
 nests are skipped with a remark. Each rewrite is a remark with the staged planes' size
@@ -54,7 +58,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -196,7 +200,8 @@ def rewrite(conv: Conv2DNest) -> str:
         how = (f"X staged as {conv.n}x{sh} planes of {geometry.hq}x{geometry.wq * sw}x{conv.c}" if nhwc else
                f"X staged as {conv.n}x{conv.c}x{sh}x{sw} planes of {geometry.hq}x{geometry.wq}") + (
                " with its zero border "
-               f"({geometry.plane_elements(conv) * element.bitwidth // 8 // 1024} KiB, nests 'direct.pad')")
+               f"({geometry.plane_elements(conv) * conv.x.type.get_element_type().bitwidth // 8 // 1024} KiB, "
+               "nests 'direct.pad')")
     else:
         plane = conv.h * conv.width
         shape, strides = (([conv.n, 1, plane * conv.c], [plane * conv.c, 0, 1]) if nhwc else
@@ -258,7 +263,7 @@ def _out_nest(conv: Conv2DNest, geometry: Geometry, wide: SSAValue, accumulate: 
         if not accumulate:
             return [value, affine.StoreOp(value.result, conv.y, ivs, same)]
         old = affine.LoadOp(conv.y, ivs, same, element)
-        total = arith.AddfOp(old, value)
+        total = (arith.AddiOp if isinstance(element, IntegerType) else arith.AddfOp)(old, value)
         return [value, old, total, affine.StoreOp(total.result, conv.y, ivs, same)]
 
     return build_nest([conv.n, conv.f, conv.ho, conv.wo], "direct.out", body, ["n", "f", "oh", "ow"])

@@ -20,6 +20,10 @@ no guard, and each window tap reads consecutive addresses along ow: it vectorize
 stride 2 too. The batch is the matmul's batch loop, W's view repeating it with a stride
 of 0. Y's zero fill (the `conv2d.init` nest) stays as it was. A 1x1 convolution with
 stride 1 and no padding needs no copy: X viewed as N x C x (H*W) is already the matrix.
+Low precision (bf16, i8 or ui8 elements widened to f32 or i32 as the nest reads them):
+the staged input and the patch matrix hold X's own elements (a half or a quarter of
+f32's bytes to copy), and the matmul nest widens each element as it reads it, as the
+conv2d nest did (loom-pack then widens once per element as it packs).
 
 Refused with a LoomError at the nest, nothing changed, when `op=` names it: a nest that
 is not the textbook conv2d (already scheduled, or another op's), W or Y not contiguous
@@ -122,6 +126,31 @@ _LAYOUTS = {
 }
 
 
+#: the products and sums of a conv2d statement: in floats, or in i32 for int8 elements
+_PRODUCTS = ((arith.MulfOp, arith.AddfOp), (arith.MuliOp, arith.AddiOp))
+
+
+def _textbook_statement(body: list[Operation]) -> bool:
+    """Whether `body` is convert-loom-to-affine's `Y += X * W`: the loads of X, W and Y,
+    X's and W's elements widened to Y's type when they are low precision (bf16 to f32,
+    i8/ui8 to i32, `convert_loom_to_affine.widen`), the product, the sum, the store."""
+    if len(body) < 6 or not all(isinstance(o, affine.LoadOp) for o in body[:3]) or \
+            not isinstance(body[-1], affine.StoreOp):
+        return False
+    lx, lw, ly, st = body[0], body[1], body[2], body[-1]
+    factors, rest = [lx.result, lw.result], body[3:-1]
+    for i, load in enumerate((lx, lw)):
+        if rest and isinstance(rest[0], arith_ext.WIDENING) and rest[0].operands[0] is load.result:
+            factors[i] = rest[0].results[0]
+            rest = rest[1:]
+    if len(rest) != 2 or (type(rest[0]), type(rest[1])) not in _PRODUCTS:
+        return False
+    mul, add = rest
+    return (all(v.type == ly.result.type for v in factors) and list(mul.operands) == factors
+            and tuple(add.operands) == (ly.result, mul.result) and st.value == add.result
+            and st.memref == ly.memref and st.map == ly.map)
+
+
 def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv2DNest | str:
     """The conv2d nest's description, or why it is not the textbook conv2d nest.
     `any_filter_layout`: a W that is not contiguous is no reason (loom-default asks, to
@@ -143,19 +172,9 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
         if guard.else_region.blocks and any(not isinstance(o, affine.YieldOp) for o in guard.else_region.ops):
             return "its guard has an else branch"
         body = [o for o in guard.then_region.block.ops if not isinstance(o, affine.YieldOp)]
-    widened = next((o for o in body if isinstance(o, arith_ext.WIDENING)), None)
-    if widened is not None:
-        return (f"it reads {widened.operands[0].type} elements and sums them in {widened.results[0].type} "
-                "(low precision): only f32 and f64 conv2d nests are rewritten")
-    shape_ok = (len(body) == 6 and all(isinstance(o, affine.LoadOp) for o in body[:3])
-                and isinstance(body[3], arith.MulfOp) and isinstance(body[4], arith.AddfOp)
-                and isinstance(body[5], affine.StoreOp))
-    if not shape_ok:
+    if not _textbook_statement(body):
         return "its body is not the conv2d statement Y += X * W"
-    lx, lw, ly, mul, add, st = body
-    if (tuple(mul.operands) != (lx.result, lw.result) or tuple(add.operands) != (ly.result, mul.result)
-            or st.value != add.result or st.memref != ly.memref or st.map != ly.map):
-        return "its body is not the conv2d statement Y += X * W"
+    lx, lw, ly, st = body[0], body[1], body[2], body[-1]
     for access in (lx, lw, ly, st):
         if list(access.indices) != ivs or access.map.data.num_symbols:
             return "its accesses are not indexed by the loop ivs alone"
@@ -285,7 +304,7 @@ def _nchw_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
     """NCHW: W (F x C*R*S) @ the patch matrix (C*R*S x Ho*Wo) = Y (F x Ho*Wo), per image
     (a batch loop, W repeated over it). Appends the copies to `ops`, the frees after the
     matmul to `after`; returns the views and the remark's words."""
-    element = conv.y.type.get_element_type()
+    element = conv.x.type.get_element_type()  # the patch matrix holds X's elements (low precision too)
     _, p, k = matmul_shape(conv)
     batch = [conv.n] if conv.n > 1 else []
     if not conv.copies:
@@ -316,7 +335,7 @@ def _nhwc_matmul(conv: Conv2DNest, ops: list[Operation], after: list[Operation])
     """NHWC: the patch matrix (N*Ho*Wo x R*S*C) @ W (R*S*C x F) = Y (N*Ho*Wo x F), the
     batch folded into the rows: one matmul. X with its zero border when the conv pads (the
     copy runs along c, contiguous in X, whatever the strides)."""
-    element = conv.y.type.get_element_type()
+    element = conv.x.type.get_element_type()
     p, _, k = matmul_shape(conv)
     if not conv.copies:
         a_source = conv.x

@@ -27,12 +27,3 @@ func.func @matmul(%a: memref<4x5xf32>, %b: memref<5x6xf32>, %c: memref<4x6xf32>)
   func.return
 }
 
-// -----
-
-// A low-precision conv2d (i8 widened to i32 as it is read): not rewritten, for now.
-// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-im2col: cannot rewrite nest 'conv2d': it reads i8 elements and sums them in i32 (low precision): only f32 and f64 conv2d nests are rewritten
-// NONE: refuse.mlir:[[# @LINE + 2]]:3: error: loom-im2col: no conv2d nest to rewrite: nest 'conv2d': it reads i8 elements and sums them in i32 (low precision): only f32 and f64 conv2d nests are rewritten
-func.func @int8(%x: memref<1x3x6x6xi8>, %w: memref<2x3x3x3xi8>, %y: memref<1x2x4x4xi32>) {
-  loom.conv2d ins(%x, %w : memref<1x3x6x6xi8>, memref<2x3x3x3xi8>) outs(%y : memref<1x2x4x4xi32>)
-  func.return
-}
