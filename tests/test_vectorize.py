@@ -270,7 +270,8 @@ VECTORIZE_GUARDS = {
     "distance_8": (_loop_of(_doubled("%c[%j]", "%c[%j + 8]")), None),  # from the vector before: in order
     # each element of %a read twice, or %a's first 4 elements again and again: no vector load
     "floordiv_of_the_iv": (_loop_of("    %x = affine.load %a[%j floordiv 2] : memref<32xf32>\n"
-                                    "    affine.store %x, %c[%j] : memref<32xf32>"), "%a[%j floordiv 2] is not linear in %j"),
+                                    "    affine.store %x, %c[%j] : memref<32xf32>"),
+                           "%a[%j floordiv 2] is not linear in %j"),
     "mod_of_the_iv": (_loop_of("    %x = affine.load %a[%j mod 4] : memref<32xf32>\n"
                                "    affine.store %x, %c[%j] : memref<32xf32>"), "%a[%j mod 4] is not linear in %j"),
     "reads_ahead": (_loop_of(_doubled("%c[%j + 1]", "%c[%j]")), None),  # the load stays before the store
