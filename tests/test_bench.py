@@ -96,7 +96,8 @@ def test_parse_shapes_list_and_defaults():
     (["--model", "mlp", "--threads-list", "x"], "--threads-list must be comma-separated positive integers"),
     (["--shapes", "--batches", "2"], "--batches applies to --model only"),
     (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
-    (["--conv", "--dtype", "int8"], "--dtype applies to --shapes only"),
+    (["--stages", "--dtype", "int8"], "--dtype applies to --shapes and --conv only"),
+    (["--conv", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),
     (["--shapes", "--dtype", "bf16", "--transposed"], "--dtype bf16 times B as given, without a plot"),
     ([], "nothing to do"),
@@ -241,7 +242,7 @@ def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
     assert "3x5x7" in err and "17x17x17" in err
     assert loom_bench.main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [r["shape"] for r in data["rows"]] == [[3, 5, 7], [17, 17, 17]]
+    assert [(r["label"], r["ops"]) for r in data["rows"]] == [("3x5x7", 210), ("17x17x17", 2 * 17**3)]
     assert all(r["ok"] and r["dtype"] == dtype and r["peers"] == {} for r in data["rows"])
     assert all(r["bound"] == 0 for r in data["rows"]) == (dtype == "int8")
     real = low_precision.Problem
@@ -254,6 +255,31 @@ def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
     monkeypatch.setattr(low_precision, "Problem", wrong)
     assert loom_bench.main(["--shapes", "--dtype", dtype, "--shapes-list", "4", *FAST]) == 1
     assert capsys.readouterr().out.rstrip().endswith("| MISMATCH |")
+
+
+#: two small layers for --conv --dtype: a padded 3x3, a strided one of two images
+TINY_LAYERS = {"3x3 C3 6x6": (1, 3, 6, 6, 4, 3, 3, (1, 1), (1, 1), (1, 1)),
+               "3x3/2 C2 N2": (2, 2, 7, 5, 3, 3, 3, (2, 2), (1, 1), (1, 1))}
+
+
+@pytest.mark.parametrize("dtype, layout", [("bf16", "nchw"), ("int8", "nhwc")])
+def test_low_precision_conv(dtype, layout, monkeypatch, capsys):
+    """--conv --dtype: each layer's kernel of the type beside its f32 kernel, checked (int8
+    exactly), in either layout, as a table and as JSON (torch hidden)."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(low_precision, "peak_gflops", lambda dtype, threads=1: 100.0)
+    monkeypatch.setitem(low_precision.LAYERS, "all", TINY_LAYERS)
+    argv = ["--conv", "--dtype", dtype, "--layout", layout, *FAST]
+    assert loom_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"pipeline: default, threads: 1, {layout.upper()}" in out and f"| layer | Loom {dtype} " in out
+    rows = [line for line in out.splitlines() if line.startswith(tuple(f"| {name} |" for name in TINY_LAYERS))]
+    assert len(rows) == 2 and all(row.endswith("| ok |") for row in rows), rows
+    assert loom_bench.main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["label"], r["ops"]) for r in data["rows"]] == [("3x3 C3 6x6", 2 * 4 * 36 * 27),
+                                                              ("3x3/2 C2 N2", 2 * 2 * 3 * 4 * 3 * 18)]
+    assert all(r["ok"] and (r["bound"] == 0) == (dtype == "int8") for r in data["rows"])
 
 
 def test_low_precision_peers_compute_the_same_product():
@@ -271,6 +297,13 @@ def test_low_precision_peers_compute_the_same_product():
         np.testing.assert_array_equal(peers["torch _int_mm"]().numpy(), shifted)
         linear = peers["torch dynamic int8 Linear"]().numpy()
         assert np.abs(linear - problem.want).max() <= 0.02 * np.abs(problem.want).max()
+    for layout in ("nchw", "nhwc"):  # torch's bf16 conv2d; no int8 peer
+        problem = low_precision.ConvProblem("c", TINY_LAYERS["3x3/2 C2 N2"], "bf16", np.random.default_rng(1), layout)
+        got = low_precision.torch_peers(problem, 1)["torch bf16 conv2d"]().float()
+        got = (got.permute(0, 2, 3, 1) if layout == "nhwc" else got).numpy()
+        np.testing.assert_allclose(got, problem.want, rtol=1e-2, atol=0.1)
+        assert low_precision.torch_peers(low_precision.ConvProblem(
+            "c", TINY_LAYERS["3x3/2 C2 N2"], "int8", np.random.default_rng(1), layout), 1) == {}
     torch.set_num_threads(1)
 
 

@@ -10,6 +10,7 @@
                          [--pipeline P] [--json]
     loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
                       [--budget S] [--json] [--plot out.png]
+    loom-bench --conv --dtype bf16|int8 [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
     loom-bench --model resnet18,mlp [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
@@ -60,7 +61,9 @@ the 3x3 stages, the 7x7 stride-2 stem at batch 8, a 1x1; `family`: a stride-2 3x
 threads, interleaved, medians of `--rounds` rounds (tools/bench/conv.py); `--layout
 nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The table
 names the strategy the default pipeline chose per layer (direct or im2col); `--plot
-out.png` draws GFLOP/s per layer.
+out.png` draws GFLOP/s per layer. With `--dtype bf16|int8` the layers' X and W are of
+the type (Y f32 or i32) and Loom's kernel is timed beside its f32 kernel of the layer and
+torch's bf16 conv2d, as `--shapes --dtype` does for matmul.
 
 `--peak` measures the machine's vector FMA peak afresh (compiler/measure/peak.py: independent FMA
 chains, best of 5 runs), f32 and f64, and the low-precision peaks on the dot-product instruction
@@ -186,7 +189,7 @@ def parse_args(argv):
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--transposed", args.transposed, ("shapes",)),
-                               ("--dtype", args.dtype != "f32", ("shapes",)),
+                               ("--dtype", args.dtype != "f32", ("shapes", "conv")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),
                                ("--rounds", args.rounds != 1, ("shapes", "conv", "fusion", "model")),
@@ -203,6 +206,9 @@ def parse_args(argv):
     elif args.conv:
         args.layers = args.layers or "all"
         args.layout = args.layout or "nchw"
+        args.pipeline = "default"
+        if args.dtype != "f32" and args.plot:
+            p.error(f"--dtype {args.dtype} has no plot: drop --plot")
     elif args.stages:
         try:
             args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]
@@ -268,7 +274,7 @@ def _run_mode(args, blas: str) -> int:
 
     if args.stages:
         return matmul.stages_mode(args, blas)
-    if args.shapes and args.dtype != "f32":
+    if (args.shapes or args.conv) and args.dtype != "f32":
         return low_precision.mode(args)
     if args.shapes:
         return matmul.shapes_mode(args, blas)

@@ -53,9 +53,10 @@ def layer_shapes(layer: Layer, layout: str = "nchw") -> tuple[tuple[int, ...], t
     return (n, c, h, w), (f, c, r, s), (n, f, ho, wo)
 
 
-def conv_source(layer: Layer, layout: str = "nchw") -> str:
+def conv_source(layer: Layer, layout: str = "nchw", types: tuple[str, str, str] = ("f32", "f32", "f32")) -> str:
+    """The layer's conv2d function, X, W and Y of `types`."""
     (sh, sw), (ph, pw), (dh, dw) = layer[7:]
-    tx, tw, ty = (f"tensor<{'x'.join(map(str, d))}xf32>" for d in layer_shapes(layer, layout))
+    tx, tw, ty = (f"tensor<{'x'.join(map(str, d))}x{t}>" for d, t in zip(layer_shapes(layer, layout), types))
     attrs = ('layout = "nhwc", ' if layout == "nhwc" else "") + (
         f"strides = array<i64: {sh}, {sw}>, padding = array<i64: {ph}, {pw}>, dilations = array<i64: {dh}, {dw}>")
     return (f"func.func @conv(%x: {tx}, %w: {tw}) -> {ty} {{\n"

@@ -1,5 +1,6 @@
-"""`loom-bench --shapes --dtype bf16|int8`: Loom's low-precision matmul beside Loom's own f32
-matmul of the same shape and torch's low-precision kernels, in one process.
+"""`loom-bench --shapes --dtype bf16|int8` and `loom-bench --conv --dtype bf16|int8`: Loom's
+low-precision matmul or conv2d beside Loom's own f32 kernel of the same shape and torch's
+low-precision kernels, in one process.
 
 - bf16: A and B bfloat16 (ml_dtypes), C float32 (products and sums in f32), checked against
   the float64 product of the same bf16 values within the f32 bound of K terms. torch: its
@@ -8,6 +9,10 @@ matmul of the same shape and torch's low-precision kernels, in one process.
   to i32). torch: `_int_mm` (s8 x s8 -> i32, on A shifted to s8: the same work) where
   its shape rules allow it (M > 16, K and N multiples of 8), and a dynamically quantized
   `Linear` (f32 in and out, int8 weights: what users of torch quantization run).
+
+conv2d (the `--conv` layers): X and W of the type, Y f32 or i32, checked in the same way
+(the bound of C*R*S terms); torch: its bf16 `conv2d` (int8: no peer — torch's quantized
+convolution requantizes its output to uint8, other work).
 
 Loom's f32 kernel runs on the same values converted to float32: the ratio bf16/f32 (or
 int8/f32) is what the low-precision path gains over f32 on this machine. Operations count
@@ -28,7 +33,10 @@ import numpy as np
 from compiler.measure.peak import dot_path, peak_gflops
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from dialects.dtypes import dtype_named
+from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
+from dialects.loom import conv2d_output_hw
 from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label
+from tools.bench.conv import LAYERS, Layer, conv_source, layer_shapes
 
 #: the shapes issue 28's targets name: square, and a transformer's projections
 DTYPE_SHAPES: list[Shape] = [(1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (197, 768, 768)]
@@ -37,25 +45,57 @@ TYPES = {"bf16": ("bf16", "bf16", "f32"), "int8": ("ui8", "i8", "i32")}
 
 
 class Problem:
-    """A shape's random inputs of `dtype`, the same values in float32 (for Loom's f32
-    kernel), the float64 (bf16) or exact (int8) reference and its bound."""
+    """A matmul shape's random inputs of `dtype`, the same values in float32 (for Loom's
+    f32 kernel), the float64 (bf16) or exact (int8) reference and its bound."""
 
     def __init__(self, shape: Shape, dtype: str, rng: np.random.Generator):
         m, n, k = self.shape = shape
-        self.dtype = dtype
-        if dtype == "bf16":
-            bf16 = dtype_named("bfloat16")
-            self.a = rng.standard_normal((m, k)).astype(bf16)
-            self.b = rng.standard_normal((k, n)).astype(bf16)
-            self.want = self.a.astype(np.float64) @ self.b.astype(np.float64)
-            self.bound = error_bound(k, np.dtype(np.float32), float(np.abs(self.want).max()))
-        else:
-            self.a = rng.integers(0, 256, (m, k)).astype(np.uint8)
-            self.b = rng.integers(-128, 128, (k, n)).astype(np.int8)
-            self.want = (self.a.astype(np.int64) @ self.b.astype(np.int64)).astype(np.int32)  # i32 wraps
-            self.bound = 0.0
+        self.label, self.dtype, self.reduction, self.ops = shape_label(shape), dtype, k, 2.0 * m * n * k
+        self.a, self.b = _operands(rng, dtype, (m, k), (k, n))
         self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
-        self.ops = 2.0 * m * n * k
+        self.want, self.bound = _reference(self, self.product(self.a.astype(np.float64), self.b.astype(np.float64)))
+
+    def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a @ b
+
+    def source(self, types: tuple[str, str, str]) -> str:
+        return matmul_source(*self.shape, types=types)
+
+
+class ConvProblem(Problem):
+    """The same for a conv2d layer (`loom-bench --conv`'s): X and W of `dtype`."""
+
+    def __init__(self, name: str, layer: Layer, dtype: str, rng: np.random.Generator, layout: str = "nchw"):
+        n, c, h, w, f, r, s, strides, padding, dilations = self.layer = layer
+        ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
+        self.label, self.dtype, self.reduction, self.layout = name, dtype, c * r * s, layout
+        self.ops = 2.0 * n * f * ho * wo * c * r * s
+        self.a, self.b = _operands(rng, dtype, *layer_shapes(layer, layout)[:2])
+        self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
+        self.want, self.bound = _reference(self, self.product(self.a.astype(np.float64), self.b.astype(np.float64)))
+
+    def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (conv2d_nhwc if self.layout == "nhwc" else conv2d_nchw)(a, b, *self.layer[7:])
+
+    def source(self, types: tuple[str, str, str]) -> str:
+        return conv_source(self.layer, self.layout, types)
+
+
+def _operands(rng: np.random.Generator, dtype: str, a_shape, b_shape) -> tuple[np.ndarray, np.ndarray]:
+    """Random A and B (X and W) of `dtype`: bf16 normal, u8 x s8 over their whole ranges."""
+    if dtype == "bf16":
+        bf16 = dtype_named("bfloat16")
+        return rng.standard_normal(a_shape).astype(bf16), rng.standard_normal(b_shape).astype(bf16)
+    return rng.integers(0, 256, a_shape).astype(np.uint8), rng.integers(-128, 128, b_shape).astype(np.int8)
+
+
+def _reference(problem: Problem, exact: np.ndarray) -> tuple[np.ndarray, float]:
+    """The reference and its bound from the float64 result of the operands' values: bf16
+    within the f32 bound of the reduction's terms; int8 exact (float64 holds every sum of
+    these sizes exactly), wrapped to i32 as Loom's sums wrap."""
+    if problem.dtype == "bf16":
+        return exact, error_bound(problem.reduction, np.dtype(np.float32), float(np.abs(exact).max()))
+    return exact.astype(np.int64).astype(np.int32), 0.0
 
 
 def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object]]:
@@ -66,6 +106,15 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
     except (ImportError, OSError):
         return {}
     torch.set_num_threads(threads)
+    if isinstance(problem, ConvProblem):
+        if problem.dtype != "bf16":
+            return {}
+        tx, tw = (torch.from_numpy(v.view(np.int16)).view(torch.bfloat16) for v in (problem.a, problem.b))
+        if problem.layout == "nhwc":  # channels_last tensors, the filter in torch's own order (F, C, R, S)
+            tx, tw = tx.permute(0, 3, 1, 2), tw.permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
+        strides, padding, dilations = problem.layer[7:]
+        return {"torch bf16 conv2d": lambda: torch.nn.functional.conv2d(tx, tw, stride=strides, padding=padding,
+                                                                        dilation=dilations)}
     m, n, k = problem.shape
     if problem.dtype == "bf16":
         ta = torch.from_numpy(problem.a.view(np.int16)).view(torch.bfloat16)
@@ -95,7 +144,8 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
 
 @dataclass
 class Row:
-    shape: Shape
+    label: str
+    ops: float
     dtype: str
     threads: int
     seconds: float
@@ -106,11 +156,6 @@ class Row:
     compile_seconds: float
     #: Loom's low-precision kernel over its f32 kernel, per round
     ratios: tuple[float, ...] = ()
-
-    @property
-    def ops(self) -> float:
-        m, n, k = self.shape
-        return 2.0 * m * n * k
 
     def rate(self, seconds: float) -> float:
         """GFLOP/s (GOP/s for int8) of this shape done in `seconds`."""
@@ -133,40 +178,42 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
             rounds: int = 1, threads: int = 1) -> Row:
     """Compile Loom's kernel of the problem's type and its f32 kernel, check both, and time
     them interleaved with torch's peers (`timed_rounds`: medians over the rounds)."""
-    m, n, k = problem.shape
-    kernel, compile_seconds = compile_fresh(matmul_source(m, n, k, types=TYPES[problem.dtype]), pipeline, threads)
-    f32, _ = compile_fresh(matmul_source(m, n, k), pipeline, threads)
+    kernel, compile_seconds = compile_fresh(problem.source(TYPES[problem.dtype]), pipeline, threads)
+    f32, _ = compile_fresh(problem.source(("f32", "f32", "f32")), pipeline, threads)
     got = kernel(problem.a, problem.b)
     err = float(np.abs(got.astype(np.float64) - problem.want).max())
-    f32_want = problem.a32.astype(np.float64) @ problem.b32.astype(np.float64)
+    f32_want = problem.product(problem.a32.astype(np.float64), problem.b32.astype(np.float64))
     f32_err = float(np.abs(f32(problem.a32, problem.b32) - f32_want).max())
-    if f32_err > error_bound(k, np.dtype(np.float32), float(np.abs(f32_want).max())):
+    if f32_err > error_bound(problem.reduction, np.dtype(np.float32), float(np.abs(f32_want).max())):
         err = float("inf")  # the f32 kernel it is compared with is wrong: the row fails
     peers = torch_peers(problem, threads)
     fns = [lambda: kernel(problem.a, problem.b), lambda: f32(problem.a32, problem.b32), *peers.values()]
     for f in fns[1:]:
         f()
     timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
-    return Row(problem.shape, problem.dtype, threads, timing.median(0), timing.median(1),
+    return Row(problem.label, problem.ops, problem.dtype, threads, timing.median(0), timing.median(1),
                {name: timing.median(2 + i) for i, name in enumerate(peers)}, err, problem.bound, compile_seconds,
                timing.ratios(1) if rounds > 1 else ())
 
 
 def run(shapes: Sequence[Shape] = DTYPE_SHAPES, dtype: str = "bf16", *, pipeline: str = "default",
         repeat: int = 10, budget: float = 2.0, seed: int = 0, rounds: int = 1, threads: int = 1,
-        on_row: Callable[[Row], None] | None = None) -> list[Row]:
+        on_row: Callable[[Row], None] | None = None, layers: dict[str, Layer] | None = None,
+        layout: str = "nchw") -> list[Row]:
+    """Measure each matmul shape, or with `layers` each conv2d layer (in `layout`)."""
     rng = np.random.default_rng(seed)
+    problems = ((ConvProblem(name, layer, dtype, rng, layout) for name, layer in layers.items()) if layers is not None
+                else (Problem(shape, dtype, rng) for shape in shapes))
     rows = []
-    for shape in shapes:
-        row = measure(Problem(shape, dtype, rng), pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds,
-                      threads=threads)
+    for problem in problems:
+        row = measure(problem, pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds, threads=threads)
         rows.append(row)
         if on_row:
             on_row(row)
     return rows
 
 
-def markdown(rows: list[Row]) -> str:
+def markdown(rows: list[Row], conv: bool = False) -> str:
     """The table: Loom's rate in the type and in f32, their ratio, each peer's rate, Loom over
     the fastest peer, Loom's share of the type's peak."""
     if not rows:
@@ -175,19 +222,19 @@ def markdown(rows: list[Row]) -> str:
     unit = "GOP/s" if dtype == "int8" else "GFLOP/s"
     names = list(dict.fromkeys(name for r in rows for name in r.peers))
     peak = peak_gflops(dtype, threads)
-    out = [f"| shape M×N×K | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 |"
+    out = [f"| {'layer' if conv else 'shape M×N×K'} | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 |"
            + "".join(f" {name} {unit} |" for name in names) + " Loom/fastest peer | share of peak | check |",
            "|---|---:|---:|---:|" + "---:|" * len(names) + "---:|---:|---|"]
     for r in rows:
         peers = "".join(f" {cell(r.rate(r.peers[name]) if name in r.peers else None, '.1f')} |" for name in names)
-        out.append(f"| {shape_label(r.shape)} | {r.rate(r.seconds):.1f} | {r.rate(r.f32_seconds):.1f} | "
+        out.append(f"| {r.label} | {r.rate(r.seconds):.1f} | {r.rate(r.f32_seconds):.1f} | "
                    f"{r.over_f32:.2f}x |{peers} {cell(r.over_best_peer, '.2f')} | {r.rate(r.seconds) / peak:.0%} | "
                    f"{'ok' if r.ok else 'MISMATCH'} |")
     return "\n".join(out)
 
 
 def as_json(rows: list[Row]) -> list[dict]:
-    return [{"shape": list(r.shape), "dtype": r.dtype, "threads": r.threads, "seconds": r.seconds,
+    return [{"label": r.label, "ops": r.ops, "dtype": r.dtype, "threads": r.threads, "seconds": r.seconds,
              "rate": r.rate(r.seconds), "f32_seconds": r.f32_seconds, "over_f32": r.over_f32,
              "peers": {name: {"seconds": s, "rate": r.rate(s)} for name, s in r.peers.items()},
              "over_best_peer": r.over_best_peer, "max_err": r.max_err, "bound": r.bound, "ok": r.ok,
@@ -196,9 +243,11 @@ def as_json(rows: list[Row]) -> list[dict]:
 
 
 def mode(args) -> int:
-    """`loom-bench --shapes --dtype bf16|int8`: the table (or JSON); the exit status."""
+    """`loom-bench --shapes|--conv --dtype bf16|int8`: the table (or JSON); the exit status."""
+    layers = LAYERS[args.layers] if args.conv else None
     rows = run(args.shapes_list, args.dtype, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
-               rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress)
+               rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress, layers=layers,
+               layout=args.layout)
     machine = bench_machine()
     path = dot_path(args.dtype)
     if args.json:
@@ -207,13 +256,13 @@ def mode(args) -> int:
         print(f"machine: {machine}\n{args.dtype} peak: {peak_gflops(args.dtype, args.threads):.1f} "
               f"{'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'} on {path.describe()} (compiler/measure/peak.py; "
               "the kernel's own path: --remarks)\n"
-              f"pipeline: {args.pipeline}, threads: {args.threads}\n")
-        print(markdown(rows))
+              f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}\n")
+        print(markdown(rows, conv=args.conv))
     return 0 if all(r.ok for r in rows) else 1
 
 
 def _progress(row: Row) -> None:
     peers = ", ".join(f"{name} {row.rate(s):.1f}" for name, s in row.peers.items())
-    print(f"  {shape_label(row.shape):<14} {row.seconds:.4g} s  {row.rate(row.seconds):7.1f}  (Loom f32 "
+    print(f"  {row.label:<16} {row.seconds:.4g} s  {row.rate(row.seconds):7.1f}  (Loom f32 "
           f"{row.rate(row.f32_seconds):.1f}{', ' + peers if peers else ''})  compile {row.compile_seconds:.2f} s"
           f"{'' if row.ok else '  MISMATCH'}", file=sys.stderr)
