@@ -51,9 +51,26 @@ class Problem:
     def __init__(self, shape: Shape, dtype: str, rng: np.random.Generator):
         m, n, k = self.shape = shape
         self.label, self.dtype, self.reduction, self.ops = shape_label(shape), dtype, k, 2.0 * m * n * k
-        self.a, self.b = _operands(rng, dtype, (m, k), (k, n))
+        self._draw(rng, (m, k), (k, n))
+
+    def _draw(self, rng: np.random.Generator, a_shape, b_shape) -> None:
+        """Random A and B (X and W) of the type, the same values in float32, the reference
+        and its bound: bf16 normal, within the f32 bound of the reduction's terms; u8 x s8
+        over their whole ranges, exact (float64 holds every sum of these sizes exactly),
+        wrapped to i32 as Loom's sums wrap."""
+        if self.dtype == "bf16":
+            bf16 = dtype_named("bfloat16")
+            self.a, self.b = rng.standard_normal(a_shape).astype(bf16), rng.standard_normal(b_shape).astype(bf16)
+        else:
+            self.a = rng.integers(0, 256, a_shape).astype(np.uint8)
+            self.b = rng.integers(-128, 128, b_shape).astype(np.int8)
         self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
-        self.want, self.bound = _reference(self, self.product(self.a.astype(np.float64), self.b.astype(np.float64)))
+        exact = self.product(self.a.astype(np.float64), self.b.astype(np.float64))
+        if self.dtype == "bf16":
+            self.want = exact
+            self.bound = error_bound(self.reduction, np.dtype(np.float32), float(np.abs(exact).max()))
+        else:
+            self.want, self.bound = exact.astype(np.int64).astype(np.int32), 0.0
 
     def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a @ b
@@ -70,32 +87,13 @@ class ConvProblem(Problem):
         ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, dilations)
         self.label, self.dtype, self.reduction, self.layout = name, dtype, c * r * s, layout
         self.ops = 2.0 * n * f * ho * wo * c * r * s
-        self.a, self.b = _operands(rng, dtype, *layer_shapes(layer, layout)[:2])
-        self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
-        self.want, self.bound = _reference(self, self.product(self.a.astype(np.float64), self.b.astype(np.float64)))
+        self._draw(rng, *layer_shapes(layer, layout)[:2])
 
     def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (conv2d_nhwc if self.layout == "nhwc" else conv2d_nchw)(a, b, *self.layer[7:])
 
     def source(self, types: tuple[str, str, str]) -> str:
         return conv_source(self.layer, self.layout, types)
-
-
-def _operands(rng: np.random.Generator, dtype: str, a_shape, b_shape) -> tuple[np.ndarray, np.ndarray]:
-    """Random A and B (X and W) of `dtype`: bf16 normal, u8 x s8 over their whole ranges."""
-    if dtype == "bf16":
-        bf16 = dtype_named("bfloat16")
-        return rng.standard_normal(a_shape).astype(bf16), rng.standard_normal(b_shape).astype(bf16)
-    return rng.integers(0, 256, a_shape).astype(np.uint8), rng.integers(-128, 128, b_shape).astype(np.int8)
-
-
-def _reference(problem: Problem, exact: np.ndarray) -> tuple[np.ndarray, float]:
-    """The reference and its bound from the float64 result of the operands' values: bf16
-    within the f32 bound of the reduction's terms; int8 exact (float64 holds every sum of
-    these sizes exactly), wrapped to i32 as Loom's sums wrap."""
-    if problem.dtype == "bf16":
-        return exact, error_bound(problem.reduction, np.dtype(np.float32), float(np.abs(exact).max()))
-    return exact.astype(np.int64).astype(np.int32), 0.0
 
 
 def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object]]:
