@@ -7,6 +7,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from targets import TARGETS, planning_for
 
+from compiler import driver
+from compiler.jit.disk_cache import SourceState, disk_cache
+
 # The default run is a fixed, reproducible sample (CI); HYPOTHESIS_PROFILE=long explores.
 settings.register_profile(
     "default", max_examples=20, deadline=None, derandomize=True,
@@ -35,3 +38,19 @@ def vector_target(request):
     and 512-bit vectors alike and derives what it expects from the Target it gets."""
     with planning_for(TARGETS[request.param]) as target:
         yield target
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    """The disk cache on, in a folder of the test's own (yields the folder of its
+    entries), nothing in memory; Loom's sources count as unchanged (tests/test_disk_cache.py,
+    and the tests of what uses the cache)."""
+    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOM_CACHE_MAX_BYTES", raising=False)
+    monkeypatch.setattr(SourceState, "unchanged", lambda self: True)
+    monkeypatch.setattr(SourceState, "as_imported", lambda self: True)
+    disk_cache.reset()
+    driver.kernel_cache.clear()
+    yield tmp_path / "cache" / "kernels"
+    disk_cache.reset()
+    driver.kernel_cache.clear()

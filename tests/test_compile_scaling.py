@@ -32,7 +32,6 @@ from passes.support import session
 from compiler.jit import engine as jit
 from passes.support.diagnostics import LoomError, deep_nesting
 from compiler.measure.runner import run_and_check
-from test_disk_cache import disk  # noqa: F401 - a fixture
 
 #: 4x the ops may take at most this many times the CPU time (linear: 4; the quadratic
 #: stages this guards against took 7-16x)

@@ -63,21 +63,6 @@ SOURCES_UNCHANGED = SourceState.unchanged
 SOURCES_AS_IMPORTED = SourceState.as_imported
 
 
-@pytest.fixture
-def disk(tmp_path, monkeypatch):
-    """The disk cache on, in a folder of the test's own (yields the folder of its
-    entries), nothing in memory; Loom's sources count as unchanged."""
-    monkeypatch.setenv("LOOM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("LOOM_CACHE_MAX_BYTES", raising=False)
-    monkeypatch.setattr(SourceState, "unchanged", lambda self: True)
-    monkeypatch.setattr(SourceState, "as_imported", lambda self: True)
-    disk_cache.reset()
-    driver.kernel_cache.clear()
-    yield tmp_path / "cache" / "kernels"
-    disk_cache.reset()
-    driver.kernel_cache.clear()
-
-
 def entries(folder: Path) -> list[Path]:
     """The entries filed in `folder`."""
     return sorted(folder.glob("*.loom"))
