@@ -19,6 +19,15 @@ from passes.support.target import machine
 Shape = tuple[int, int, int]  # (M, N, K): C[M, N] = A[M, K] @ B[K, N]
 
 
+def torch_from_numpy(torch, a: np.ndarray):
+    """A tensor of `torch` (the module, imported by the caller: torch is optional) sharing
+    `a`'s memory; a bfloat16 array (ml_dtypes, which `torch.from_numpy` does not take)
+    through its bits."""
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 def shape_label(shape: Shape) -> str:
     """(M, N, K) -> `MxNxK`, what `loom-bench --shapes-list` reads."""
     return "x".join(map(str, shape))

@@ -22,7 +22,7 @@ import numpy as np
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
-from tools.bench.common import bar_chart, bench_machine, cell, compile_fresh, peak_line, write_plot
+from tools.bench.common import bar_chart, bench_machine, cell, compile_fresh, peak_line, torch_from_numpy, write_plot
 
 #: (n, c, h, w, f, r, s, strides, padding, dilations)
 Layer = tuple[int, int, int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
@@ -95,17 +95,17 @@ def torch_conv(x: np.ndarray, w: np.ndarray, layer: Layer, threads: int,
                layout: str = "nchw") -> Callable[[], object] | None:
     """`torch.nn.functional.conv2d` on tensors sharing x's and w's memory (NHWC: x's, as
     a channels_last tensor, and the filter copied once into torch's channels_last order),
-    on `threads` threads; None when torch is not installed."""
+    on `threads` threads; None when torch is not installed. f32 or bfloat16 arrays."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
     if layout == "nhwc":
-        tx = torch.from_numpy(x).permute(0, 3, 1, 2)
-        tw = torch.from_numpy(np.ascontiguousarray(w.transpose(3, 0, 1, 2))).permute(0, 3, 1, 2)
+        tx = torch_from_numpy(torch, x).permute(0, 3, 1, 2)
+        tw = torch_from_numpy(torch, np.ascontiguousarray(w.transpose(3, 0, 1, 2))).permute(0, 3, 1, 2)
     else:
-        tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+        tx, tw = torch_from_numpy(torch, x), torch_from_numpy(torch, w)
     strides, padding, dilations = layer[7:]
     return lambda: torch.nn.functional.conv2d(tx, tw, stride=strides, padding=padding, dilation=dilations)
 

@@ -35,8 +35,8 @@ from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from dialects.dtypes import dtype_named
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
-from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label
-from tools.bench.conv import LAYERS, Layer, conv_source, layer_shapes
+from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label, torch_from_numpy
+from tools.bench.conv import LAYERS, Layer, conv_source, layer_shapes, torch_conv
 
 #: the shapes issue 28's targets name: square, and a transformer's projections
 DTYPE_SHAPES: list[Shape] = [(1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (197, 768, 768)]
@@ -107,16 +107,10 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
     if isinstance(problem, ConvProblem):
         if problem.dtype != "bf16":
             return {}
-        tx, tw = (torch.from_numpy(v.view(np.int16)).view(torch.bfloat16) for v in (problem.a, problem.b))
-        if problem.layout == "nhwc":  # channels_last tensors, the filter in torch's own order (F, C, R, S)
-            tx, tw = tx.permute(0, 3, 1, 2), tw.permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
-        strides, padding, dilations = problem.layer[7:]
-        return {"torch bf16 conv2d": lambda: torch.nn.functional.conv2d(tx, tw, stride=strides, padding=padding,
-                                                                        dilation=dilations)}
+        return {"torch bf16 conv2d": torch_conv(problem.a, problem.b, problem.layer, threads, problem.layout)}
     m, n, k = problem.shape
     if problem.dtype == "bf16":
-        ta = torch.from_numpy(problem.a.view(np.int16)).view(torch.bfloat16)
-        tb = torch.from_numpy(problem.b.view(np.int16)).view(torch.bfloat16)
+        ta, tb = torch_from_numpy(torch, problem.a), torch_from_numpy(torch, problem.b)
         return {"torch bf16 matmul": lambda: torch.matmul(ta, tb)}
     peers: dict[str, Callable[[], object]] = {}
     if m > 16 and k % 8 == 0 and n % 8 == 0:
