@@ -1,5 +1,5 @@
-"""The xDSL context Loom parses and transforms in: every upstream dialect plus loom and
-arith_ext (arith's casts on vectors)."""
+"""The xDSL context Loom parses and transforms in: every upstream dialect plus loom,
+arith_ext (arith's casts on vectors) and x86vector (the dot-product instructions)."""
 
 import functools
 from collections.abc import Callable
@@ -11,6 +11,7 @@ from xdsl.universe import Universe
 from dialects.arith_ext import ArithExt
 from dialects.llvm_ext import EXTRA_LLVM_OPS
 from dialects.loom import Loom
+from dialects.x86vector import X86Vector
 
 
 @functools.cache
@@ -27,6 +28,7 @@ def make_context() -> Context:
         ctx.register_dialect(name, factory)
     ctx.load_dialect(Loom)
     ctx.load_dialect(ArithExt)
+    ctx.load_dialect(X86Vector)
     for op in EXTRA_LLVM_OPS:
         ctx.load_op(op)
     return ctx

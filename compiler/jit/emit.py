@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import LLVMTranslationException
 from xdsl.utils.target import Target
 
 from compiler.jit.engine import assembly
+from passes.conversion.to_llvm.x86vector import BFLOAT_OPERANDS
 from passes.support.diagnostics import LoomError
 from passes.support.session import session
 
@@ -86,12 +87,26 @@ def _intrinsic_op(op: Operation, builder: ir.IRBuilder, vals: ValueMap) -> None:
     vals[op.results[0]] = _call_intrinsic(builder, name, [vals[v] for v in op.operands], ret, _fastmath(op))
 
 
+class _BFloat(ir.Type):
+    """LLVM's `bfloat` (llvmlite.ir has none): only ever the element of a bitcast's
+    vector, for the operands of the bf16 dot-product intrinsics."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+
+_BFLOAT = _BFloat()  # one instance: llvmlite compares the types of a call's arguments by identity
+
+
 def _call_intrinsic_op(op: Operation, builder: ir.IRBuilder, vals: ValueMap) -> None:
     assert isinstance(op, llvm.CallIntrinsicOp)
     if op.op_bundle_operands:
         raise NotImplementedError("operand bundles are not supported")
     ret = convert_type(op.ress.type) if op.ress is not None else ir.VoidType()
-    result = _call_intrinsic(builder, op.intrin.data, [vals[v] for v in op.args], ret, _fastmath(op))
+    args = [vals[v] for v in op.args]
+    for i in BFLOAT_OPERANDS.get(op.intrin.data, ()):  # bf16 is i16 in Loom's IR
+        args[i] = builder.bitcast(args[i], ir.VectorType(_BFLOAT, args[i].type.count))
+    result = _call_intrinsic(builder, op.intrin.data, args, ret, _fastmath(op))
     if op.ress is not None:
         vals[op.ress] = result
 

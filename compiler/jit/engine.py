@@ -42,6 +42,7 @@ import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
 from compiler.jit.loader import LOCK, is_registered, symbol_address
+from passes.conversion.to_llvm.x86vector import missing_features
 from passes.support.diagnostics import LoomError
 from passes.support.target import machine
 
@@ -62,6 +63,11 @@ class _Host:
     cpu: str
     features: str
     target_machine: llvm.TargetMachine
+
+    @property
+    def feature_map(self) -> dict[str, bool]:
+        """`features` as LLVM's names: `{"avx2": True, "avx512f": False, ...}`."""
+        return {f[1:]: f[0] == "+" for f in self.features.split(",") if f}
 
     def new_target_machine(self) -> llvm.TargetMachine:
         """A target machine of the engine's own (an engine owns and frees its own)."""
@@ -139,6 +145,12 @@ def _parse(llvm_ir: str, host: _Host) -> llvm.ModuleRef:
         mod.verify()
     except RuntimeError as e:
         raise LoomError(f"invalid LLVM IR: {str(e).strip()}") from None
+    features = host.feature_map
+    for fn in mod.functions:  # (LLVM would abort the process on an instruction the CPU lacks)
+        lacks = missing_features(fn.name, features) if fn.is_declaration else None
+        if lacks is not None:
+            raise LoomError(f"the kernel calls {fn.name}, which needs {lacks}; this CPU ({host.cpu}) has "
+                            "none of that (LOOM_TARGET names a dot-product instruction the host lacks?)")
     mod.triple = host.target_machine.triple
     mod.data_layout = str(host.target_machine.target_data)
     return mod

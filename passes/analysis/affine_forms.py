@@ -183,20 +183,20 @@ def expr_form(expr: AffineExpr, values: Sequence[LinearForm], num_dims: int,
     return form(expr)
 
 
-def _sum_terms(expr: AffineExpr) -> list[tuple[int, AffineExpr | None]]:
+def sum_terms(expr: AffineExpr) -> list[tuple[int, AffineExpr | None]]:
     """A sum's terms as (coefficient, factor); None is the factor of a constant term."""
     if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
-        return _sum_terms(expr.lhs) + _sum_terms(expr.rhs)
+        return sum_terms(expr.lhs) + sum_terms(expr.rhs)
     if isinstance(expr, AffineConstantExpr):
         return [(expr.value, None)]
     if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mul:
         for factor, scale in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
             if isinstance(scale, AffineConstantExpr):
-                return [(scale.value * coeff, f) for coeff, f in _sum_terms(factor)]
+                return [(scale.value * coeff, f) for coeff, f in sum_terms(factor)]
     return [(1, expr)]
 
 
-def _sum_of(terms: Sequence[tuple[int, AffineExpr | None]]) -> AffineExpr:
+def sum_of(terms: Sequence[tuple[int, AffineExpr | None]]) -> AffineExpr:
     exprs = [AffineExpr.constant(c) if f is None else f * c for c, f in terms] or [AffineExpr.constant(0)]
     total = exprs[0]
     for e in exprs[1:]:
@@ -243,19 +243,19 @@ def distribute_divisions(m: AffineMap, operands: Sequence[SSAValue]) -> AffineMa
                 not isinstance(rhs, AffineConstantExpr) or rhs.value <= 0:
             return AffineBinaryOpExpr(e.kind, lhs, rhs)
         b, mod = rhs.value, e.kind == AffineBinaryOpKind.Mod
-        terms = _sum_terms(lhs)
+        terms = sum_terms(lhs)
         whole = [(c, f) for c, f in terms if f is not None and c and (c * multiple(f)) % b == 0]
         rest = [t for t in terms if t not in whole]
         if whole:
             if mod:
-                return walk(_sum_of(rest) % b)
+                return walk(sum_of(rest) % b)
             quotient = [(c // gcd(c, b), f if gcd(c, b) == b else f // (b // gcd(c, b))) for c, f in whole]
-            return _sum_of(quotient) + walk(_sum_of(rest) // b)
+            return sum_of(quotient) + walk(sum_of(rest) // b)
         constant = sum(c for c, f in terms if f is None)
         varying = [(c, f) for c, f in terms if f is not None]
-        g = multiple(_sum_of(varying)) if varying else 0
+        g = multiple(sum_of(varying)) if varying else 0
         if varying and constant and g and b % g == 0 and 0 <= constant < g:
-            return _sum_of(varying) % b + constant if mod else _sum_of(varying) // b
+            return sum_of(varying) % b + constant if mod else sum_of(varying) // b
         return AffineBinaryOpExpr(e.kind, lhs, rhs)
 
     return AffineMap(m.num_dims, m.num_symbols,
@@ -652,7 +652,7 @@ def access_stride(access: affine.LoadOp | affine.StoreOp, loop: affine.ForOp) ->
         if form is None:
             # a sum of terms, each linear or invariant: (%i - %i_t) floordiv 6 along %j,
             # %j + (%k mod 9) floordiv 3 * 58 along %j (a direct convolution's window tap)
-            terms = [_sum_of([term]) for term in _sum_terms(result)]
+            terms = [sum_of([term]) for term in sum_terms(result)]
             forms = map_forms(AffineMap(m.num_dims, m.num_symbols, tuple(terms)), access.indices)
             linear = LinearForm()
             for term, part in zip(terms, forms):

@@ -96,6 +96,7 @@ from passes.conversion.to_llvm.vector import (
     ReductionLowering,
     VectorLoadStoreLowering,
 )
+from passes.conversion.to_llvm.x86vector import DotLowering
 from passes.support.diagnostics import LoomError
 
 
@@ -141,6 +142,7 @@ class LoomConvertToLLVMPass(ModulePass):
             CreateMaskLowering(),
             ReductionLowering(),
             LaneLowering(),
+            DotLowering(),
         ]
         PatternRewriteWalker(Dispatch(patterns), apply_recursively=False).rewrite_module(op)
         refuse_leftovers(op)

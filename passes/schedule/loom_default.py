@@ -86,10 +86,12 @@ from passes.support.remarks import remark, scope
 from passes.support.target import Target, host
 from dialects import arith_ext
 from dialects.layout import contiguous, dimension_last, static_strides
+from dialects.x86vector import INSTRUCTIONS, Instruction, element_name
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
 from passes.schedule import loom_direct_conv, loom_im2col
+from passes.schedule.loom_dot import LoomDotPass
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
 from passes.schedule.loom_fuse_pack import LoomFusePackPass
 from passes.schedule.loom_hoist import LoomHoistPass
@@ -286,9 +288,12 @@ class LoomDefaultPass(ModulePass):
                 self._dot(ctx, sub, name, _operand(sub, 1), batch, plan, skip, target)
                 continue
             columns = self._column_blocks(plan, skip, target)
-            passes = matmul_schedule(plan, batch, skip, columns, transposed_b=_transposed_b(sub) is not None)
+            transposed = _transposed_b(sub) is not None
+            on = dot_products(sub, target, plan, skip, transposed)
+            passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
+                                     dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
-            low = products(sub, target, plan, skip)
+            low = products(sub, target, plan, on, skip)
             notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low])])
             remark(self.name, sub, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.describe()}{notes}; "
                    f"pass list: {pass_list(passes)}", plan=plan, part=part, columns=columns, skipped=skipped,
@@ -544,23 +549,73 @@ def _element_bytes(nest: affine.ForOp) -> int:
     return element.bitwidth // 8 if isinstance(element, AnyFloat) else 4
 
 
-def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> str:
-    """How a low-precision matmul's products run ("" for f32/f64): the element types, where
-    they are widened (once per element as loom-pack copies them, or as the loops read
-    them), the instruction, and whether the target's dot-product instruction is used."""
-    sources = [str(o.operands[0].type) for o in nest.walk()
-               if isinstance(o, arith_ext.WIDENING)]
+@dataclass(frozen=True)
+class DotProducts:
+    """How a low-precision matmul's register tile runs on a dot-product instruction
+    (loom-dot): the instruction, and the element types loom-pack stores A's and B's
+    groups in (the instruction's: i16 for bytes on vpmaddwd, else the operands' own)."""
+
+    instruction: Instruction
+
+    @property
+    def elements(self) -> tuple[str, str]:
+        return self.instruction.a, self.instruction.b
+
+
+def _sources(nest: affine.ForOp) -> list[str]:
+    """The element types the nest's statement widens (A's, then B's): [] for f32/f64."""
+    return [element_name(o.operands[0].type) for o in nest.walk() if isinstance(o, arith_ext.WIDENING)]
+
+
+def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str],
+                 transposed_b: bool) -> DotProducts | str:
+    """The dot-product instruction a low-precision matmul nest's register tile runs on, or
+    why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
+    (VNNI), any other i8/ui8 pair as i16 pairs on vpmaddwd + vpaddd (exact: the products of
+    two i16 from bytes and their pair sums fit an i32), where both operands are packed in
+    panels whose k runs in whole groups."""
+    sources = _sources(nest)
+    if len(sources) != 2:
+        return ""
+    if sources == ["bf16", "bf16"]:
+        if not target.bf16_dot:
+            return "no AVX512-BF16 on this target"
+        dot = DotProducts(INSTRUCTIONS["vdpbf16ps"])
+    elif sources == ["ui8", "i8"] and target.int8_dot:
+        dot = DotProducts(INSTRUCTIONS["vpdpbusd"])
+    else:
+        dot = DotProducts(INSTRUCTIONS["vpmaddwd"])
+    g = dot.instruction.group
+    if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and plan.pack_a) or plan.in_place:
+        return f"{dot.instruction.name} not used: both operands must be packed in panels"
+    if transposed_b:
+        return f"{dot.instruction.name} not used: B is a transposed view"
+    if plan.k % g or plan.kc % g:
+        return f"{dot.instruction.name} not used: K={plan.k} is not a multiple of its groups of {g}"
+    if min(plan.n, plan.nr) % plan.lanes:
+        return f"{dot.instruction.name} not used: the register tile's {min(plan.n, plan.nr)} columns are not whole vectors"
+    return dot
+
+
+def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, dot: DotProducts | str, skip: set[str]) -> str:
+    """How a low-precision matmul's products run ("" for f32/f64): the element types, the
+    instruction, and how they are packed or widened."""
+    sources = _sources(nest)
     if not sources:
         return ""
     pair = " x ".join(sources[:2])
+    summed = "f32" if "bf16" in sources else "i32"
+    if isinstance(dot, DotProducts):
+        i = dot.instruction
+        widened = [f"{s} as {e}" for s, e in zip(sources, dot.elements) if s != e]
+        packed = f"packed in groups of {i.group} along k" + (f" ({', '.join(widened)})" if widened else "")
+        extra = " + vpaddd" if i.name == "vpmaddwd" else ""
+        return f"{pair} products summed in {summed}: {packed}, {i.name}{extra} (loom-dot)"
     packed = plan.pack and "pack" not in skip
     where = ("as they are read" if not packed else "as they are packed" if plan.pack_a
              else "B's as they are packed, A's as they are read")
-    if "bf16" in sources:
-        unused = "vdpbf16ps not used yet" if target.bf16_dot else "no AVX512-BF16 on this target"
-        return f"{pair} products summed in f32: widened to f32 {where}, f32 FMAs ({unused})"
-    unused = "vpdpbusd not used yet" if target.int8_dot else "no VNNI on this target"
-    return f"{pair} products summed in i32: widened to i32 {where}, vpmulld + vpaddd ({unused})"
+    instruction = "f32 FMAs" if summed == "f32" else "vpmulld + vpaddd"
+    return f"{pair} products summed in {summed}: widened to {summed} {where}, {instruction} ({dot})"
 
 
 def _matmul_shape(nest: affine.ForOp) -> tuple[int, tuple[int, int, int]] | None:
@@ -604,12 +659,13 @@ def loop_order(band: Sequence[str], order: Sequence[str], batch: int) -> tuple[i
 
 
 def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int = 0,
-                    transposed_b: bool = False) -> tuple[ModulePass, ...]:
+                    transposed_b: bool = False, dot: DotProducts | None = None) -> tuple[ModulePass, ...]:
     """The passes of the plan (peeling aside, see `LoomDefaultPass._matmul`) for the 'matmul'
     nest with `batch` batch loops; `columns`, for a plan without row tiles: the width of
     the column blocks the threads share (`column_blocks`), 0 for none; `transposed_b`: B is
     a transposed view, whose panels loom-transpose-copy then copies as tiles transposed in
-    registers."""
+    registers; `dot`: the operands packed in groups along k and the register tile run on
+    that dot-product instruction (loom-dot)."""
     b, op = batch, "matmul"
     passes: list[ModulePass] = []
     vectors = _j_factors(plan, skip)
@@ -634,22 +690,27 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
             LoomTilePass(sizes=(plan.mr, plan.nr), op=op, depth=b + TILED.index("i_r")),
             LoomInterchangePass(order=loop_order(TILED, order, b), op=op),
         ]
+        a_group, b_group = ({}, {}) if dot is None else (
+            {"group": dot.instruction.group, "element": element} for element in dot.elements)
         if packed and plan.panels:
             # B's panel at j_r, a slot per column block where there are several (threads)
             private = b + PANELS.index("j_t") if plan.nc < plan.n else None
-            passes.append(LoomPackPass(operand=1, level=b + PANELS.index("j_r"), panel=plan.nr, private=private, op=op))
+            passes.append(LoomPackPass(operand=1, level=b + PANELS.index("j_r"), panel=plan.nr, private=private, op=op,
+                                       **b_group))
             if plan.pack_a:
-                passes.append(LoomPackPass(operand=0, level=b + PANELS.index("k_t"), panel=plan.mr, op=op))
+                passes.append(LoomPackPass(operand=0, level=b + PANELS.index("k_t"), panel=plan.mr, op=op, **a_group))
         elif packed:
             if plan.in_place != "B":
-                passes.append(LoomPackPass(operand=1, level=b + BLIS.index("k_t"), panel=plan.nr, op=op))
+                passes.append(LoomPackPass(operand=1, level=b + BLIS.index("k_t"), panel=plan.nr, op=op, **b_group))
             if plan.in_place != "A" and plan.pack_a:
-                passes.append(LoomPackPass(operand=0, level=b + BLIS.index("i_t"), panel=plan.mr, op=op))
+                passes.append(LoomPackPass(operand=0, level=b + BLIS.index("i_t"), panel=plan.mr, op=op, **a_group))
         factors = [1] * (b + order.index("i")) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if "vectorize" not in skip:
         passes.append(LoomVectorizePass(width=plan.lanes, op=op))
+        if dot is not None:
+            passes.append(LoomDotPass(width=plan.lanes, op=op))
         if transposed_b and any(isinstance(p, LoomPackPass) and p.operand == 1 for p in passes):
             passes.append(LoomTransposeCopyPass(width=plan.lanes, op=op))
     if "unroll-jam" not in skip and factors:

@@ -109,7 +109,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -117,6 +117,7 @@ from xdsl.passes import ModulePass
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
 from passes.support.units import format_bytes
+from dialects.x86vector import element_name
 from dialects import arith_ext
 from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
@@ -126,6 +127,7 @@ from passes.analysis.affine_forms import (
     Range,
     access_footprint,
     affine_exprs,
+    known_multiple,
     map_forms,
     prune_bounds,
 )
@@ -170,6 +172,18 @@ class _Plan:
     #: the widening cast every read of the operand goes through (bf16 -> f32, i8 -> i32),
     #: and its result type: the buffer holds widened elements, copied through it once
     widen: tuple[type[Operation], Attribute] | None = None
+    #: `group=G`: the dimension grouped by G (k), innermost in the panel
+    grouped: int | None = None
+    group: int = 1
+    #: `element=`: the buffer's element type where it is not the widened one (i16 for an
+    #: i8 operand widened to i32), and the cast the compute loops then read it through
+    element: Attribute | None = None
+    read_cast: type[Operation] | None = None
+
+    @property
+    def width(self) -> int:
+        """The panel's width (its last dimension holds `group` elements per column)."""
+        return self.shape[-1] // self.group
 
 
 @dataclass(frozen=True)
@@ -180,6 +194,8 @@ class LoomPackPass(ModulePass):
     level: int | None = None
     panel: int | None = None
     private: int | None = None
+    group: int | None = None
+    element: str | None = None
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -215,6 +231,9 @@ class LoomPackPass(ModulePass):
                             f"got {self.private}")
         if self.panel is not None and self.panel < 1:
             problems.append(f"option 'panel' must be a positive integer, got {self.panel}")
+        if self.group is not None and (self.group < 1 or self.panel is None):
+            problems.append(f"option 'group' must be a positive integer, with 'panel', got {self.group}"
+                            + ("" if self.panel is not None else " without 'panel'"))
         return problems
 
     def _range_problems(self, nests: list[affine.ForOp]) -> list[str]:
@@ -279,11 +298,15 @@ class LoomPackPass(ModulePass):
             raise LoomError(f"{refuse} {at}: no loop inside it walks {value_name(mem)}, nothing to pack", read)
         split = None if self.panel is None else self._panel_dim(refuse, store, footprint, packed, read)
         shape = [footprint[d].extent for d in packed if d != split]
+        grouped = None if self.group is None else self._grouped_dim(refuse, footprint, packed, split, read)
+        group = self.group or 1
         if split is not None:
             assert self.panel is not None
             # a panel wider than the tile would only pad the buffer: one panel, the tile's width
             panel = min(self.panel, footprint[split].extent)
             shape = [-(-footprint[split].extent // panel), *shape, panel]
+            if grouped is not None:
+                shape = [shape[0], shape[1] // group, panel * group]
         private = None
         if self.private is not None:
             owner = chain[self.private]
@@ -293,7 +316,50 @@ class LoomPackPass(ModulePass):
                                 "constant (a slot per iteration needs their number)", owner)
             lb, ub = bounds
             private = (owner, lb, step_of(owner), max(1, -(-(ub - lb) // step_of(owner))))
-        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private, _widening(loads))
+        widen = _widening(loads)
+        element, read_cast = self._element(refuse, mem.type, widen, read)
+        return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private, widen,
+                     grouped, group, element, read_cast)
+
+    def _grouped_dim(self, refuse: str, footprint: list[FootprintDim], packed: list[int], split: int | None,
+                     read: affine.LoadOp) -> int:
+        """`group=G`: the packed dimension beside the panel's (k), whose every tile's
+        extent is a multiple of G (provably: the loop's bounds)."""
+        assert self.group is not None
+        others = [d for d in packed if d != split]
+        if len(others) != 1:
+            raise LoomError(f"{refuse}: option 'group' groups the one packed dimension beside the panel's, "
+                            f"but the tile has {len(others)}", read)
+        fd = footprint[others[0]]
+        lower = [f - fd.base for f in fd.lower]
+        extents = [u - fd.base for u in fd.upper]
+        if fd.extent % self.group or any(f.coeffs or f.const for f in lower) or not all(
+                known_multiple(e) % self.group == 0 for e in extents):
+            raise LoomError(f"{refuse}: option 'group' is {self.group}, but the extent of loop "
+                            f"%{iv_name(fd.loop)} in a tile is not always a multiple of it "
+                            f"(tile {fd.extent}; peel or tile k to a multiple)", read)
+        return others[0]
+
+    def _element(self, refuse: str, mtype: MemRefType, widen: tuple[type[Operation], Attribute] | None,
+                 read: affine.LoadOp) -> tuple[Attribute | None, type[Operation] | None]:
+        """`element=`: the buffer's element type (the operand's own, i16 for i8/ui8, or the
+        widened one) and the cast the compute loops then widen it with (None: as today)."""
+        if self.element is None:
+            return None, None
+        source = mtype.get_element_type()
+        choices = {element_name(source): source}
+        if widen is not None:
+            wide = widen[1]
+            if isinstance(source, IntegerType) and source.width.data == 8:
+                choices["i16"] = IntegerType(16)
+            choices[element_name(wide)] = wide
+        chosen = choices.get(self.element)
+        if chosen is None:
+            raise LoomError(f"{refuse}: option 'element' is {self.element}, but its buffer can hold "
+                            f"{' or '.join(choices)} (the operand's type, or what its reads widen it to)", read)
+        if widen is None or chosen == widen[1]:
+            return None, None
+        return chosen, (widen[0] if chosen == source else arith_ext.ExtSIOp)
 
     def _panel_dim(
         self, refuse: str, store: affine.StoreOp, footprint: list[FootprintDim], packed: list[int], read: affine.LoadOp
@@ -314,7 +380,7 @@ class LoomPackPass(ModulePass):
         mtype = plan.memref.type
         assert isinstance(mtype, MemRefType)
         slots = [] if plan.private is None else [plan.private[3]]
-        element = plan.widen[1] if plan.widen else mtype.get_element_type()
+        element = plan.element or (plan.widen[1] if plan.widen else mtype.get_element_type())
         alloc = memref.AllocOp.get(element, 64, [*slots, *plan.shape])
         alloc.memref.name_hint = f"{plan.memref.name_hint or 'operand'}_pack"
         buffer = alloc.memref
@@ -334,20 +400,29 @@ class LoomPackPass(ModulePass):
         for read in plan.reads:
             casts = [use.operation for use in read.result.uses] if plan.widen else []
             new = retarget_load(read, buffer, *index)
-            for cast in casts:  # the buffer's elements are widened already
-                cast.results[0].replace_all_uses_with(new.result)
+            for cast in casts:  # the buffer's elements are widened already (or part of the way)
+                if plan.read_cast is not None and plan.widen is not None:
+                    rest = plan.read_cast(new.result, plan.widen[1])
+                    rest.location = cast.location
+                    cast.parent_block().insert_op_before(rest, cast)
+                    cast.results[0].replace_all_uses_with(rest.results[0])
+                else:
+                    cast.results[0].replace_all_uses_with(new.result)
                 cast.detach()
                 cast.erase()
         tile = "x".join(str(plan.footprint[d].extent) for d in plan.packed)
         if plan.split is None:
             layout = f"into {buffer.type}"
         else:
-            padded = plan.footprint[plan.split].extent % plan.shape[-1]
+            padded = plan.footprint[plan.split].extent % plan.width
             panels = "".join(f"[{n}]" for n in [*slots, *plan.shape])
             layout = f"as panels {panels}" + (" (the last panel padded)" if padded else "")
         if plan.private is not None:
             layout += f", a slot per iteration of %{iv_name(plan.private[0])} (private)"
-        if plan.widen:
+        if plan.grouped is not None:
+            layout += (f", %{iv_name(plan.footprint[plan.grouped].loop)} in groups of {plan.group} inside each "
+                       f"panel's rows (the dot-product layout)")
+        if element != mtype.get_element_type():
             layout += f", widened from {mtype.get_element_type()} to {element} as it is copied"
         size = element.bitwidth // 8 * math.prod([*slots, *plan.shape])
         remark(
@@ -383,7 +458,7 @@ class LoomPackPass(ModulePass):
         # however they fall, and LLVM copies them as a transpose in registers. x @ w.T
         # (w 3072x768) at 128x3072x768, znver4, one thread: 55 -> 84 GFLOP/s (x @ w 94)
         along = (plan.split is not None and len(order) == 1 and unit == order[0]
-                 and plan.shape[-1] > ASSOCIATIVITY)
+                 and plan.width > ASSOCIATIVITY)
 
         def arranged(items: list) -> list:
             """The loops' items (panel, others..., offset) in the nest's order."""
@@ -407,7 +482,7 @@ class LoomPackPass(ModulePass):
             if plan.split is None:
                 return inner
             # panel p, then the other dimensions, then the offset in the panel
-            panels, width = plan.shape[0], plan.shape[-1]
+            panels, width = plan.shape[0], plan.width
             known = {ivs[0]: (0, panels - 1)}
             lower, upper = relative(fp[plan.split], fp[plan.split].base + LinearForm.of(ivs[0]) * width, known)
             upper = prune_bounds([LinearForm(const=width), *upper], "min", known)
@@ -419,14 +494,14 @@ class LoomPackPass(ModulePass):
                 at = dict(zip(order, forms))
             else:
                 at = dict(zip(order, forms[1:-1]))
-                at[plan.split] = forms[0] * plan.shape[-1] + forms[-1]
+                at[plan.split] = forms[0] * plan.width + forms[-1]
             source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
             load = affine.LoadOp(plan.memref, *_map(source))
             copied: list[Operation] = [load]
-            if plan.widen:
+            if plan.widen and plan.element != plan.memref.type.get_element_type():
                 cast, to = plan.widen
-                copied.append(cast(load.result, to))
-            exprs, operands = _private(*affine_exprs(forms), slot)
+                copied.append(cast(load.result, plan.element or to))
+            exprs, operands = _private(*_grouped(plan, *affine_exprs(forms)), slot)
             store = affine.StoreOp(copied[-1].results[0], buffer, operands,
                                    AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [*copied, store]
@@ -445,14 +520,24 @@ class LoomPackPass(ModulePass):
         others = [relative[d] for d in plan.packed if d != plan.split]
         if plan.split is None:
             return affine_exprs(others)
-        width = plan.shape[-1]
         split = fp[plan.split]
+        width = plan.width
         if (tile := _panel_tile(split, width)) is not None:
             start = LinearForm.of(tile)
             exprs, operands = affine_exprs([start - split.base, *others, LinearForm.of(_iv(split.loop)) - start])
-            return [exprs[0] // width, *exprs[1:]], operands
+            return _grouped(plan, [exprs[0] // width, *exprs[1:]], operands)
         exprs, operands = affine_exprs([relative[plan.split], *others])
-        return [exprs[0] // width, *exprs[1:], exprs[0] % width], operands
+        return _grouped(plan, [exprs[0] // width, *exprs[1:], exprs[0] % width], operands)
+
+
+def _grouped(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue]) -> tuple[list[AffineExpr], list[SSAValue]]:
+    """A subscript of the panels [p, k, j] in the grouped layout: [p, k floordiv G,
+    j * G + k mod G] (unchanged without `group=`)."""
+    if plan.grouped is None:
+        return exprs, operands
+    p, k, j = exprs
+    g = plan.group
+    return [p, k // g, j * g + k % g], operands
 
 
 def _widening(loads: list[affine.LoadOp]) -> tuple[type[Operation], Attribute] | None:

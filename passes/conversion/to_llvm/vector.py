@@ -122,7 +122,7 @@ class FoldConstantMask(RewritePattern):
             rewriter.erase(mask.owner)  # type: ignore[arg-type]
 
 
-def _broadcast(r: Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
+def broadcast(r: Rewrite, scalar: SSAValue, t: VectorType) -> SSAValue:
     """A vector with `scalar` in every lane: insertelement into lane 0, then a
     shufflevector of lane 0 (LLVM's splat idiom)."""
     undef = r.result(llvm.UndefOp(t))
@@ -143,7 +143,7 @@ class BroadcastLowering(Lowering):
         elif isinstance(source.type, VectorType):
             raise r.refuse(f"broadcasting {source.type} to {t}")
         else:
-            r.replace(_broadcast(r, source, t))
+            r.replace(broadcast(r, source, t))
 
 
 class CreateMaskLowering(Lowering):
@@ -158,7 +158,7 @@ class CreateMaskLowering(Lowering):
         width = r.type(op.mask_vector.type).element_count()  # type: ignore[union-attr]
         lanes_type = VectorType(i64, [width])
         lanes = r.result(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(lanes_type, list(range(width))), lanes_type))
-        bound = _broadcast(r, r.value(op.mask_dim_sizes[0]), lanes_type)
+        bound = broadcast(r, r.value(op.mask_dim_sizes[0]), lanes_type)
         slt = IntegerAttr(llvm.ICmpPredicateFlag("slt").to_int(), i64)
         r.replace(r.result(llvm.ICmpOp(lanes, bound, slt)))
 

@@ -1,11 +1,12 @@
 // RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1,bf16_dot=0,int8_dot=0" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=AVX2
 // RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1,bf16_dot=1,int8_dot=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=DOT
-// The plan's remark says how a low-precision matmul's products run: widened once per
-// element as loom-pack copies them (where the plan packs) or as the loops read them, the
-// instruction, and whether the target's dot-product instruction is used.
+// The plan's remark says how a low-precision matmul's products run: on the target's
+// dot-product instruction (loom-dot), A and B packed in groups along k (bytes as i16 for
+// vpmaddwd), or widened once per element as loom-pack copies them (where the plan packs)
+// or as the loops read them, and why not the dot-product instruction.
 
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; bf16 x bf16 products summed in f32: widened to f32 as they are packed, f32 FMAs (no AVX512-BF16 on this target); pass list: {{.*}}loom-pack{{.*}}
-// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; bf16 x bf16 products summed in f32: widened to f32 {{.*}}, f32 FMAs (vdpbf16ps not used yet); pass list:
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; bf16 x bf16 products summed in f32: packed in groups of 2 along k, vdpbf16ps (loom-dot); pass list: {{.*}}loom-pack{operand=1 {{.*}} group=2 element=bf16 {{.*}}loom-dot{width=16 op=matmul}
 func.func @bf16(%a: tensor<512x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<512x512xf32> {
   %c = loom.matmul %a, %b : (tensor<512x512xbf16>, tensor<512x512xbf16>) -> tensor<512x512xf32>
   func.return %c : tensor<512x512xf32>
@@ -13,11 +14,41 @@ func.func @bf16(%a: tensor<512x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<51
 
 // -----
 
-// AVX2: remark: [loom-default] matmul 48x64x64 on test: {{.*}}; no packing: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are read, vpmulld + vpaddd (no VNNI on this target); pass list:
-// DOT: remark: [loom-default] matmul 42x64x64 on test512: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are read, vpmulld + vpaddd (vpdpbusd not used yet); pass list:
+// AVX2: remark: [loom-default] matmul 48x64x64 on test: {{.*}}; no packing: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are read, vpmulld + vpaddd (vpmaddwd not used: both operands must be packed in panels); pass list:
+// DOT: remark: [loom-default] matmul 42x64x64 on test512: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are read, vpmulld + vpaddd (vpdpbusd not used: both operands must be packed in panels); pass list:
 func.func @u8s8(%a: tensor<48x64xui8>, %b: tensor<64x64xi8>) -> tensor<48x64xi32> {
   %c = loom.matmul %a, %b : (tensor<48x64xui8>, tensor<64x64xi8>) -> tensor<48x64xi32>
   func.return %c : tensor<48x64xi32>
+}
+
+// -----
+
+// u8 x s8 packed: i16 pairs on vpmaddwd + vpaddd on AVX2, u8/s8 quads on vpdpbusd with VNNI.
+// AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 2 along k (ui8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list: {{.*}}group=2 element=i16{{.*}}loom-dot{width=8 op=matmul}
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list: {{.*}}group=4 element=i8{{.*}}group=4 element=ui8{{.*}}loom-dot{width=16 op=matmul}
+func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
+  %c = loom.matmul %a, %b : (tensor<512x512xui8>, tensor<512x512xi8>) -> tensor<512x512xi32>
+  func.return %c : tensor<512x512xi32>
+}
+
+// -----
+
+// s8 x s8: i16 pairs on vpmaddwd with VNNI too (vpdpbusd reads one side unsigned); an odd
+// K has no whole groups: widened to i32.
+// AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
+func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
+  %c = loom.matmul %a, %b : (tensor<512x512xi8>, tensor<512x512xi8>) -> tensor<512x512xi32>
+  func.return %c : tensor<512x512xi32>
+}
+
+// -----
+
+// AVX2: remark: [loom-default] matmul 510x512x511 on test: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are packed, vpmulld + vpaddd (vpmaddwd not used: K=511 is not a multiple of its groups of 2); pass list:
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x511 on test512: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are packed, vpmulld + vpaddd (vpdpbusd not used: K=511 is not a multiple of its groups of 4); pass list:
+func.func @odd_k(%a: tensor<512x511xui8>, %b: tensor<511x512xi8>) -> tensor<512x512xi32> {
+  %c = loom.matmul %a, %b : (tensor<512x511xui8>, tensor<511x512xi8>) -> tensor<512x512xi32>
+  func.return %c : tensor<512x512xi32>
 }
 
 // -----

@@ -1,0 +1,331 @@
+"""loom-dot{width=W op=TAG}: a low-precision matmul's products on the CPU's dot-product
+instructions (x86vector.dot: vpmaddwd, vpdpbusd, vdpbf16ps), as oneDNN's and FBGEMM's
+int8 and bf16 micro-kernels run them.
+
+It takes the statement `C[i, j] += ext(A'[...]) * ext(B'[...])` of a nest whose two
+operands `loom-pack{group=G}` laid out in groups of G along k (each panel row holds G
+consecutive k of a column side by side: A' at `[p, e floordiv G, r_a + e mod G]` with
+`e = k - k_t`, B' at `[p, e floordiv G, r_b + e mod G]`, r_b stepping by G along j),
+and rewrites its loops:
+
+- the k loop steps by G; each iteration reads A's group of G (`vector<Gxi16>`, one row,
+  broadcast to every lane by the instruction) and B's G x W block (`vector<G*W x i16>`:
+  W columns' groups, contiguous);
+- the j loop steps by W: C[i, j..j+W) is a vector of W accumulators that gains
+  `sum(A[i, k+g] * B[k+g, j+l] for g < G)` per lane per instruction.
+
+| operands (as packed) | accumulator | instruction | G |
+|---|---|---|---|
+| i16 x i16 (i8/ui8 widened once, as packed) | i32 | vpmaddwd + vpaddd (AVX2, AVX-512BW) | 2 |
+| ui8 (A) x i8 (B) | i32 | vpdpbusd (AVX512-VNNI, AVX-VNNI: the target's `int8_dot`) | 4 |
+| bf16 x bf16 | f32 | vdpbf16ps (AVX512-BF16: the target's `bf16_dot`) | 2 |
+
+The integer forms are exact (i32 sums, wrapping as the loops' i32 adds do); vdpbf16ps
+sums each pair into the f32 accumulator as the loops would, in another order (f32
+reassociation; it flushes denormals). Then `loom-unroll-jam` makes the register tile and
+`loom-hoist` keeps C's vectors in registers across k, as for f32's FMAs.
+
+```mlir
+// after loom-pack{... group=2 element=i16} of A and B (i8 x i8 -> i32)
+affine.for %k = %k_t to %k_t + 256 {
+  affine.for %i = ... {
+    affine.for %j = %j_t2 to %j_t2 + 16 {
+      %a = affine.load %a_pack[..., (%k - %k_t) floordiv 2, %i * 2 - ... + (%k - %k_t) mod 2] : memref<42x128x12xi16>
+      %b = affine.load %b_pack[..., (%k - %k_t) floordiv 2, %j * 2 - ... + (%k - %k_t) mod 2] : memref<1x128x32xi16>
+      %c = affine.load %c[%i, %j] ...  // + extsi, muli, addi, store
+// becomes
+affine.for %k = %k_t to %k_t + 256 step 2 {
+  affine.for %i = ... {
+    affine.for %j = %j_t2 to %j_t2 + 16 step 8 {
+      %a = affine.vector_load %a_pack[..., (%k - %k_t) floordiv 2, %i * 2 - ...] : memref<42x128x12xi16>, vector<2xi16>
+      %b = affine.vector_load %b_pack[..., (%k - %k_t) floordiv 2, %j * 2 - ...] : memref<1x128x32xi16>, vector<16xi16>
+      %c = affine.vector_load %c[%i, %j] : memref<252x256xi32>, vector<8xi32>
+      %d = x86vector.dot "vpmaddwd" %c, %a, %b : vector<2xi16>, vector<16xi16> -> vector<8xi32>
+      affine.vector_store %d, %c[%i, %j] : memref<252x256xi32>, vector<8xi32>
+```
+
+Options: `width` the accumulator's lanes (default: the target's vector width in i32/f32
+lanes); `op=TAG` the nests tagged TAG.
+
+Each rewrite is a remark naming the instruction. With `op=`, a nest that does not fit is
+refused (LoomError, nothing changed): no statement of that shape in its innermost loop,
+operands not in groups along one loop (`e floordiv G` beside `e mod G`, the same e, the
+loop stepping by 1 from a multiple of G in whole groups, used by nothing else), a j loop
+whose trip count W does not divide, C not unit-stride along j, element types no
+instruction takes, or an instruction the target lacks; without `op=` those nests are
+skipped with the reason as a remark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import AffineMapAttr, VectorType
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineMap
+
+from dialects import arith_ext
+from dialects.layout import static_strides
+from dialects.x86vector import INSTRUCTIONS, DotOp, element_name
+from passes.analysis.affine_forms import (
+    LinearForm,
+    expr_form,
+    known_multiple,
+    map_forms,
+    sum_of,
+    sum_terms,
+    tiles_are_full,
+    value_form,
+)
+from passes.analysis.loop_utils import constant_trip_count, enclosing_loops, iv_name, nest_tag, step_of, used_positions
+from passes.schedule.loop_transforms import rebuild_loop
+from passes.schedule.nest_pass import NestPass
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark
+from passes.support.target import Target, host
+
+
+class _Misfit(Exception):
+    """Why a nest's statement is not a grouped dot product (a remark, or with `op=` an error)."""
+
+
+@dataclass
+class _Grouped:
+    """A read in the grouped layout: its map with `e mod G` dropped (the group's start)."""
+
+    load: affine.LoadOp
+    start: AffineMap
+    e: LinearForm
+
+
+@dataclass
+class _Dot:
+    k: affine.ForOp
+    j: affine.ForOp
+    a: _Grouped  # the group broadcast (j-invariant)
+    b: _Grouped  # W groups along j
+    c: affine.LoadOp
+    store: affine.StoreOp
+    body: list[Operation]
+    instruction: str
+    width: int
+
+
+@dataclass(frozen=True)
+class LoomDotPass(NestPass[_Dot]):
+    name = "loom-dot"
+
+    width: int | None = None
+    op: str | None = None
+
+    def option_problems(self) -> list[str | None]:
+        if self.width is not None and self.width not in (4, 8, 16):
+            return [f"option 'width' is the accumulator's lanes, 4, 8 or 16 (128, 256 or 512 bits), got {self.width}"]
+        return []
+
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Dot | str:
+        target = host()
+        width = self.width or target.vector_bits // 32
+        try:
+            return _match(nest, width, target)
+        except _Misfit as e:
+            why = f"nest '{nest_tag(nest) or 'untagged'}' not rewritten: {e}"
+            if self.op is not None:
+                raise LoomError(f"{self.name}: {why}", nest) from None
+            return why
+
+    def rewrite(self, nest: affine.ForOp, plan: _Dot) -> None:
+        info = INSTRUCTIONS[plan.instruction]
+        g, w = info.group, plan.width
+        store = plan.store
+        a = _vector_load(plan.a, VectorType(plan.a.load.result.type, [g]))
+        b = _vector_load(plan.b, VectorType(plan.b.load.result.type, [g * w]))
+        acc = VectorType(store.value.type, [w])
+        c = affine.VectorLoadOp(plan.c.memref, list(plan.c.indices), plan.c.map, acc)
+        dot = DotOp(plan.instruction, c.result, a.result, b.result)
+        new_store = affine.VectorStoreOp(dot.result, store.memref, list(store.indices), store.map)
+        block = store.parent_block()
+        assert block is not None
+        for new in (a, b, c, dot, new_store):
+            new.location = store.location
+            block.insert_op_before(new, store)
+        for old in reversed(plan.body):
+            old.detach()
+            old.erase()
+        names = iv_name(plan.k), iv_name(plan.j)
+        rebuild_loop(plan.j, step=w)
+        rebuild_loop(plan.k, step=g)
+        extra = " + vpaddd" if plan.instruction == "vpmaddwd" else ""
+        remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}': {plan.instruction}{extra} on "
+               f"{w * 32}-bit vectors: loop %{names[0]} steps by {g} (A's group of {g}, broadcast), "
+               f"%{names[1]} by {w} (B's {w} groups, {w} accumulators of {element_name(store.value.type)})",
+               instruction=plan.instruction, group=g, width=w)
+
+
+def _vector_load(read: _Grouped, vtype: VectorType) -> affine.VectorLoadOp:
+    return affine.VectorLoadOp(read.load.memref, list(read.load.indices), AffineMapAttr(read.start), vtype)
+
+
+def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
+    stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
+    if not stores:
+        raise _Misfit("it stores nothing")
+    store = stores[-1]
+    j = store.parent_op()
+    if not isinstance(j, affine.ForOp) or j.inits:
+        raise _Misfit("its statement is not in an innermost loop of its own")
+    add = store.value.owner
+    if not isinstance(add, arith.AddiOp | arith.AddfOp):
+        raise _Misfit("its statement does not add to C")
+    c, mul = _pair(add.operands, affine.LoadOp)
+    if c is None or not isinstance(mul, arith.MuliOp | arith.MulfOp) or c.memref != store.memref or (
+            c.map != store.map or list(c.indices) != list(store.indices)):
+        raise _Misfit("its statement is not C[i, j] += x * y")
+    casts = [v.owner for v in mul.operands]
+    if not all(isinstance(x, arith_ext.WIDENING) and isinstance(x.operands[0].owner, affine.LoadOp) for x in casts):
+        raise _Misfit("the product's factors are not widened reads (pack them with loom-pack{group=...})")
+    loads = [x.operands[0].owner for x in casts]
+    body = [*loads, c, *casts, mul, add, store]
+    if len(list(j.body.block.ops)) != len(body) + 1 or any(
+            not r.has_one_use() for o in body for r in o.results):
+        raise _Misfit("its innermost loop holds more than the statement")
+    jv = j.body.block.args[0]
+    grouped = [_grouped(x) for x in loads]
+    e, g = grouped[0][0].e, grouped[0][1]
+    if any(r.e != e or gg != g for r, gg in grouped):
+        raise _Misfit("its operands are not grouped along the same k")
+    k = _k_loop(store, e, g, loads)
+    kv = k.body.block.args[0]
+    along = [r for r, _ in grouped if _moves(r.start, list(r.load.indices), jv)]
+    if len(along) != 1:
+        raise _Misfit(f"{'both' if along else 'neither'} of its operands are read along loop %{iv_name(j)}")
+    b = along[0]
+    a = next(r for r, _ in grouped if r is not b)
+    last = map_forms(b.start, list(b.load.indices))[-1]
+    if last is None or last.coeff(jv) != g or _moves(b.start, list(b.load.indices), jv, drop_last=True):
+        raise _Misfit(f"B's groups are not side by side along loop %{iv_name(j)}")
+    if any(_moves(r.start, list(r.load.indices), kv, skip=-2) for r in (a, b)):
+        raise _Misfit(f"its reads' groups move with loop %{iv_name(k)} other than through e floordiv {g}")
+    instruction = _instruction(a.load, b.load, casts[loads.index(a.load)], casts[loads.index(b.load)],
+                               store.value.type, g, target)
+    _check_j(j, store, width)
+    return _Dot(k, j, a, b, c, store, body, instruction, width)
+
+
+def _pair(values, kind):  # noqa: ANN001, ANN202 - (the operand of `kind`'s op, the other's op)
+    x, y = (v.owner for v in values)
+    if isinstance(x, kind):
+        return x, y
+    if isinstance(y, kind):
+        return y, x
+    return None, None
+
+
+def _grouped(load: affine.LoadOp) -> tuple[_Grouped, int]:
+    """A read `[..., e floordiv G, r + e mod G]` as (its group start `[..., e floordiv G, r]`, G)."""
+    m = load.map.data
+    values = [value_form(v) for v in load.indices]
+    if len(m.results) < 2:
+        raise _Misfit(f"{describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+    quotient, last = m.results[-2], m.results[-1]
+    terms = sum_terms(last)
+    mods = [t for t in terms if isinstance(t[1], AffineBinaryOpExpr) and t[1].kind == AffineBinaryOpKind.Mod]
+    if not (isinstance(quotient, AffineBinaryOpExpr) and quotient.kind == AffineBinaryOpKind.FloorDiv
+            and isinstance(quotient.rhs, AffineConstantExpr) and len(mods) == 1 and mods[0][0] == 1
+            and isinstance(mods[0][1].rhs, AffineConstantExpr) and mods[0][1].rhs.value == quotient.rhs.value):
+        raise _Misfit(f"{describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+    g = quotient.rhs.value
+    e = expr_form(quotient.lhs, values, m.num_dims)
+    if e is None or e != expr_form(mods[0][1].lhs, values, m.num_dims):
+        raise _Misfit(f"{describe(load)} is not in groups (its floordiv and mod are of different expressions)")
+    rest = sum_of([t for t in terms if t is not mods[0]])
+    start = AffineMap(m.num_dims, m.num_symbols, (*m.results[:-1], rest))
+    if map_forms(AffineMap(m.num_dims, m.num_symbols, (rest,)), list(load.indices))[0] is None:
+        raise _Misfit(f"{describe(load)} has a last subscript that is not linear beside e mod {g}")
+    return _Grouped(load, start, e), g
+
+
+def _moves(m: AffineMap, operands: list, iv: object, drop_last: bool = False, skip: int | None = None) -> bool:
+    """Whether a subscript of `m` (but the last, with `drop_last`; but the one at `skip`)
+    may change with `iv`: a linear one with a coefficient for it, any other that reads it
+    (directly or through an affine.apply)."""
+    forms = map_forms(m, operands)
+    for index, (expr, form) in enumerate(zip(m.results, forms)):
+        if (drop_last and index == len(forms) - 1) or (skip is not None and index == len(forms) + skip):
+            continue
+        if form is not None and form.coeff(iv):
+            return True
+        if form is None and any(_reads(operands[p], iv) for p in used_positions([expr], m.num_dims)):
+            return True
+    return False
+
+
+def _ignores(op: Operation, iv: object) -> bool:
+    """Whether `op` is an affine load or store whose subscripts do not read `iv` (an
+    operand its map leaves unused)."""
+    return isinstance(op, affine.LoadOp | affine.StoreOp) and not _moves(op.map.data, list(op.indices), iv)
+
+
+def _reads(value: object, iv: object) -> bool:
+    """Whether an index value is `iv` or is computed from it by affine.apply ops."""
+    if value is iv:
+        return True
+    owner = getattr(value, "owner", None)
+    return isinstance(owner, affine.ApplyOp) and any(_reads(v, iv) for v in owner.mapOperands)
+
+
+def describe(load: affine.LoadOp) -> str:
+    return f"the read of {load.memref.name_hint and '%' + load.memref.name_hint or 'a buffer'}"
+
+
+def _k_loop(store: affine.StoreOp, e: LinearForm, g: int, loads: list[Operation]) -> affine.ForOp:
+    """The loop the groups are along: the innermost loop around the statement in e
+    (coefficient 1), stepping by 1 from where e is a multiple of G in whole groups, its
+    iv read by the two reads alone, a perfect nest down to the statement."""
+    loops = enclosing_loops(store)
+    inside = [l for l in loops if e.coeff(l.body.block.args[0])]
+    if not inside:
+        raise _Misfit("its groups are not along a loop")
+    k = inside[-1]
+    kv = k.body.block.args[0]
+    lower = map_forms(k.lowerBoundMap.data, list(k.lowerBoundOperands))
+    if e.coeff(kv) != 1 or step_of(k) != 1 or k.inits or len(lower) != 1 or lower[0] is None:
+        raise _Misfit(f"loop %{iv_name(k)} does not step by 1 from one lower bound")
+    if known_multiple(e.substitute(kv, lower[0])) % g or not tiles_are_full(k, g):
+        raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}")
+    if any(u.operation not in loads and not _ignores(u.operation, kv) for u in kv.uses):
+        raise _Misfit(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
+    for loop in loops[loops.index(k):-1]:
+        if len(list(loop.body.block.ops)) != 2:
+            raise _Misfit(f"loop %{iv_name(loop)} holds more than the next loop")
+    return k
+
+
+def _instruction(a: affine.LoadOp, b: affine.LoadOp, a_cast: Operation, b_cast: Operation,
+                 acc: object, g: int, target: Target) -> str:
+    types = (element_name(a.result.type), element_name(b.result.type), element_name(acc))
+    found = next((i for i in INSTRUCTIONS.values() if (i.a, i.b, i.acc) == types), None)
+    if found is None or found.group != g:
+        raise _Misfit(f"no dot-product instruction takes {types[0]} x {types[1]} -> {types[2]} in groups of {g}")
+    if found.name == "vpdpbusd" and not (isinstance(a_cast, arith_ext.ExtUIOp) and isinstance(b_cast, arith_ext.ExtSIOp)):
+        raise _Misfit("vpdpbusd reads A's bytes unsigned and B's signed, not as these reads widen them")
+    if found.name == "vpmaddwd" and not all(isinstance(x, arith_ext.ExtSIOp) for x in (a_cast, b_cast)):
+        raise _Misfit("vpmaddwd reads signed i16, not as these reads widen them")
+    has = {"vpmaddwd": True, "vpdpbusd": target.int8_dot, "vdpbf16ps": target.bf16_dot}[found.name]
+    if not has:
+        flag = "int8_dot" if found.name == "vpdpbusd" else "bf16_dot"
+        raise _Misfit(f"{found.name} is not on target {target.cpu} ({flag}=0)")
+    return found.name
+
+
+def _check_j(j: affine.ForOp, store: affine.StoreOp, width: int) -> None:
+    trips = constant_trip_count(j)
+    if step_of(j) != 1 or trips is None or trips % width:
+        raise _Misfit(f"loop %{iv_name(j)} does not run a constant multiple of {width} iterations")
+    jv = j.body.block.args[0]
+    forms = map_forms(store.map.data, list(store.indices))
+    layout = static_strides(store.memref.type)
+    if any(f is None for f in forms) or forms[-1].coeff(jv) != 1 or any(f.coeff(jv) for f in forms[:-1]) or \
+            layout is None or layout[0][-1] != 1:
+        raise _Misfit(f"C is not read along loop %{iv_name(j)} with unit stride")

@@ -1,0 +1,160 @@
+// RUN: not loom-opt %s -p 'loom-dot{width=5}' 2>&1 | filecheck %s --check-prefix=WIDTH
+// RUN: env LOOM_TARGET="cpu=avx2,vector_bits=256,vector_registers=16,fma=1,bf16_dot=0,int8_dot=0" not loom-opt %s -p 'loom-dot{op=matmul}' --split-input-file 2>&1 | filecheck %s
+// RUN: env LOOM_TARGET="cpu=avx2,vector_bits=256,vector_registers=16,fma=1,bf16_dot=0,int8_dot=0" loom-opt %s -p 'loom-dot' --split-input-file --remarks 2>&1 | filecheck %s --check-prefix=SKIP
+
+// What loom-dot refuses with op= (a LoomError at the nest, nothing changed), and leaves
+// as it is with a remark without op=.
+// WIDTH: error: loom-dot: option 'width' is the accumulator's lanes, 4, 8 or 16 (128, 256 or 512 bits), got 5
+
+// A textbook matmul: its reads are widened, but not in groups.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-dot: nest 'matmul' not rewritten: the read of %a is not in groups (no `e floordiv G, r + e mod G` subscripts)
+// SKIP: remark: [loom-dot] nest 'matmul' not rewritten: the read of %a is not in groups
+func.func @not_grouped(%a: memref<8x8xi16>, %b: memref<8x8xi16>, %c: memref<8x8xi32>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 8 {
+      affine.for %k = 0 to 8 {
+        %x = affine.load %a[%i, %k] : memref<8x8xi16>
+        %y = affine.load %b[%k, %j] : memref<8x8xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// k runs 7 iterations: its last group would be half outside the loop.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: loop %k does not run in whole groups of 2
+func.func @partial_group(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 7 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// j runs 6 iterations: not a whole vector of 8 accumulators.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: loop %j does not run a constant multiple of 8 iterations
+func.func @short_row(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x6xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 6 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x6xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x6xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// C written along its rows' stride (C[j, i]): its 8 elements are not a vector.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: C is not read along loop %j with unit stride
+func.func @c_transposed(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%j, %i] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%j, %i] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// i16 read unsigned (extui): vpmaddwd multiplies signed i16.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: vpmaddwd reads signed i16, not as these reads widen them
+func.func @unsigned_i16(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extui %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// The groups of A move with j too (A' read at j): not one group per row to broadcast.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: both of its operands are read along loop %j
+func.func @both_along_j(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// The floordiv and the mod are of different expressions (k and k + 1).
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: the read of %ap is not in groups (its floordiv and mod are of different expressions)
+func.func @mismatched(%ap: memref<5x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + (%k + 1) mod 2] : memref<5x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}

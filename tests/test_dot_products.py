@@ -1,0 +1,198 @@
+"""The dot-product micro-kernels (issue 28): loom-pack lays A and B out in groups along k,
+loom-dot runs the register tile on x86vector.dot, loom-convert-to-llvm lowers it to
+vpmaddwd + vpaddd (any x86-64 host: run here, bit for bit against int64 numpy), vpdpbusd
+(VNNI) and vdpbf16ps (AVX512-BF16): planned for a pinned target that has them and compiled
+for znver4 without running (the host may lack them), and refused with a clear error by the
+JIT where the host lacks what the kernel calls (LLVM would abort the process)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kernels import matmul
+from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
+from xdsl.dialects.builtin import VectorType, i16, i32
+from xdsl.dialects.test import TestOp
+from xdsl.utils.exceptions import VerifyException
+
+import compiler
+from compiler.jit import engine
+from compiler.jit.emit import to_llvm_ir
+from dialects.context import make_context
+from dialects.x86vector import DotOp
+from passes.conversion.to_llvm.x86vector import missing_features
+from passes.pipelines import build, resolve
+from passes.support.diagnostics import LoomError
+from passes.support.parser import parse_module
+from passes.support.remarks import collect
+
+LIMITS = {np.int8: (-128, 127), np.uint8: (0, 255)}
+#: the avx512 kind with both dot-product instructions (Zen 4, Sapphire Rapids)
+DOT512 = TARGETS["avx512"] + ",bf16_dot=1,int8_dot=1"
+AVX2 = TARGETS["avx2"] + ",bf16_dot=0,int8_dot=0"
+
+
+def _ints(rng, shape, dtype, extremes):
+    lo, hi = LIMITS[dtype]
+    if extremes:
+        return rng.choice(np.array([lo, hi]), size=shape).astype(dtype)
+    return rng.integers(lo, hi + 1, size=shape).astype(dtype)
+
+
+def _dot_remarks(kernel) -> list[str]:
+    return [r for r in kernel.remarks if "[loom-dot]" in r]
+
+
+# --------------------------------------------------------------------------------------
+# vpmaddwd + vpaddd: every x86-64 host runs it
+
+
+@settings(max_examples=12, deadline=None)
+@given(m=st.sampled_from([6, 37, 97]), n=st.sampled_from([16, 40, 131]), k=st.sampled_from([2, 130, 256, 259]),
+       types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8), (np.int8, np.uint8)]),
+       extremes=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads):
+    """Any mix of i8/ui8 on vpmaddwd (both widened to i16 as they are packed): equal to the
+    int64 product, at the extremes too (-128 x -128 pairs: 32768, an i32); an odd K runs
+    widened to i32 (no whole groups), and the remark says which."""
+    a_type, b_type = types
+    src = matmul((m, k), (k, n), (m, n), a_type, b_type, np.int32)
+    with planning_for(AVX2):
+        kernel = compiler.compile(src, pipeline="default", num_threads=threads, remarks=True)
+    rng = np.random.default_rng(m * 7 + n * 11 + k)
+    a, b = _ints(rng, (m, k), a_type, extremes), _ints(rng, (k, n), b_type, extremes)
+    np.testing.assert_array_equal(kernel(a, b).astype(np.int64), a.astype(np.int64) @ b.astype(np.int64))
+    dots = _dot_remarks(kernel)
+    packed = m * k + k * n > 8192  # (the plan packs what does not fit in L1 together)
+    if k % 2 or not packed:
+        assert not dots
+    elif m >= 6:
+        assert dots and all("vpmaddwd + vpaddd on 256-bit vectors" in r for r in dots), kernel.remarks
+
+
+def test_int8_matmul_on_pairs_at_the_largest_sums():
+    """K = 4096 of 255 x 127 (u8 x s8) and of -128 x -128 (s8 x s8): sums near 2^27, exact."""
+    m, n, k = 12, 32, 4096
+    for a_type, b_type, x, y in ((np.uint8, np.int8, 255, 127), (np.int8, np.int8, -128, -128)):
+        src = matmul((m, k), (k, n), (m, n), a_type, b_type, np.int32)
+        with planning_for(AVX2):
+            kernel = compiler.compile(src, pipeline="default", num_threads=1, remarks=True)
+        assert _dot_remarks(kernel)
+        a, b = np.full((m, k), x, a_type), np.full((k, n), y, b_type)
+        np.testing.assert_array_equal(kernel(a, b), np.full((m, n), x * y * k, np.int32))
+
+
+def test_quantized_layer_on_pairs_is_exact():
+    """The fused layer (i32 accumulators + bias, dequantized, relu, requantized to u8) with
+    its matmul on vpmaddwd: bit for bit Loom's numpy reference."""
+    m, k, n = 64, 256, 64
+    src = f"""func.func @layer(%x: tensor<{m}x{k}xui8>, %w: tensor<{k}x{n}xi8>, %bias: tensor<{n}xi32>,
+                     %scale: tensor<{n}xf32>, %zero: tensor<{n}xi32>, %os: tensor<f32>, %oz: tensor<i32>) -> tensor<{m}x{n}xui8> {{
+  %acc = loom.matmul %x, %w : (tensor<{m}x{k}xui8>, tensor<{k}x{n}xi8>) -> tensor<{m}x{n}xi32>
+  %sum = loom.add %acc, %bias : (tensor<{m}x{n}xi32>, tensor<{n}xi32>) -> tensor<{m}x{n}xi32>
+  %y = loom.dequantize %sum, %scale, %zero {{axis = 1 : i64}} : (tensor<{m}x{n}xi32>, tensor<{n}xf32>, tensor<{n}xi32>) -> tensor<{m}x{n}xf32>
+  %r = loom.relu %y : tensor<{m}x{n}xf32>
+  %q = loom.quantize %r, %os, %oz : (tensor<{m}x{n}xf32>, tensor<f32>, tensor<i32>) -> tensor<{m}x{n}xui8>
+  func.return %q : tensor<{m}x{n}xui8>
+}}"""
+    with planning_for(AVX2):
+        kernel = compiler.compile(src, pipeline="default", num_threads=1, remarks=True)
+    assert _dot_remarks(kernel)
+    rng = np.random.default_rng(5)
+    args = (rng.integers(0, 256, (m, k)).astype(np.uint8), rng.integers(-128, 128, (k, n)).astype(np.int8),
+            rng.integers(-5000, 5000, n).astype(np.int32), rng.uniform(1e-4, 1e-3, n).astype(np.float32),
+            rng.integers(-3, 3, n).astype(np.int32), np.array(0.05, np.float32), np.array(7, np.int32))
+    np.testing.assert_array_equal(kernel(*args), compiler.reference(src, *args))
+
+
+# --------------------------------------------------------------------------------------
+# vpdpbusd and vdpbf16ps: planned for a target that has them, compiled for znver4
+
+
+def _scheduled_llvm(src: str, spec: str) -> tuple[str, str]:
+    """(LLVM IR, loom-dot's remarks) of `src` through the default pipeline, planned for the
+    LOOM_TARGET `spec`: no JIT (the host may lack the instructions)."""
+    ctx = make_context()
+    module = parse_module(ctx, src, "test.mlir")
+    with planning_for(spec), collect() as remarks:
+        build(resolve("default")).apply(ctx, module)
+    module.verify()
+    return to_llvm_ir(module), "\n".join(str(r) for r in remarks if r.pass_name == "loom-dot")
+
+
+def _source(a_type: str, b_type: str, n: int = 256) -> str:
+    c_type = "f32" if a_type == "bf16" else "i32"
+    ta, tb, tc = f"tensor<{n}x{n}x{a_type}>", f"tensor<{n}x{n}x{b_type}>", f"tensor<{n}x{n}x{c_type}>"
+    return f"""func.func @mm(%a: {ta}, %b: {tb}) -> {tc} {{
+  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
+  func.return %c : {tc}
+}}"""
+
+
+@pytest.mark.skipif(not is_x86_64(), reason="compiles for an x86-64 CPU")
+@pytest.mark.parametrize("a_type, b_type, instruction, mnemonic", [
+    ("ui8", "i8", "vpdpbusd", "vpdpbusd"),
+    ("i8", "i8", "vpmaddwd + vpaddd", "vpmaddwd"),
+    ("bf16", "bf16", "vdpbf16ps", "vdpbf16ps"),
+])
+def test_znver4_code_runs_on_its_dot_product_instruction(a_type, b_type, instruction, mnemonic):
+    """On a target with VNNI and AVX512-BF16: u8 x s8 on vpdpbusd (quads), s8 x s8 on
+    vpmaddwd (exact in i16 pairs: no compensation term), bf16 on vdpbf16ps, 16 lanes;
+    LLVM's znver4 code has the instruction on zmm registers (LLVM may fuse vpmaddwd +
+    vpaddd into VNNI's vpdpwssd)."""
+    ir, remarks = _scheduled_llvm(_source(a_type, b_type), DOT512)
+    assert f"{instruction} on 512-bit vectors" in remarks, remarks
+    asm = asm_for_cpu(ir, "znver4")
+    mnemonics = (mnemonic, "vpdpwssd") if mnemonic == "vpmaddwd" else (mnemonic,)
+    assert any(m in line and "%zmm" in line for line in asm.splitlines() for m in mnemonics)
+
+
+@pytest.mark.skipif(not is_x86_64(), reason="compiles for an x86-64 CPU")
+def test_avx2_code_runs_int8_on_vpmaddwd():
+    """The AVX2 kind (no VNNI): u8 x s8 on vpmaddwd over ymm, no vpmulld left in the kernel's
+    main loop (the widened path's multiply)."""
+    ir, remarks = _scheduled_llvm(_source("ui8", "i8"), AVX2)
+    assert "vpmaddwd + vpaddd on 256-bit vectors" in remarks
+    asm = asm_for_cpu(ir, "znver3")
+    assert sum("vpmaddwd" in line and "%ymm" in line for line in asm.splitlines()) >= 12
+
+
+def test_jit_refuses_an_instruction_the_host_lacks(monkeypatch):
+    """A kernel planned for VNNI on a host without it is a LoomError naming the intrinsic
+    and the features, never LLVM's abort of the process."""
+    monkeypatch.setattr(engine, "_host", None)
+    host = engine._get_host()
+    monkeypatch.setattr(engine, "_host", replace(host, features="+avx2,-avx512vnni,-avx512vl,-avxvnni"))
+    ir, _ = _scheduled_llvm(_source("ui8", "i8"), DOT512)
+    with pytest.raises(LoomError, match=r"the kernel calls llvm\.x86\.avx512\.vpdpbusd\.512, which needs avx512vnni"):
+        engine.compile_ir(ir)
+
+
+def test_missing_features():
+    assert missing_features("llvm.x86.avx2.pmadd.wd", {"avx2": True}) is None
+    assert missing_features("llvm.x86.avx512.vpdpbusd.256", {"avxvnni": True}) is None
+    assert missing_features("llvm.x86.avx512.vpdpbusd.256", {"avx512vnni": True}) == "avx512vl+avx512vnni or avxvnni"
+    assert missing_features("llvm.fma.v8f32", {}) is None  # not an x86 intrinsic of the table
+
+
+# --------------------------------------------------------------------------------------
+# the op's verifier
+
+
+@pytest.mark.parametrize("instruction, types, message", [
+    ("vpmaddwd", ([8], i32, [2], i16, [8], i16), "vpmaddwd: b is vector<16xi16> (groups of 2, 8 lanes), got vector<8xi16>"),
+    ("vpmaddwd", ([8], i32, [4], i16, [16], i16), "vpmaddwd: a is vector<2xi16>"),
+    ("vpmaddwd", ([3], i32, [2], i16, [6], i16), "vpmaddwd: 128, 256 or 512-bit accumulators, got vector<3xi32>"),
+    ("vpdpbusd", ([8], i32, [2], i16, [16], i16), "vpdpbusd: a is vector<4xui8>"),
+    ("vfoo", ([8], i32, [2], i16, [16], i16), "instruction 'vfoo' is not one of vpmaddwd, vpdpbusd, vdpbf16ps"),
+])
+def test_dot_op_verifier(instruction, types, message):
+    acc_shape, acc, a_shape, a, b_shape, b = types
+    values = TestOp(result_types=[VectorType(acc, acc_shape), VectorType(a, a_shape), VectorType(b, b_shape)])
+    op = DotOp(instruction, *values.results)
+    with pytest.raises(VerifyException, match=message.replace("(", r"\(").replace(")", r"\)")):
+        op.verify()
