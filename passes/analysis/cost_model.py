@@ -370,7 +370,7 @@ class ConvChoice:
 
 
 def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", strided: bool = False, *,
-                  direct: bool = True, im2col: bool = True) -> ConvChoice:
+                  direct: bool = True, im2col: bool = True, low_precision: str = "") -> ConvChoice:
     """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
     copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
     convolution throws away the share `wasted` of its computed pixels. Each strategy's
@@ -379,7 +379,13 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
     (1 - wasted); none in NHWC), DIRECT_PENALTY[layout] and, `strided`,
     STRIDED_PENALTY[layout]; the smaller wins, im2col on a tie (a copy-free pointwise conv
     is the same matmul both ways). `direct`/`im2col`: whether each may be
-    chosen (at least one)."""
+    chosen (at least one). `low_precision`: the input's element type where it is bf16 or
+    int8: then im2col, whose packing widens each element once (and lays k out in groups
+    for the dot-product instructions, loom-dot) where the direct convolution widens a
+    window's element at every read of it in place. Measured (znver3, one thread, the
+    layers of `loom-bench --conv`, GOP/s direct -> im2col): u8 x s8 3x3 C64 56^2 36 -> 72,
+    3x3 C128 28^2 44 -> 97, the 7x7/2 stem 32 -> 62, 1x1 C64 94 -> 101; bf16 38 -> 61,
+    63 -> 71, 20 -> 62, 66 -> 66; 3x3 C256 and C512 took im2col already."""
     per_element = IM2COL_ELEMENT_FMAS[layout]
     im2col_cost = per_element / f if copied else 0.0
     penalty = DIRECT_PENALTY[layout] + (STRIDED_PENALTY[layout] if strided else 0.0)
@@ -391,6 +397,10 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
                    f"{per_element} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
     if not direct:
         return ConvChoice("im2col", "the direct convolution not allowed here; " + estimate)
+    if low_precision and im2col:
+        return ConvChoice("im2col", f"{low_precision} input: im2col's packing widens each element once (in groups "
+                          f"along k for a dot-product instruction), the direct convolution at every read; "
+                          + estimate)
     if not im2col:
         return ConvChoice("direct", "im2col not allowed here; " + estimate)
     return ConvChoice("direct" if direct_cost < im2col_cost else "im2col", estimate)

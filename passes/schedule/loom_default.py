@@ -186,8 +186,10 @@ class LoomDefaultPass(ModulePass):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}", missed=True)
             return
         patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
+        element = element_name(conv.x.type.get_element_type())
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
-                               conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip)
+                               conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip,
+                               low_precision=element if element in ("bf16", "i8", "ui8") else "")
         element = conv.y.type.get_element_type().bitwidth // 8
         direct = choice.strategy == "direct"
         strategy = loom_direct_conv if direct else loom_im2col

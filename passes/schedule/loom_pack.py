@@ -26,6 +26,17 @@ Options:
   that its iterations copy into and read from their own slots and may run on threads of
   their own (loom-parallelize reads %slot as the iteration's number): the panel order's
   column blocks, one per thread.
+- `group=G` (optional, with `panel`): the dot-product layout. The packed dimension
+  beside the panel's (k) is split into groups of G consecutive elements, each group
+  innermost beside its column's (row's) others in the panel: B's [NC/P][KC][P] becomes
+  [NC/P][KC/G][P*G], read at `[p, (k - base) floordiv G, offset * G + (k - base) mod G]`,
+  so that one panel row holds G k of P columns side by side, as vpmaddwd (G=2),
+  vpdpbusd (G=4) and vdpbf16ps (G=2) read them (loom-dot). Every tile's extent along k
+  must be a multiple of G (the loop's bounds show it: tile or peel k to one).
+- `element=T` (optional): the buffer's element type, for an operand its reads widen: the
+  operand's own (`i8`, `ui8`, `bf16`: no cast in the copy, the compute loops widen as
+  they read), `i16` for an i8/ui8 operand (the copy sign- or zero-extends to i16, the
+  compute loops sign-extend the i16 to i32), or the widened type (the default).
 - `op=TAG`: only the nests tagged TAG (`matmul`, `conv2d`); without it every nest,
   skipping with a remark those that lack the operand or the level (but not all of them).
 
@@ -87,7 +98,8 @@ widened values with no cast (their micro-kernel is then f32's or i32's). The rem
 `widened from bf16 to f32 as it is copied`.
 
 Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
-non-positive `panel`, an operand or a level that no nest has (every one of those problems
+non-positive `panel`, a non-positive `group` or one without `panel`, an `element` the
+buffer cannot hold, a `group` whose tiles along k are not whole groups, an operand or a level that no nest has (every one of those problems
 in one message); with `op=`, an operand or a level the nest does not have; an operand
 written inside the nest (through any view of its buffer), read inside the level loop other
 than by `affine.load`, or read there at different subscripts (pack before unrolling); a

@@ -59,3 +59,16 @@ func.func @f32(%a: tensor<48x64xf32>, %b: tensor<64x64xf32>) -> tensor<48x64xf32
   %c = loom.matmul %a, %b : (tensor<48x64xf32>, tensor<64x64xf32>) -> tensor<48x64xf32>
   func.return %c : tensor<48x64xf32>
 }
+
+// -----
+
+// A low-precision conv2d takes im2col: its packing widens each element once (here as i16
+// pairs for vpmaddwd: W x patches is i8 x ui8), where the direct convolution would widen
+// a window's element at every read.
+// AVX2: remark: [loom-default] conv2d 1x64x56x56 * 64x64x3x3 {{.*}} on test: {{.*}}: im2col: ui8 input: im2col's packing widens each element once (in groups along k for a dot-product instruction), the direct convolution at every read; estimated time
+// AVX2: remark: [loom-default] matmul 60x3136x576 on test: {{.*}}; i8 x ui8 products summed in i32: packed in groups of 2 along k (i8 as i16, ui8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
+// DOT: remark: [loom-default] conv2d 1x64x56x56 * 64x64x3x3 {{.*}}: im2col: ui8 input
+func.func @conv_u8s8(%x: tensor<1x64x56x56xui8>, %w: tensor<64x64x3x3xi8>) -> tensor<1x64x56x56xi32> {
+  %y = loom.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x64x56x56xui8>, tensor<64x64x3x3xi8>) -> tensor<1x64x56x56xi32>
+  func.return %y : tensor<1x64x56x56xi32>
+}
