@@ -7,11 +7,12 @@ JIT where the host lacks what the kernel calls (LLVM would abort the process).""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from kernels import matmul
 from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
@@ -196,3 +197,55 @@ def test_dot_op_verifier(instruction, types, message):
     op = DotOp(instruction, *values.results)
     with pytest.raises(VerifyException, match=message.replace("(", r"\(").replace(")", r"\)")):
         op.verify()
+
+
+# --------------------------------------------------------------------------------------
+# a differential fuzzer: hand-written schedules on the grouped layout, exact or refused
+
+dim = st.sampled_from([1, 2, 3, 5, 6, 8, 11, 16, 17, 24])
+
+
+@st.composite
+def grouped_schedules(draw) -> str:
+    """Register tiles MR x NR on (i, j), k outside them, A and B packed in groups (pairs of
+    i16, or the bytes themselves in quads), then some of loom-vectorize, loom-dot,
+    loom-unroll-jam, loom-hoist; `op=` or not on each."""
+    mr, nr = draw(st.sampled_from([1, 2, 3, 6])), draw(st.sampled_from([4, 8, 16]))
+    group, elements = draw(st.sampled_from([(2, ("i16", "i16")), (4, ("ui8", "i8")), (2, ("ui8", "i8"))]))
+
+    def sel() -> str:
+        return " op=matmul" if draw(st.booleans()) else ""
+
+    steps = [f"loom-tile{{sizes={mr},{nr}}}", "loom-interchange{order=0,1,4,2,3}",
+             f"loom-pack{{operand=1 level=1 panel={nr} group={group} element={elements[1]}{sel()}}}",
+             f"loom-pack{{operand=0 level=0 panel={mr} group={group} element={elements[0]}{sel()}}}"]
+    if draw(st.booleans()):
+        steps.append(f"loom-vectorize{{width=8{sel()}}}")
+    steps.append(f"loom-dot{{width={draw(st.sampled_from([4, 8]))}{sel()}}}")
+    if draw(st.booleans()):
+        steps.append(f"loom-unroll-jam{{factors=1,1,1,{mr},{draw(st.integers(1, 2))}{sel()}}}")
+    if draw(st.booleans()):
+        steps.append(f"loom-hoist{{{sel().strip()}}}")
+    return ",".join(steps)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=dim, n=dim, k=dim, data=st.data())
+def test_grouped_schedules_are_exact_or_refused(m, n, k, data):
+    """u8 x s8 through random grouped schedules (shapes 1, primes, sizes no tile divides):
+    the int64 product bit for bit, or a refusal that names the pass."""
+    pipeline = data.draw(grouped_schedules())
+    src = matmul((m, k), (k, n), (m, n), np.uint8, np.int8, np.int32)
+    rng = np.random.default_rng(m + 31 * n + 17 * k)
+    a, b = _ints(rng, (m, k), np.uint8, False), _ints(rng, (k, n), np.int8, False)
+    try:
+        with planning_for(AVX2):
+            kernel = compiler.compile(src, pipeline=pipeline, num_threads=1, remarks=True)
+    except LoomError as e:
+        assert re.search(r"error: loom-[a-z-]+: ", str(e)), f"a refusal that names no pass: {e}"
+        event("refused")
+        return
+    event("on x86vector.dot" if any("[loom-dot]" in r and "not rewritten" not in r for r in kernel.remarks)
+          else "not rewritten")
+    np.testing.assert_array_equal(kernel(a, b).astype(np.int64), a.astype(np.int64) @ b.astype(np.int64),
+                                  err_msg=pipeline)
