@@ -227,22 +227,22 @@ def _grouped(load: affine.LoadOp) -> tuple[_Grouped, int]:
     m = load.map.data
     values = [value_form(v) for v in load.indices]
     if len(m.results) < 2:
-        raise _Misfit(f"{describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+        raise _Misfit(f"{_describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
     quotient, last = m.results[-2], m.results[-1]
     terms = sum_terms(last)
     mods = [t for t in terms if isinstance(t[1], AffineBinaryOpExpr) and t[1].kind == AffineBinaryOpKind.Mod]
     if not (isinstance(quotient, AffineBinaryOpExpr) and quotient.kind == AffineBinaryOpKind.FloorDiv
             and isinstance(quotient.rhs, AffineConstantExpr) and len(mods) == 1 and mods[0][0] == 1
             and isinstance(mods[0][1].rhs, AffineConstantExpr) and mods[0][1].rhs.value == quotient.rhs.value):
-        raise _Misfit(f"{describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+        raise _Misfit(f"{_describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
     g = quotient.rhs.value
     e = expr_form(quotient.lhs, values, m.num_dims)
     if e is None or e != expr_form(mods[0][1].lhs, values, m.num_dims):
-        raise _Misfit(f"{describe(load)} is not in groups (its floordiv and mod are of different expressions)")
+        raise _Misfit(f"{_describe(load)} is not in groups (its floordiv and mod are of different expressions)")
     rest = sum_of([t for t in terms if t is not mods[0]])
     start = AffineMap(m.num_dims, m.num_symbols, (*m.results[:-1], rest))
     if map_forms(AffineMap(m.num_dims, m.num_symbols, (rest,)), list(load.indices))[0] is None:
-        raise _Misfit(f"{describe(load)} has a last subscript that is not linear beside e mod {g}")
+        raise _Misfit(f"{_describe(load)} has a last subscript that is not linear beside e mod {g}")
     return _Grouped(load, start, e), g
 
 
@@ -275,7 +275,7 @@ def _reads(value: object, iv: object) -> bool:
     return isinstance(owner, affine.ApplyOp) and any(_reads(v, iv) for v in owner.mapOperands)
 
 
-def describe(load: affine.LoadOp) -> str:
+def _describe(load: affine.LoadOp) -> str:
     return f"the read of {load.memref.name_hint and '%' + load.memref.name_hint or 'a buffer'}"
 
 

@@ -32,7 +32,10 @@ Options:
   [NC/P][KC/G][P*G], read at `[p, (k - base) floordiv G, offset * G + (k - base) mod G]`,
   so that one panel row holds G k of P columns side by side, as vpmaddwd (G=2),
   vpdpbusd (G=4) and vdpbf16ps (G=2) read them (loom-dot). Every tile's extent along k
-  must be a multiple of G (the loop's bounds show it: tile or peel k to one).
+  must be a multiple of G (the loop's bounds show it: tile or peel k to one). The copy's
+  k loop steps by G, each iteration copying a group: G reads down k, G adjacent writes,
+  which LLVM vectorizes as interleaved stores (u8 x s8 3x3 C128 28^2 through im2col, znver3,
+  one thread: 81 -> 103 GOP/s; 1x1 C256 14^2 38 -> 58).
 - `element=T` (optional): the buffer's element type, for an operand its reads widen: the
   operand's own (`i8`, `ui8`, `bf16`: no cast in the copy, the compute loops widen as
   they read), `i16` for an i8/ui8 operand (the copy sign- or zero-extends to i16, the
@@ -99,8 +102,9 @@ widened values with no cast (their micro-kernel is then f32's or i32's). The rem
 
 Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
 non-positive `panel`, a non-positive `group` or one without `panel`, an `element` the
-buffer cannot hold, a `group` whose tiles along k are not whole groups, an operand or a level that no nest has (every one of those problems
-in one message); with `op=`, an operand or a level the nest does not have; an operand
+buffer cannot hold, a `group` whose tiles along k are not whole groups, an operand or a
+level that no nest has (every one of those problems in one message); with `op=`, an
+operand or a level the nest does not have; an operand
 written inside the nest (through any view of its buffer), read inside the level loop other
 than by `affine.load`, or read there at different subscripts (pack before unrolling); a
 subscript that is not linear, that combines two loops inside the level (conv2d's input row
@@ -129,8 +133,8 @@ from xdsl.passes import ModulePass
 from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
 from passes.support.units import format_bytes
-from dialects.x86vector import element_name
 from dialects import arith_ext
+from dialects.x86vector import element_name
 from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
@@ -502,6 +506,16 @@ class LoomPackPass(ModulePass):
 
         def body(ivs: list[SSAValue]) -> list[Operation]:
             forms = [LinearForm.of(iv) for iv in ivs]
+            # grouped, the k loop steps by G from 0 and each iteration copies a group: G
+            # reads down k, G adjacent writes (a copy LLVM vectorizes as interleaved stores)
+            return [op for g in range(plan.group) for op in copy(forms, g)]
+
+        def copy(forms: list[LinearForm], g: int) -> list[Operation]:
+            """buffer[at forms] = operand[...] (grouped: the g-th of the group at k = forms[1])."""
+            exprs, operands = affine_exprs(forms)
+            if plan.grouped is not None:  # [p, k, j] -> [p, k floordiv G, j * G + g] (k a multiple of G)
+                exprs = [exprs[0], exprs[1] // plan.group, exprs[2] * plan.group + g]
+                forms = [forms[0], forms[1] + g, forms[2]]
             if plan.split is None:
                 at = dict(zip(order, forms))
             else:
@@ -513,13 +527,14 @@ class LoomPackPass(ModulePass):
             if plan.widen and plan.element != plan.memref.type.get_element_type():
                 cast, to = plan.widen
                 copied.append(cast(load.result, plan.element or to))
-            exprs, operands = _private(*_grouped(plan, *affine_exprs(forms)), slot)
+            exprs, operands = _private(exprs, operands, slot)
             store = affine.StoreOp(copied[-1].results[0], buffer, operands,
                                    AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [*copied, store]
 
+        steps = [1, plan.group, 1] if plan.grouped is not None else None
         return build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs))),
-                                 lambda ivs: body(buffer_order(ivs)))
+                                 lambda ivs: body(buffer_order(ivs)), arranged(steps) if steps else None)
 
     def _packed_index(self, plan: _Plan) -> tuple[list[AffineExpr], list[SSAValue]]:
         """Where the body's read lands in the buffer: [iv - base, ...]; with panels,

@@ -748,23 +748,26 @@ def build_affine_nest(
     names: Sequence[str | None],
     bounds: Callable[[list[SSAValue]], Sequence[LoopBounds]],
     body: Callable[[list[SSAValue]], Sequence[Operation]],
+    steps: Sequence[int] | None = None,
 ) -> affine.ForOp:
-    """A perfect nest of unit-step affine.for loops, outermost first, one per name (its
-    iv's name hint). `bounds(ivs)` gives each loop's (lower, upper) terms: the iv runs
-    from max(lower) to min(upper), terms over values defined above the nest and the ivs
-    of the loops around it. `body(ivs)` gives the innermost body (the yield is added)."""
+    """A perfect nest of affine.for loops, outermost first, one per name (its iv's name
+    hint), stepping by `steps` (default 1). `bounds(ivs)` gives each loop's (lower, upper)
+    terms: the iv runs from max(lower) to min(upper), terms over values defined above the
+    nest and the ivs of the loops around it. `body(ivs)` gives the innermost body (the
+    yield is added)."""
     blocks = [Block(arg_types=[IndexType()]) for _ in names]
     ivs = [b.args[0] for b in blocks]
     for iv, name in zip(ivs, names):
         iv.name_hint = name
     blocks[-1].add_ops([*body(ivs), affine.YieldOp.get()])
     loop: affine.ForOp | None = None
-    for block, (lower, upper) in reversed(list(zip(blocks, bounds(ivs), strict=True))):
+    for block, (lower, upper), step in reversed(list(zip(blocks, bounds(ivs), steps or [1] * len(names),
+                                                         strict=True))):
         if loop is not None:
             block.add_ops([loop, affine.YieldOp.get()])
         lb, lb_operands = bound_map(lower)
         ub, ub_operands = bound_map(upper)
-        loop = affine.ForOp.from_region(lb_operands, ub_operands, [], [], lb, ub, Region(block))
+        loop = affine.ForOp.from_region(lb_operands, ub_operands, [], [], lb, ub, Region(block), step)
     assert loop is not None
     return loop
 
