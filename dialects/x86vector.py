@@ -22,15 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float32Type,
-    IntegerType,
-    Signedness,
-    StringAttr,
-    VectorType,
-)
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.dialects.builtin import StringAttr, VectorType
+from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     BaseAttr,
     IRDLOperation,
@@ -50,21 +43,21 @@ class Instruction:
     name: str
     #: elements per group
     group: int
-    #: the element types of `a`, of `b` and of the accumulator (as printed)
+    #: the element types of `a`, of `b` and of the accumulator, as they print (`str`)
     a: str
     b: str
     acc: str
+    #: whether the instruction adds into the accumulator (vpmaddwd does not: vpaddd after it)
+    accumulates: bool = True
 
-
-def element_name(t: Attribute) -> str:
-    """`i16`, `ui8`, `bf16`, `f32`: the name an element type prints as."""
-    if isinstance(t, IntegerType):
-        return f"{'u' if t.signedness.data == Signedness.UNSIGNED else ''}i{t.width.data}"
-    return "bf16" if isinstance(t, BFloat16Type) else "f32" if isinstance(t, Float32Type) else str(t)
+    @property
+    def described(self) -> str:
+        """`vpmaddwd + vpaddd`, `vpdpbusd`: the instructions one dot runs on."""
+        return self.name if self.accumulates else f"{self.name} + vpaddd"
 
 
 INSTRUCTIONS = {i.name: i for i in (
-    Instruction("vpmaddwd", 2, "i16", "i16", "i32"),
+    Instruction("vpmaddwd", 2, "i16", "i16", "i32", accumulates=False),
     Instruction("vpdpbusd", 4, "ui8", "i8", "i32"),
     Instruction("vdpbf16ps", 2, "bf16", "bf16", "f32"),
 )}
@@ -102,7 +95,7 @@ class DotOp(IRDLOperation):
         want = {"accumulator": (acc, [lanes], info.acc), "a": (a, [info.group], info.a),
                 "b": (b, [info.group * lanes], info.b)}
         for what, (t, shape, element) in want.items():
-            if t.get_shape() != tuple(shape) or element_name(t.get_element_type()) != element:
+            if t.get_shape() != tuple(shape) or str(t.get_element_type()) != element:
                 raise VerifyException(
                     f"{info.name}: {what} is vector<{'x'.join(map(str, shape))}x{element}> "
                     f"(groups of {info.group}, {lanes} lanes), got {t}")

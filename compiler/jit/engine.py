@@ -30,6 +30,7 @@ LLVM's global context is not thread-safe: all work on LLVM objects holds one loc
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import struct
@@ -64,9 +65,9 @@ class _Host:
     features: str
     target_machine: llvm.TargetMachine
 
-    @property
+    @functools.cached_property
     def feature_map(self) -> dict[str, bool]:
-        """`features` as LLVM's names: `{"avx2": True, "avx512f": False, ...}`."""
+        """`features` as LLVM's names: `{"avx2": True, "avx512f": False, ...}` (read once)."""
         return {f[1:]: f[0] == "+" for f in self.features.split(",") if f}
 
     def new_target_machine(self) -> llvm.TargetMachine:

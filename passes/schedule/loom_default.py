@@ -86,7 +86,7 @@ from passes.support.remarks import remark, scope
 from passes.support.target import Target, host
 from dialects import arith_ext
 from dialects.layout import contiguous, dimension_last, static_strides
-from dialects.x86vector import INSTRUCTIONS, Instruction, element_name
+from dialects.x86vector import INSTRUCTIONS, Instruction
 from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
@@ -186,7 +186,7 @@ class LoomDefaultPass(ModulePass):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}", missed=True)
             return
         patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
-        element = element_name(conv.x.type.get_element_type())
+        element = str(conv.x.type.get_element_type())
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
                                conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip,
                                low_precision=element if element in ("bf16", "i8", "ui8") else "")
@@ -295,7 +295,7 @@ class LoomDefaultPass(ModulePass):
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
-            low = products(sub, target, plan, on, skip)
+            low = products(sub, plan, on, skip)
             notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low])])
             remark(self.name, sub, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.describe()}{notes}; "
                    f"pass list: {pass_list(passes)}", plan=plan, part=part, columns=columns, skipped=skipped,
@@ -566,7 +566,7 @@ class DotProducts:
 
 def _sources(nest: affine.ForOp) -> list[str]:
     """The element types the nest's statement widens (A's, then B's): [] for f32/f64."""
-    return [element_name(o.operands[0].type) for o in nest.walk() if isinstance(o, arith_ext.WIDENING)]
+    return [str(o.operands[0].type) for o in nest.walk() if isinstance(o, arith_ext.WIDENING)]
 
 
 def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str],
@@ -599,7 +599,7 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     return dot
 
 
-def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, dot: DotProducts | str, skip: set[str]) -> str:
+def products(nest: affine.ForOp, plan: MatmulPlan, dot: DotProducts | str, skip: set[str]) -> str:
     """How a low-precision matmul's products run ("" for f32/f64): the element types, the
     instruction, and how they are packed or widened."""
     sources = _sources(nest)
@@ -611,8 +611,7 @@ def products(nest: affine.ForOp, target: Target, plan: MatmulPlan, dot: DotProdu
         i = dot.instruction
         widened = [f"{s} as {e}" for s, e in zip(sources, dot.elements) if s != e]
         packed = f"packed in groups of {i.group} along k" + (f" ({', '.join(widened)})" if widened else "")
-        extra = " + vpaddd" if i.name == "vpmaddwd" else ""
-        return f"{pair} products summed in {summed}: {packed}, {i.name}{extra} (loom-dot)"
+        return f"{pair} products summed in {summed}: {packed}, {i.described} (loom-dot)"
     packed = plan.pack and "pack" not in skip
     where = ("as they are read" if not packed else "as they are packed" if plan.pack_a
              else "B's as they are packed, A's as they are read")

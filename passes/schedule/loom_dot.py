@@ -67,7 +67,7 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstan
 
 from dialects import arith_ext
 from dialects.layout import static_strides
-from dialects.x86vector import INSTRUCTIONS, DotOp, element_name
+from dialects.x86vector import INSTRUCTIONS, DotOp
 from passes.analysis.affine_forms import (
     LinearForm,
     expr_form,
@@ -78,7 +78,15 @@ from passes.analysis.affine_forms import (
     tiles_are_full,
     value_form,
 )
-from passes.analysis.loop_utils import constant_trip_count, enclosing_loops, iv_name, nest_tag, step_of, used_positions
+from passes.analysis.loop_utils import (
+    constant_trip_count,
+    enclosing_loops,
+    iv_name,
+    nest_tag,
+    step_of,
+    used_positions,
+    value_name,
+)
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.schedule.nest_pass import NestPass
 from passes.support.diagnostics import LoomError
@@ -156,10 +164,9 @@ class LoomDotPass(NestPass[_Dot]):
         names = iv_name(plan.k), iv_name(plan.j)
         rebuild_loop(plan.j, step=w)
         rebuild_loop(plan.k, step=g)
-        extra = " + vpaddd" if plan.instruction == "vpmaddwd" else ""
-        remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}': {plan.instruction}{extra} on "
+        remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}': {info.described} on "
                f"{w * 32}-bit vectors: loop %{names[0]} steps by {g} (A's group of {g}, broadcast), "
-               f"%{names[1]} by {w} (B's {w} groups, {w} accumulators of {element_name(store.value.type)})",
+               f"%{names[1]} by {w} (B's {w} groups, {w} accumulators of {store.value.type})",
                instruction=plan.instruction, group=g, width=w)
 
 
@@ -203,7 +210,7 @@ def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
     b = along[0]
     a = next(r for r, _ in grouped if r is not b)
     last = map_forms(b.start, list(b.load.indices))[-1]
-    if last is None or last.coeff(jv) != g or _moves(b.start, list(b.load.indices), jv, drop_last=True):
+    if last is None or last.coeff(jv) != g or _moves(b.start, list(b.load.indices), jv, skip=-1):
         raise _Misfit(f"B's groups are not side by side along loop %{iv_name(j)}")
     if any(_moves(r.start, list(r.load.indices), kv, skip=-2) for r in (a, b)):
         raise _Misfit(f"its reads' groups move with loop %{iv_name(k)} other than through e floordiv {g}")
@@ -226,33 +233,31 @@ def _grouped(load: affine.LoadOp) -> tuple[_Grouped, int]:
     """A read `[..., e floordiv G, r + e mod G]` as (its group start `[..., e floordiv G, r]`, G)."""
     m = load.map.data
     values = [value_form(v) for v in load.indices]
-    if len(m.results) < 2:
-        raise _Misfit(f"{_describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
-    quotient, last = m.results[-2], m.results[-1]
-    terms = sum_terms(last)
+    what = f"the read of {value_name(load.memref)}"
+    quotient, terms = (m.results[-2], sum_terms(m.results[-1])) if len(m.results) >= 2 else (None, [])
     mods = [t for t in terms if isinstance(t[1], AffineBinaryOpExpr) and t[1].kind == AffineBinaryOpKind.Mod]
     if not (isinstance(quotient, AffineBinaryOpExpr) and quotient.kind == AffineBinaryOpKind.FloorDiv
             and isinstance(quotient.rhs, AffineConstantExpr) and len(mods) == 1 and mods[0][0] == 1
             and isinstance(mods[0][1].rhs, AffineConstantExpr) and mods[0][1].rhs.value == quotient.rhs.value):
-        raise _Misfit(f"{_describe(load)} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+        raise _Misfit(f"{what} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
     g = quotient.rhs.value
     e = expr_form(quotient.lhs, values, m.num_dims)
     if e is None or e != expr_form(mods[0][1].lhs, values, m.num_dims):
-        raise _Misfit(f"{_describe(load)} is not in groups (its floordiv and mod are of different expressions)")
+        raise _Misfit(f"{what} is not in groups (its floordiv and mod are of different expressions)")
     rest = sum_of([t for t in terms if t is not mods[0]])
     start = AffineMap(m.num_dims, m.num_symbols, (*m.results[:-1], rest))
     if map_forms(AffineMap(m.num_dims, m.num_symbols, (rest,)), list(load.indices))[0] is None:
-        raise _Misfit(f"{_describe(load)} has a last subscript that is not linear beside e mod {g}")
+        raise _Misfit(f"{what} has a last subscript that is not linear beside e mod {g}")
     return _Grouped(load, start, e), g
 
 
-def _moves(m: AffineMap, operands: list, iv: object, drop_last: bool = False, skip: int | None = None) -> bool:
-    """Whether a subscript of `m` (but the last, with `drop_last`; but the one at `skip`)
-    may change with `iv`: a linear one with a coefficient for it, any other that reads it
-    (directly or through an affine.apply)."""
+def _moves(m: AffineMap, operands: list, iv: object, skip: int | None = None) -> bool:
+    """Whether a subscript of `m` (but the one at `skip`, counted from the end: -1 the
+    last) may change with `iv`: a linear one with a coefficient for it, any other that
+    reads it (directly or through an affine.apply)."""
     forms = map_forms(m, operands)
     for index, (expr, form) in enumerate(zip(m.results, forms)):
-        if (drop_last and index == len(forms) - 1) or (skip is not None and index == len(forms) + skip):
+        if skip is not None and index == len(forms) + skip:
             continue
         if form is not None and form.coeff(iv):
             return True
@@ -273,10 +278,6 @@ def _reads(value: object, iv: object) -> bool:
         return True
     owner = getattr(value, "owner", None)
     return isinstance(owner, affine.ApplyOp) and any(_reads(v, iv) for v in owner.mapOperands)
-
-
-def _describe(load: affine.LoadOp) -> str:
-    return f"the read of {load.memref.name_hint and '%' + load.memref.name_hint or 'a buffer'}"
 
 
 def _k_loop(store: affine.StoreOp, e: LinearForm, g: int, loads: list[Operation]) -> affine.ForOp:
@@ -304,7 +305,7 @@ def _k_loop(store: affine.StoreOp, e: LinearForm, g: int, loads: list[Operation]
 
 def _instruction(a: affine.LoadOp, b: affine.LoadOp, a_cast: Operation, b_cast: Operation,
                  acc: object, g: int, target: Target) -> str:
-    types = (element_name(a.result.type), element_name(b.result.type), element_name(acc))
+    types = (str(a.result.type), str(b.result.type), str(acc))
     found = next((i for i in INSTRUCTIONS.values() if (i.a, i.b, i.acc) == types), None)
     if found is None or found.group != g:
         raise _Misfit(f"no dot-product instruction takes {types[0]} x {types[1]} -> {types[2]} in groups of {g}")

@@ -134,7 +134,6 @@ from passes.support.diagnostics import LoomError, op_location
 from passes.support.remarks import remark
 from passes.support.units import format_bytes
 from dialects import arith_ext
-from dialects.x86vector import element_name
 from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
 from passes.analysis.affine_forms import (
     FootprintDim,
@@ -363,12 +362,12 @@ class LoomPackPass(ModulePass):
         if self.element is None:
             return None, None
         source = mtype.get_element_type()
-        choices = {element_name(source): source}
+        choices = {str(source): source}
         if widen is not None:
             wide = widen[1]
             if isinstance(source, IntegerType) and source.width.data == 8:
                 choices["i16"] = IntegerType(16)
-            choices[element_name(wide)] = wide
+            choices[str(wide)] = wide
         chosen = choices.get(self.element)
         if chosen is None:
             raise LoomError(f"{refuse}: option 'element' is {self.element}, but its buffer can hold "
@@ -512,9 +511,8 @@ class LoomPackPass(ModulePass):
 
         def copy(forms: list[LinearForm], g: int) -> list[Operation]:
             """buffer[at forms] = operand[...] (grouped: the g-th of the group at k = forms[1])."""
-            exprs, operands = affine_exprs(forms)
-            if plan.grouped is not None:  # [p, k, j] -> [p, k floordiv G, j * G + g] (k a multiple of G)
-                exprs = [exprs[0], exprs[1] // plan.group, exprs[2] * plan.group + g]
+            exprs, operands = _grouped(plan, *affine_exprs(forms), within=g)  # (k = forms[1], a multiple of G)
+            if plan.grouped is not None:
                 forms = [forms[0], forms[1] + g, forms[2]]
             if plan.split is None:
                 at = dict(zip(order, forms))
@@ -557,14 +555,16 @@ class LoomPackPass(ModulePass):
         return _grouped(plan, [exprs[0] // width, *exprs[1:], exprs[0] % width], operands)
 
 
-def _grouped(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue]) -> tuple[list[AffineExpr], list[SSAValue]]:
+def _grouped(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue],
+             within: int | None = None) -> tuple[list[AffineExpr], list[SSAValue]]:
     """A subscript of the panels [p, k, j] in the grouped layout: [p, k floordiv G,
-    j * G + k mod G] (unchanged without `group=`)."""
+    j * G + k mod G], or [..., j * G + within] where k is known to start a group
+    (unchanged without `group=`)."""
     if plan.grouped is None:
         return exprs, operands
     p, k, j = exprs
     g = plan.group
-    return [p, k // g, j * g + k % g], operands
+    return [p, k // g, j * g + (k % g if within is None else within)], operands
 
 
 def _widening(loads: list[affine.LoadOp]) -> tuple[type[Operation], Attribute] | None:

@@ -62,7 +62,7 @@ class DotLowering(Lowering):
         a = broadcast(r, group, words)
         b = r.value(op.b)
         a = r.result(llvm.BitcastOp(a, b.type))
-        if op.instruction.data == "vpmaddwd":  # (no accumulator: vpaddd after it)
+        if not op.info.accumulates:  # (vpmaddwd: vpaddd after it)
             products = _call(r, name, [a, b], acc_type)
             r.replace(r.result(llvm.AddOp(r.value(op.acc), products)))
         else:
