@@ -26,8 +26,15 @@ matmul reads transposed stored so; the tensors they come from are checked at eac
 no version counter) and folded again if they changed, unless `freeze=True` says they never
 change.
 
+A bfloat16 model (`model.to(torch.bfloat16)`, or an autocast region) runs its matmuls and
+convolutions on bfloat16 operands with float32 sums; the ops after them compute in float32
+and the results are rounded to bfloat16 where torch stores them (at the partition's end,
+and before another matmul or conv2d reads them); autocast's casts of the parameters fold
+with them.
+
 What stays in torch, and why, is in the report (`program.report()`, `compiler.explain`):
-an op Loom has no operation for, a dtype other than float32/float64, a batch norm in
+an op Loom has no operation for, a dtype other than float32/float64/bfloat16 (a cast
+other than between float32 and bfloat16), a batch norm in
 training mode, a grouped or transposed convolution, a group with no matmul or conv2d (the
 elementwise ops alone are as fast in torch), or a group Loom failed to compile (its error).
 A Python float that changes between calls (dynamo passes it as a tensor read with `.item()`)
@@ -52,6 +59,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import torch
 from torch._dynamo.source import is_from_unspecialized_param_buffer_source
@@ -75,7 +83,11 @@ VIEWS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.def
 MATMULS = {aten.mm.default, aten.addmm.default, aten.bmm.default}
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
             aten.squeeze.dim, aten.squeeze.dims, aten.flatten.using_ints}
-_DTYPES = (torch.float32, torch.float64)
+CAST = aten._to_copy.default
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+_FLOAT32 = {torch.float32, torch.bfloat16}  # Loom computes both in float32 (bfloat16 products summed in it)
+_NUMPY = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64),
+          torch.bfloat16: np.dtype(ml_dtypes.bfloat16)}
 
 
 def _name(target) -> str:
@@ -102,6 +114,54 @@ def _perm(n: torch.fx.Node) -> tuple[int, ...]:
 
 def _val(node):
     return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _tensor(node) -> torch.Tensor:
+    """A node's tensor (of a batch norm's results, the first)."""
+    val = _val(node)
+    return val[0] if isinstance(val, tuple | list) else val
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A numpy view of a tensor (no copy); bfloat16 as ml_dtypes.bfloat16, which numpy lacks."""
+    t = t.detach()
+    if t.dtype is torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _to_torch(a: np.ndarray) -> torch.Tensor:
+    """A tensor viewing a numpy array (no copy); ml_dtypes.bfloat16 as torch.bfloat16."""
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _wide(traced):
+    """A traced bfloat16 array as float32, which Loom's elementwise ops compute in (as torch
+    does inside its bfloat16 kernels); any other array itself."""
+    return traced.astype(np.float32) if traced.dtype == ml_dtypes.bfloat16 else traced
+
+
+def _computed_in(dtype: torch.dtype) -> torch.dtype:
+    """The dtype Loom computes a torch dtype's elementwise ops in (bfloat16: float32)."""
+    return torch.float32 if dtype is torch.bfloat16 else dtype
+
+
+def _cast_source(n):
+    """The value a chain of dtype casts starts from (n itself when it is no cast)."""
+    while isinstance(n, torch.fx.Node) and n.target is CAST:
+        n = n.args[0]
+    return n
+
+
+def _readers(n: torch.fx.Node) -> list[torch.fx.Node]:
+    """The nodes that read n, through dtype casts (a cast is not a reader: its readers are)."""
+    return [r for u in n.users for r in (_readers(u) if u.target is CAST else [u])]
 
 
 # --------------------------------------------------------------------------------------
@@ -131,14 +191,19 @@ class LoomSupport(OperatorSupportBase):
             if isinstance(source, torch.fx.Node) and source.target in BATCH_NORM and node.args[1] == 0:
                 return self._refusal(source)
             return "an item of a result torch computes"
-        if target not in COMPUTE | ELEMENTWISE | VIEWS | BATCH_NORM:
+        if target not in COMPUTE | ELEMENTWISE | VIEWS | BATCH_NORM | {CAST}:
             return f"Loom has no operation for {_name(target)}"
-        val = _val(node)
-        val = val[0] if isinstance(val, tuple | list) else val
+        val = _tensor(node)
         if not isinstance(val, torch.Tensor):
             return "its result is not a tensor"
+        if target is CAST and isinstance(_val(node.args[0]), torch.Tensor):
+            if set(node.kwargs) - {"dtype"} or len(node.args) != 1:
+                return "a copy that changes more than the dtype (device, layout or memory format)"
+            if not {_val(node.args[0]).dtype, val.dtype} <= _FLOAT32:
+                return (f"a conversion from {_dtype_name(_val(node.args[0]).dtype)} to {_dtype_name(val.dtype)} "
+                        "(Loom converts between float32 and bfloat16)")
         if val.dtype not in _DTYPES:
-            return f"dtype {str(val.dtype).replace('torch.', '')} (Loom computes in float32 and float64)"
+            return f"dtype {_dtype_name(val.dtype)} (Loom computes in float32, float64 and bfloat16)"
         if val.device.type != "cpu":
             return f"a tensor on {val.device} (Loom runs on the CPU)"
         if val.dim() == 0:
@@ -148,10 +213,12 @@ class LoomSupport(OperatorSupportBase):
                 v = _val(t)
                 if isinstance(t, torch.fx.Node) and not isinstance(v, torch.Tensor):
                     return "an operand that is a number computed at run time (a Python float that changes)"
-                if isinstance(v, torch.Tensor) and (v.dtype != val.dtype or v.dim() == 0):
-                    return (f"an operand of dtype {str(v.dtype).replace('torch.', '')} for a "
-                            f"{str(val.dtype).replace('torch.', '')} result (a mixed-dtype op)" if v.dim()
-                            else "a 0-d tensor operand")
+                if isinstance(v, torch.Tensor) and v.dim() == 0:
+                    return "a 0-d tensor operand"
+                if isinstance(v, torch.Tensor) and v.dtype != val.dtype and not {v.dtype, val.dtype} <= _FLOAT32:
+                    return (f"an operand of dtype {_dtype_name(v.dtype)} for a {_dtype_name(val.dtype)} result "
+                            "(a mixed-dtype op; Loom mixes float32 and bfloat16 alone)")
+
         if target is CONV:
             x, w, _, stride, padding, dilation, transposed, _, groups = node.args
             if transposed:
@@ -218,12 +285,13 @@ class _Constant:
 def _bits(t: torch.Tensor) -> np.ndarray:
     """A tensor's bits: a numpy view of it as integers of its width (no copy), which compares
     equal only to the very same bits (NaN and -0.0 included)."""
-    a = t.detach().numpy()
+    a = _to_numpy(t)
     return a.view(f"i{a.itemsize}")
 
 
-def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype):
-    """The HWCF filter and its bias (if any) with the batch norm (if any) folded in."""
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype):
+    """The HWCF filter (of dtype) and its bias (of bias_dtype, if any) with the batch norm
+    (if any) folded in, computed in float64."""
     with torch.no_grad():
         w64 = w.detach().double()
         bias = conv_bias.detach().double() if conv_bias is not None else None
@@ -235,8 +303,8 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype):
             bias = ((bias if bias is not None else 0) - mean.detach().double()) * scale
             if bn_bias is not None:
                 bias = bias + bn_bias.detach().double()
-        hwcf = np.ascontiguousarray(w64.permute(2, 3, 1, 0).to(dtype).numpy())
-        return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(bias.to(dtype).numpy()))
+        hwcf = np.ascontiguousarray(_to_numpy(w64.permute(2, 3, 1, 0).to(dtype)))
+        return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(_to_numpy(bias.to(bias_dtype))))
 
 
 def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype):
@@ -251,9 +319,10 @@ def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype):
         return np.ascontiguousarray(scale.to(dtype).numpy()), np.ascontiguousarray(shift.to(dtype).numpy())
 
 
-def _permuted(w, *, perm):
-    """A weight read through a transpose by a matmul, copied in that order (contiguous)."""
-    return (np.ascontiguousarray(w.detach().permute(perm).numpy()),)
+def _permuted(w, *, perm, dtype):
+    """A weight read through a transpose by a matmul, copied in that order (contiguous), in
+    the dtype the matmul reads it in."""
+    return (np.ascontiguousarray(_to_numpy(w.detach().permute(perm).to(dtype))),)
 
 
 class LoomPartition(torch.nn.Module):
@@ -275,9 +344,7 @@ class LoomPartition(torch.nn.Module):
         self.has_conv = any(n.target is CONV for n in self.graph_nodes)
         self.nhwc_inputs = {i for i, p in enumerate(self.placeholders)
                             if self.has_conv and isinstance(_val(p), torch.Tensor) and _val(p).dim() == 4}
-        self.dtype = next(_val(n)[0] if isinstance(_val(n), tuple) else _val(n) for n in self.graph_nodes
-                          if n.target is not operator.getitem).dtype
-        self.constants, folded = self._plan()
+        self.constants, folded, self.folded_casts = self._plan()
         # placeholders read only to compute constants (filters, batch norm parameters): not passed to the kernel
         self.passed = [i for i, p in enumerate(self.placeholders) if any((u, p) not in folded for u in p.users)]
 
@@ -297,15 +364,17 @@ class LoomPartition(torch.nn.Module):
 
     # ---- planning ---------------------------------------------------------------------
 
-    def _plan(self) -> tuple[list[_Constant], set]:
-        """The constants (see _Constant), and the (reader, placeholder) pairs they consume:
-        each conv2d whose filter and bias are parameters (with the batch norm after it when
-        that is its only reader and its tensors are buffers and parameters), every other batch
-        norm (made at each call when its tensors are not all parameters and buffers), and each
-        transpose of a parameter that only matmuls read. A filter or a transpose of any other
-        tensor is read in the kernel, at each call."""
+    def _plan(self) -> tuple[list[_Constant], set, set]:
+        """The constants (see _Constant), the (reader, value) pairs they consume, and the
+        dtype casts they consume whole (autocast's casts of the parameters): each conv2d whose
+        filter and bias are parameters (with the batch norm after it when that is its only
+        reader and its tensors are buffers and parameters), every other batch norm (made at
+        each call when its tensors are not all parameters and buffers), and each transpose of
+        a parameter that only matmuls read. A filter or a transpose of any other tensor is read
+        in the kernel, at each call. A parameter cast to another dtype counts as the parameter:
+        its constant is made in the dtype its reader reads."""
         index = {p: i for i, p in enumerate(self.placeholders)}
-        pos = lambda n: index.get(n) if isinstance(n, torch.fx.Node) else None  # noqa: E731
+        pos = lambda n: index.get(_cast_source(n)) if isinstance(n, torch.fx.Node) else None  # noqa: E731
         fixed = lambda n: n is None or pos(n) in self.fixed  # (absent, or a parameter or buffer)
         constants, uses = [], set()
 
@@ -320,21 +389,31 @@ class LoomPartition(torch.nn.Module):
                 bn = bn_of_conv.get(n)
                 params = bn.args[1:5] if bn is not None else (None,) * 4
                 eps = _eps(bn) if bn is not None else 0.0
+                dtype = _val(n).dtype
                 constants.append(_Constant(n, (pos(w), pos(b), *map(pos, params)),
-                                           functools.partial(_fold_conv, eps=eps, dtype=self.dtype)))
+                                           functools.partial(_fold_conv, eps=eps, dtype=dtype,
+                                                             bias_dtype=_computed_in(dtype))))
                 uses |= {(n, w), (n, b)} | ({(bn, p) for p in params} if bn is not None else set())
                 if bn is not None:
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants
             elif n.target in BATCH_NORM and n.args[0] not in bn_of_conv:
                 constants.append(_Constant(n, tuple(map(pos, n.args[1:5])),
-                                           functools.partial(_affine, eps=_eps(n), dtype=self.dtype),
+                                           functools.partial(_affine, eps=_eps(n), dtype=_computed_in(_tensor(n).dtype)),
                                            fixed=all(map(fixed, n.args[1:5]))))
                 uses |= {(n, p) for p in n.args[1:5]}
             elif (n.target in (aten.t.default, aten.permute.default, aten.transpose.int) and pos(n.args[0]) is not None
-                  and fixed(n.args[0]) and all(u.target in MATMULS for u in n.users)):
-                constants.append(_Constant(n, (pos(n.args[0]),), functools.partial(_permuted, perm=_perm(n))))
+                  and fixed(n.args[0]) and all(u.target in MATMULS for u in _readers(n))
+                  and len(read := {_val(u).dtype for u in n.users}) == 1):
+                constants.append(_Constant(n, (pos(n.args[0]),),
+                                           functools.partial(_permuted, perm=_perm(n), dtype=read.pop())))
                 uses.add((n, n.args[0]))
-        return constants, uses
+        # a cast all of whose readers consume it consumes its operand (the cast is not traced)
+        casts = set()
+        while more := [n for n in self.graph_nodes if n.target is CAST and n not in casts and n.users
+                       and all((u, n) in uses for u in n.users)]:
+            casts |= set(more)
+            uses |= {(n, n.args[0]) for n in more}
+        return constants, uses, casts
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
         """Each constant, computed again unless it is made of parameters and buffers whose
@@ -361,11 +440,13 @@ class LoomPartition(torch.nn.Module):
         constants = iter(arrays[len(self.passed):])
         folded = {node: tuple(next(constants) for _ in made) for node, made in self._constant_arrays.items()}
         for n in self.graph_nodes:
-            env[n] = self._op(n, env, folded)
+            if n not in self.folded_casts:
+                env[n] = self._op(n, env, folded)
         values = [env[r] for r in self.results]
         self.result_shapes = [v.shape for v in values]  # the reshapes left to torch (views there)
         self.result_nhwc = [v.nhwc for v in values]  # NHWC arrays, seen by torch as channels_last NCHW
-        outs = [v.traced for v in values]
+        # in torch's dtype: a bfloat16 value was computed in float32 (rounded once, here)
+        outs = [v.traced.astype(_NUMPY[_tensor(r).dtype]) for v, r in zip(values, self.results)]
         return outs[0] if self.single else tuple(outs)
 
     def _op(self, n: torch.fx.Node, env, folded) -> _Value:
@@ -375,20 +456,28 @@ class LoomPartition(torch.nn.Module):
             """The value in torch's dimension order and shape (a number stays a number)."""
             return env[x].applied() if isinstance(x, torch.fx.Node) else x
 
+        def read(x, traced=None) -> Any:
+            """An operand of a matmul or conv2d in torch's dtype of it (a bfloat16 value
+            computed in float32 is rounded here, as torch stores it)."""
+            return (logical(x) if traced is None else traced).astype(_NUMPY[_val(x).dtype])
+
         if t is operator.getitem:
             return env[n.args[0]]
+        if t is CAST:
+            v = env[n.args[0]]
+            return _Value(v.traced.astype(_NUMPY[_val(n).dtype]), nhwc=v.nhwc, shape=v.shape)
         if t in (aten.t.default, aten.permute.default, aten.transpose.int) and n in folded:
             return _Value(folded[n][0])  # a weight transposed at compile time
         if t is CONV:
             x, w, b, stride, padding, dilation = n.args[:6]
             xv = env[x]
-            xt = xv.traced if xv.nhwc else F.transpose(xv.applied(), (0, 2, 3, 1))
+            xt = read(x, xv.traced if xv.nhwc else F.transpose(xv.applied(), (0, 2, 3, 1)))
             if n in folded:
                 hwcf, *bias = folded[n]
                 bias = bias[0] if bias else None
             else:  # a filter computed in the graph: permuted (a copy) in the kernel
-                hwcf = F.contiguous(F.transpose(logical(w), (2, 3, 1, 0)))
-                bias = logical(b) if b is not None else None
+                hwcf = F.contiguous(F.transpose(read(w), (2, 3, 1, 0)))
+                bias = _wide(logical(b)) if b is not None else None
             y = F.conv2d(xt, hwcf, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
                          layout="nhwc")
             if bias is not None:
@@ -400,15 +489,15 @@ class LoomPartition(torch.nn.Module):
                 return x  # folded into the conv before it
             scale, shift = folded[n]  # x * scale + shift, per channel: dimension 1 (the last in NHWC)
             if x.nhwc:
-                return _Value(x.traced * scale + shift, nhwc=True)
-            xt = x.applied()
+                return _Value(_wide(x.traced) * scale + shift, nhwc=True)
+            xt = _wide(x.applied())
             rank = len(xt.shape)
             if rank > 2:
                 scale, shift = (F.reshape(c, (c.shape[0],) + (1,) * (rank - 2)) for c in (scale, shift))
             return _Value(xt * scale + shift)
         if t is aten.relu.default:
             v = env[n.args[0]]
-            return _Value(F.relu(v.traced), nhwc=v.nhwc, shape=v.shape)
+            return _Value(F.relu(_wide(v.traced)), nhwc=v.nhwc, shape=v.shape)
         if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
             a, b = n.args[:2]
             alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)
@@ -421,19 +510,18 @@ class LoomPartition(torch.nn.Module):
                 tb = tb * alpha
             return _Value(ta + tb if t is aten.add.Tensor else ta - tb, nhwc, shape)
         if t is aten.mm.default or t is aten.bmm.default:
-            return _Value(F.matmul(logical(n.args[0]), logical(n.args[1])))
+            return _Value(F.matmul(read(n.args[0]), read(n.args[1])))
         if t is aten.addmm.default:
             bias, a, b = n.args[:3]
             beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
-            p = F.matmul(logical(a), logical(b))
+            p = F.matmul(read(a), read(b))
             p = p * alpha if alpha != 1 else p
-            bt = logical(bias)
+            bt = _wide(logical(bias))
             return _Value(p + (bt * beta if beta != 1 else bt))
         if t is aten.linear.default:
-            x, w = logical(n.args[0]), logical(n.args[1])
-            y = F.matmul(x, F.transpose(w))
+            y = F.matmul(read(n.args[0]), F.transpose(read(n.args[1])))
             b = n.args[2] if len(n.args) > 2 else None
-            return _Value(y + logical(b) if b is not None else y)
+            return _Value(y + _wide(logical(b)) if b is not None else y)
         if t in RESHAPES and not env[n.args[0]].nhwc:  # left pending (see _Value)
             v, shape = env[n.args[0]], tuple(_val(n).shape)
             return _Value(v.traced, shape=None if shape == v.traced.shape else shape)
@@ -468,6 +556,10 @@ class LoomPartition(torch.nn.Module):
         the unreshaped arrays if the op keeps a pending reshape (a vector made 1-D)."""
         if not isinstance(o, torch.fx.Node):
             return float(o)
+        return _wide(self._laid_out(o, env, nhwc, pending))
+
+    @staticmethod
+    def _laid_out(o: torch.fx.Node, env, nhwc: bool, pending: tuple[int, ...] | None):
         v = env[o]
         if pending is not None:
             if v.shape is not None:
@@ -508,7 +600,7 @@ class LoomPartition(torch.nn.Module):
             t = tensors[i].detach()
             if i in self.nhwc_inputs:
                 t = t.permute(0, 2, 3, 1)
-            out.append(t.numpy())
+            out.append(_to_numpy(t))
         return out + [a for made in self._constant_arrays.values() for a in made]
 
     def prepare(self, tensors: Sequence[torch.Tensor]) -> dict | None:
@@ -558,7 +650,7 @@ class LoomPartition(torch.nn.Module):
         results = (result,) if self.single else result
         outs = []
         for r, shape, nhwc in zip(results, self.result_shapes, self.result_nhwc):
-            t = torch.from_numpy(r) if shape is None else torch.from_numpy(r).view(shape)
+            t = _to_torch(r) if shape is None else _to_torch(r).view(shape)
             outs.append(t.permute(0, 3, 1, 2) if nhwc else t)
         return outs[0] if self.single else tuple(outs)
 

@@ -1,0 +1,188 @@
+"""bfloat16 models through the torch backend: `model.to(torch.bfloat16)` with bfloat16 inputs,
+and float32 models inside `torch.autocast("cpu", dtype=torch.bfloat16)`. Loom's matmuls and
+convolutions read bfloat16 and sum in float32, the ops after them compute in float32, and a
+partition's results are rounded to bfloat16 once, where torch stores them. Checked against
+the model in float64 (of the same bfloat16 parameters and inputs) with a bound of bfloat16's
+roundings, against torch's own bfloat16 run, and bit for bit on small integers."""
+
+import copy
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import compiler as loom  # noqa: E402
+from compiler.frontends import torch_fx as torchfx  # noqa: E402
+
+nn = torch.nn
+BF16_EPS = 2.0 ** -8  # bfloat16's unit roundoff is half of it
+
+
+def _randomized(model, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.rand(n, generator=g) * 2 - 1)
+                m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(n, generator=g) + 0.5)
+                m.bias.copy_(torch.rand(n, generator=g) - 0.5)
+    return model.eval()
+
+
+class Block(nn.Module):
+    """A residual block (conv-bn-relu, conv-bn, a 1x1/2 projection), flattened into a Linear."""
+
+    def __init__(self, c=3, f=8, classes=5, hw=4):
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(c, f, 3, 2, 1, bias=False), nn.BatchNorm2d(f), nn.ReLU())
+        self.b = nn.Sequential(nn.Conv2d(f, f, 3, 1, 1, bias=False), nn.BatchNorm2d(f))
+        self.down = nn.Sequential(nn.Conv2d(c, f, 1, 2, bias=False), nn.BatchNorm2d(f))
+        self.fc = nn.Linear(f * hw * hw, classes)
+
+    def forward(self, x):
+        y = torch.relu(self.b(self.a(x)) + self.down(x))
+        return self.fc(torch.flatten(y, 1))
+
+
+def _reference(model, x):
+    """The model in float64 on the same (bfloat16-valued) parameters and input."""
+    model64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        return model64(x.double())
+
+
+def _rel(out, ref) -> float:
+    return ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
+
+
+def test_a_bfloat16_model_runs_on_bfloat16_operands():
+    torch.manual_seed(0)
+    model = _randomized(Block()).to(torch.bfloat16)
+    x = torch.randn(2, 3, 8, 8).bfloat16()
+    program = loom.from_torch(model, (x,))
+    assert program.partitions and all(q.where == "loom" for q in program.ops), program.report()
+    with torch.no_grad():
+        out, eager = program(x), model(x)
+    assert out.dtype == torch.bfloat16 and out.shape == eager.shape
+    # the roundings: the filters with their batch norm folded in, the activation the second conv
+    # reads and the result (one bfloat16 rounding each) against float64 of the same model
+    assert _rel(out, _reference(model, x)) <= 4 * BF16_EPS
+    assert _rel(out, eager) <= 2e-2
+    arrays = program.partitions[0].last_arrays
+    # bfloat16: the input, the three filters, the Linear's weight and bias (widened in the kernel);
+    # the biases folded from the batch norms in float32
+    assert arrays[0].dtype == ml_dtypes.bfloat16 and np.shares_memory(arrays[0], torchfx._to_numpy(x))
+    assert sum(a.dtype == ml_dtypes.bfloat16 for a in arrays) == 6
+    assert {a.dtype for a in arrays} == {np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)}
+
+
+def test_an_autocast_region():
+    """autocast casts the parameters (the casts are folded with them: the filters are made in
+    bfloat16 once, not cast at each call) and the input; batch norm and relu follow in
+    bfloat16, the result is bfloat16 as torch's."""
+    torch.manual_seed(1)
+    model = _randomized(Block(), seed=1)
+
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(x)
+
+    x = torch.randn(2, 3, 8, 8)
+    torch._dynamo.reset()
+    fast = torch.compile(f, backend=loom.torch_backend, dynamic=False)
+    with torchfx.recording() as ran, torch.no_grad():
+        out = fast(x)
+        eager = f(x)
+    [program] = ran
+    assert program.partitions and all(q.where == "loom" for q in program.ops), program.report()
+    assert out.dtype == eager.dtype == torch.bfloat16
+    assert _rel(out, eager) <= 2e-2
+    assert _rel(out, _reference(model, x.bfloat16().float())) <= 6 * BF16_EPS
+    arrays = program.partitions[0].last_arrays
+    assert arrays[0].dtype == np.float32 and np.shares_memory(arrays[0], x.numpy())  # cast in the kernel
+    assert sum(a.dtype == ml_dtypes.bfloat16 for a in arrays) == 4  # three filters, the Linear's weight
+
+
+def test_small_integers_are_exact_in_bfloat16():
+    """Integer weights and inputs whose every sum stays within bfloat16's 8 significant bits:
+    Loom's bfloat16 result equals float64's bit for bit."""
+    model = nn.Sequential(nn.Conv2d(3, 5, (3, 2), padding=1), nn.ReLU(), nn.Conv2d(5, 4, 1)).eval()
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randint(-1, 2, p.shape, generator=g).float())
+    model = model.to(torch.bfloat16)
+    x = torch.randint(-2, 3, (2, 3, 6, 6), generator=g).bfloat16()
+    program = loom.from_torch(model, (x,))
+    with torch.no_grad():
+        out = program(x)
+    assert torch.equal(out.double(), _reference(model, x))
+
+
+@settings(deadline=None, max_examples=25)
+@given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3, 5]), f=st.sampled_from([1, 4, 7, 16]),
+       hw=st.tuples(st.integers(3, 11), st.integers(3, 11)),
+       kernel=st.tuples(st.sampled_from([1, 2, 3]), st.sampled_from([1, 3])),
+       stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), bias=st.booleans(), bn=st.booleans(),
+       autocast=st.booleans())
+def test_random_bfloat16_conv_layers(n, c, f, hw, kernel, stride, padding, bias, bn, autocast):
+    if any(d + 2 * padding - r < 0 for d, r in zip(hw, kernel)):
+        return
+    torch.manual_seed(6)
+    layers = [nn.Conv2d(c, f, kernel, stride, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
+    model = _randomized(nn.Sequential(*layers, nn.ReLU()))
+    x = torch.randn(n, c, *hw)
+    if autocast:
+        def fn(x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return model(x)
+        torch._dynamo.reset()
+        with torchfx.recording() as ran, torch.no_grad():
+            out = torch.compile(fn, backend=loom.torch_backend, dynamic=False)(x)
+        [program] = ran
+    else:
+        model, x = model.to(torch.bfloat16), x.bfloat16()
+        program = loom.from_torch(model, (x,))
+        with torch.no_grad():
+            out = program(x)
+    assert program.partitions and program.partitions[0].error is None, program.report()
+    ref = _reference(model, x.bfloat16().float() if autocast else x)
+    assert out.dtype == torch.bfloat16
+    # the folded filter and the result rounded to bfloat16, the f32 sum (K terms) besides
+    k = c * kernel[0] * kernel[1]
+    assert (out.double() - ref).abs().max() <= (2 * BF16_EPS + 4 * k * 2.0 ** -24) * max(ref.abs().max(), 1e-30)
+
+
+def test_conversions_loom_does_not_make_stay_in_torch():
+    def fn(x, w):
+        return (x.half() @ w.half(), x.double() @ w.double().bfloat16().double(), x.bfloat16() @ w.bfloat16())
+
+    x, w = torch.randn(4, 3), torch.randn(3, 2)
+    program = torchfx.compile_graph(fn, [x, w])
+    reasons = {q.reason for q in program.ops if q.where == "torch"}
+    assert "a conversion from float32 to float16 (Loom converts between float32 and bfloat16)" in reasons
+    assert "a conversion from float64 to bfloat16 (Loom converts between float32 and bfloat16)" in reasons
+    [part] = program.partitions  # the bfloat16 product: two casts and the matmul
+    with torch.no_grad():
+        half, double, bf16 = program(x, w)
+    ref = x.bfloat16().double() @ w.bfloat16().double()
+    assert bf16.dtype == torch.bfloat16 and (bf16.double() - ref).abs().max() <= BF16_EPS * ref.abs().max()
+
+
+def test_loom_bench_times_a_bfloat16_model(capsys):
+    """`loom-bench --model mlp --dtype bf16`: the model in bfloat16 in Loom and in torch eager,
+    checked against torch's bfloat16 run (the exit status), one short round."""
+    from tools import loom_bench
+
+    argv = ["--model", "mlp", "--dtype", "bf16", "--batches", "1", "--threads-list", "1", "--repeat", "1",
+            "--budget", "0.01"]
+    assert loom_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "inference, bf16" in out and "| mlp | bf16 | 1 | 1 |" in out and "| ok |" in out
