@@ -98,6 +98,7 @@ def test_parse_shapes_list_and_defaults():
     (["--shapes", "--threads", "0"], "--repeat, --budget, --rounds and --threads must be positive"),
     (["--stages", "--dtype", "int8"], "--dtype applies to --shapes and --conv and --model only"),
     (["--model", "mlp", "--dtype", "int8"], "--model runs f32 or bf16 models: --dtype int8 applies to"),
+    (["--stages", "--peers"], "--peers applies to --shapes and --conv and --model only"),
     (["--conv", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),
     (["--shapes", "--dtype", "bf16", "--transposed"], "--dtype bf16 times B as given, without a plot"),

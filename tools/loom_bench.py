@@ -13,8 +13,9 @@
     loom-bench --conv --dtype bf16|int8 [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
-    loom-bench --model resnet18,mlp [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
+    loom-bench --model resnet18,mlp [--dtype bf16] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
                        [--budget S] [--json]
+    (--shapes, --conv and --model take --peers: ONNX Runtime and OpenVINO beside them)
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
 naive, tiling, permutation, invariant hoisting, unrolling; each stage checked against
@@ -87,6 +88,14 @@ process, interleaved, medians of rounds; the table gives eager/Loom, the relativ
 how many ATen ops ran in Loom, and the compile time (first call) cold and warm from the
 disk cache. `--dtype bf16` runs the models converted with `model.to(torch.bfloat16)` on
 bf16 inputs, in Loom and in torch eager (checked within 2e-2 relative of torch's bf16 run).
+
+`--peers` adds ONNX Runtime and OpenVINO (the `anchors` extra; tools/bench/peers.py) to
+`--shapes`, `--conv` (any `--dtype`) and `--model`, in the same process and rounds: kernels
+as one-node ONNX graphs with the weight a constant (`MatMul`/`Conv`; int8: ONNX Runtime's
+`MatMulInteger`/`ConvInteger` and OpenVINO's int8 on a `DequantizeLinear` graph; bf16:
+OpenVINO's bf16 precision hint, named with the precision it ran), models through
+`torch.onnx.export`. Each peer's result is checked once and its error reported (a peer off
+by more than the bound is listed under the table, timed all the same).
 
 Every kernel is checked against the float64 numpy reference; the exit status is 1 if
 any check fails.
@@ -177,6 +186,9 @@ def parse_args(argv):
     p.add_argument("--dtype", choices=("f32", "bf16", "int8"), default="f32",
                    help="--shapes, --conv: the element type (bf16: bf16 x bf16 -> f32; int8: u8 x s8 -> i32); "
                         "--model: bf16 runs model.to(torch.bfloat16) on bf16 inputs")
+    p.add_argument("--peers", action="store_true",
+                   help="--shapes, --conv, --model: time ONNX Runtime and OpenVINO beside them (one-node ONNX graphs; "
+                        "models through torch.onnx.export), where installed: pip install 'loomir[anchors]'")
     p.add_argument("--transposed", action="store_true",
                    help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
     p.add_argument("--plot", metavar="PNG",
@@ -191,6 +203,7 @@ def parse_args(argv):
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--transposed", args.transposed, ("shapes",)),
+                               ("--peers", args.peers, ("shapes", "conv", "model")),
                                ("--dtype", args.dtype != "f32", ("shapes", "conv", "model")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
                                ("--matmul", args.matmul, ("compile",)),

@@ -15,13 +15,14 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
+from tools.bench import peers as anchors
 from tools.bench.common import bar_chart, bench_machine, cell, compile_fresh, peak_line, torch_from_numpy, write_plot
 
 #: (n, c, h, w, f, r, s, strides, padding, dilations)
@@ -128,6 +129,9 @@ class ConvMeasurement:
     layout: str = "nchw"
     #: the strategy the default pipeline chose ("direct", "im2col"; its remark)
     strategy: str = ""
+    #: ONNX Runtime's and OpenVINO's seconds and max errors, by name (`--peers`)
+    peers: dict[str, float] = field(default_factory=dict)
+    peer_errors: dict[str, float] = field(default_factory=dict)
 
     def gflops(self, seconds: float | None) -> float | None:
         return None if seconds is None else self.flops / seconds / 1e9
@@ -138,7 +142,7 @@ class ConvMeasurement:
 
 
 def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2.0, repeat: int = 10,
-                 rounds: int = 1, seed: int = 0, layout: str = "nchw") -> ConvMeasurement:
+                 rounds: int = 1, seed: int = 0, layout: str = "nchw", with_runtimes: bool = False) -> ConvMeasurement:
     n, c, h, w, f, r, s, strides, padding, dilations = layer
     rng = np.random.default_rng(seed)
     x_shape, w_shape, _ = layer_shapes(layer, layout)
@@ -153,6 +157,11 @@ def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2
     torch = torch_conv(x, wt, layer, threads, layout)
     if torch is not None:
         fns.append(torch)
+    runtimes = (anchors.kernel_peers("conv2d", *anchors.nchw(x, wt, layout), "f32", threads, conv=layer[7:])
+                if with_runtimes else [])
+    first_runtime = len(fns)
+    fns += [p.run for p in runtimes]
+    want_nchw = want.transpose(0, 3, 1, 2) if layout == "nhwc" else want
     for fn in fns[1:]:
         fn()
     timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
@@ -161,7 +170,9 @@ def measure_conv(name: str, layer: Layer, *, threads: int = 1, budget: float = 2
         name, layer, 2.0 * n * f * ho * wo * c * r * s, timing.median(0),
         timing.median(2) if torch is not None else None, timing.median(1),
         timing.ratios(2) if torch is not None else (), timing.ratios(1), err, bound, compile_seconds, threads,
-        layout, chosen_strategy(kernel.remarks))
+        layout, chosen_strategy(kernel.remarks),
+        {p.name: timing.median(first_runtime + i) for i, p in enumerate(runtimes)},
+        {p.name: p.check(want_nchw) for p in runtimes})
 
 
 def chosen_strategy(remarks: Sequence[str]) -> str:
@@ -171,10 +182,12 @@ def chosen_strategy(remarks: Sequence[str]) -> str:
 
 
 def run_conv(layers: dict[str, Layer], *, threads: int = 1, budget: float = 2.0, repeat: int = 10, rounds: int = 1,
-             layout: str = "nchw", on_row: Callable[[ConvMeasurement], None] | None = None) -> list[ConvMeasurement]:
+             layout: str = "nchw", on_row: Callable[[ConvMeasurement], None] | None = None,
+             with_runtimes: bool = False) -> list[ConvMeasurement]:
     rows = []
     for name, layer in layers.items():
-        row = measure_conv(name, layer, threads=threads, budget=budget, repeat=repeat, rounds=rounds, layout=layout)
+        row = measure_conv(name, layer, threads=threads, budget=budget, repeat=repeat, rounds=rounds, layout=layout,
+                           with_runtimes=with_runtimes)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -186,9 +199,11 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def markdown_conv(rows: list[ConvMeasurement]) -> str:
+    names = list(dict.fromkeys(name for m in rows for name in m.peers))
     out = ["| layer | N×C×H×W, F×R×S, stride, pad, dil | strategy | Loom GFLOP/s | torch GFLOP/s | loom/torch | "
-           "numpy im2col GFLOP/s | loom/numpy | compile s | check |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+           "numpy im2col GFLOP/s | loom/numpy |" + "".join(f" {name} GFLOP/s | loom/it |" for name in names)
+           + " compile s | check |",
+           "|---|---|---|---:|---:|---:|---:|---:|" + "---:|---:|" * len(names) + "---:|---|"]
     for m in rows:
         n, c, h, w, f, r, s, st, pad, dil = m.layer
         shape = f"{n}×{c}×{h}×{w}, {f}×{r}×{s}, {st[0]}, {pad[0]}, {dil[0]}"
@@ -196,9 +211,11 @@ def markdown_conv(rows: list[ConvMeasurement]) -> str:
             None if m.torch_seconds is None else m.torch_seconds / m.seconds)
         numpy_ratio = _median(m.numpy_ratios) or m.numpy_seconds / m.seconds
         out.append(f"| {m.name} | {shape} | {m.strategy} | {cell(m.gflops(m.seconds), '.1f')} | {cell(m.gflops(m.torch_seconds), '.1f')} | "
-                   f"{cell(torch_ratio, '.2f')} | {cell(m.gflops(m.numpy_seconds), '.1f')} | {numpy_ratio:.2f} | "
-                   f"{m.compile_seconds:.2f} | {'ok' if m.ok else 'MISMATCH'} |")
-    return "\n".join(out)
+                   f"{cell(torch_ratio, '.2f')} | {cell(m.gflops(m.numpy_seconds), '.1f')} | {numpy_ratio:.2f} |"
+                   + "".join(f" {cell(m.gflops(m.peers.get(n)), '.1f')} |"
+                             f" {cell(m.peers[n] / m.seconds if n in m.peers else None, '.2f')} |" for n in names)
+                   + f" {m.compile_seconds:.2f} | {'ok' if m.ok else 'MISMATCH'} |")
+    return "\n".join(out) + anchors.errors_note({m.name: m.peer_errors for m in rows}, {m.name: m.bound for m in rows})
 
 
 def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
@@ -207,7 +224,9 @@ def conv_json(rows: list[ConvMeasurement]) -> list[dict]:
              "numpy_im2col_gflops": m.gflops(m.numpy_seconds), "torch_ratios": list(m.torch_ratios),
              "numpy_ratios": list(m.numpy_ratios), "max_err": m.max_err, "bound": m.bound, "ok": m.ok,
              "compile_seconds": m.compile_seconds, "threads": m.threads, "layout": m.layout,
-             "strategy": m.strategy} for m in rows]
+             "strategy": m.strategy,
+             "peers": {n: {"seconds": t, "gflops": m.gflops(t), "max_err": m.peer_errors[n]} for n, t in m.peers.items()}}
+            for m in rows]
 
 
 def plot_conv(rows: list[ConvMeasurement], path, *, title: str = "") -> None:
@@ -232,13 +251,15 @@ def conv_mode(args, blas: str) -> int:
               f"{'' if m.ok else '  MISMATCH'}", file=sys.stderr)
 
     rows = run_conv(LAYERS[args.layers], threads=args.threads, budget=args.budget, repeat=args.repeat,
-                    rounds=args.rounds, layout=args.layout, on_row=None if args.json else progress)
+                    rounds=args.rounds, layout=args.layout, on_row=None if args.json else progress,
+                    with_runtimes=args.peers)
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "blas": blas, "rows": conv_json(rows)}, indent=1))
     else:
         print(f"machine: {machine}\n{peak_line(args.threads)}\n{blas}\n\npipeline: default, "
-              f"threads: {args.threads}, f32, {args.layout.upper()}\n")
+              f"threads: {args.threads}, f32, {args.layout.upper()}"
+              + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown_conv(rows))
     if args.plot:
         threads = "one thread" if args.threads == 1 else f"{args.threads} threads"

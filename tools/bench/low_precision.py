@@ -26,7 +26,7 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from dialects.dtypes import dtype_named
 from compiler.numpy_reference import conv2d_nchw, conv2d_nhwc
 from dialects.loom import conv2d_output_hw
 from tools.bench.common import Shape, bench_machine, cell, compile_fresh, matmul_source, shape_label, torch_from_numpy
+from tools.bench import peers as anchors
 from tools.bench.conv import LAYERS, Layer, conv_source, layer_shapes, torch_conv
 
 #: the shapes issue 28's targets name: square, and a transformer's projections
@@ -96,6 +97,16 @@ class ConvProblem(Problem):
         return conv_source(self.layer, self.layout, types)
 
 
+def runtime_peers(problem: Problem, threads: int) -> list[anchors.Peer]:
+    """ONNX Runtime's and OpenVINO's kernels of the problem (`--peers`): bf16 values as f32
+    arrays (the runtimes take bf16 through OpenVINO's precision hint)."""
+    a, b = (problem.a32, problem.b32) if problem.dtype == "bf16" else (problem.a, problem.b)
+    if isinstance(problem, ConvProblem):
+        a, b = anchors.nchw(a, b, problem.layout)
+        return anchors.kernel_peers("conv2d", a, b, problem.dtype, threads, conv=problem.layer[7:])
+    return anchors.kernel_peers("matmul", a, b, problem.dtype, threads)
+
+
 def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object]]:
     """torch's kernels for the problem's type, by name (none where torch is not installed,
     or where a kernel's shape rules exclude the shape)."""
@@ -148,6 +159,8 @@ class Row:
     compile_seconds: float
     #: Loom's low-precision kernel over its f32 kernel, per round
     ratios: tuple[float, ...] = ()
+    #: the max error of each ONNX Runtime / OpenVINO peer's result (`--peers`)
+    peer_errors: dict[str, float] = field(default_factory=dict)
 
     def rate(self, seconds: float) -> float:
         """GFLOP/s (GOP/s for int8) of this shape done in `seconds`."""
@@ -167,9 +180,11 @@ class Row:
 
 
 def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
-            rounds: int = 1, threads: int = 1) -> Row:
+            rounds: int = 1, threads: int = 1, with_runtimes: bool = False) -> Row:
     """Compile Loom's kernel of the problem's type and its f32 kernel, check both, and time
-    them interleaved with torch's peers (`timed_rounds`: medians over the rounds)."""
+    them interleaved with torch's peers (and ONNX Runtime's and OpenVINO's with
+    `with_runtimes`, each checked once: its error is reported, not judged) (`timed_rounds`:
+    medians over the rounds)."""
     kernel, compile_seconds = compile_fresh(problem.source(TYPES[problem.dtype]), pipeline, threads)
     f32, _ = compile_fresh(problem.source(("f32", "f32", "f32")), pipeline, threads)
     got = kernel(problem.a, problem.b)
@@ -179,26 +194,30 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
     if f32_err > error_bound(problem.reduction, np.dtype(np.float32), float(np.abs(f32_want).max())):
         err = float("inf")  # the f32 kernel it is compared with is wrong: the row fails
     peers = torch_peers(problem, threads)
+    runtimes = runtime_peers(problem, threads) if with_runtimes else []
+    peer_errors = {p.name: p.check(problem.want) for p in runtimes}
+    peers.update({p.name: p.run for p in runtimes})
     fns = [lambda: kernel(problem.a, problem.b), lambda: f32(problem.a32, problem.b32), *peers.values()]
     for f in fns[1:]:
         f()
     timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
     return Row(problem.label, problem.ops, problem.dtype, threads, timing.median(0), timing.median(1),
                {name: timing.median(2 + i) for i, name in enumerate(peers)}, err, problem.bound, compile_seconds,
-               timing.ratios(1) if rounds > 1 else ())
+               timing.ratios(1) if rounds > 1 else (), peer_errors)
 
 
 def run(shapes: Sequence[Shape] = DTYPE_SHAPES, dtype: str = "bf16", *, pipeline: str = "default",
         repeat: int = 10, budget: float = 2.0, seed: int = 0, rounds: int = 1, threads: int = 1,
         on_row: Callable[[Row], None] | None = None, layers: dict[str, Layer] | None = None,
-        layout: str = "nchw") -> list[Row]:
+        layout: str = "nchw", with_runtimes: bool = False) -> list[Row]:
     """Measure each matmul shape, or with `layers` each conv2d layer (in `layout`)."""
     rng = np.random.default_rng(seed)
     problems = ((ConvProblem(name, layer, dtype, rng, layout) for name, layer in layers.items()) if layers is not None
                 else (Problem(shape, dtype, rng) for shape in shapes))
     rows = []
     for problem in problems:
-        row = measure(problem, pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds, threads=threads)
+        row = measure(problem, pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds, threads=threads,
+                      with_runtimes=with_runtimes)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -222,7 +241,7 @@ def markdown(rows: list[Row], conv: bool = False) -> str:
         out.append(f"| {r.label} | {r.rate(r.seconds):.1f} | {r.rate(r.f32_seconds):.1f} | "
                    f"{r.over_f32:.2f}x |{peers} {cell(r.over_best_peer, '.2f')} | {r.rate(r.seconds) / peak:.0%} | "
                    f"{'ok' if r.ok else 'MISMATCH'} |")
-    return "\n".join(out)
+    return "\n".join(out) + anchors.errors_note({r.label: r.peer_errors for r in rows}, {r.label: r.bound for r in rows})
 
 
 def as_json(rows: list[Row]) -> list[dict]:
@@ -230,7 +249,7 @@ def as_json(rows: list[Row]) -> list[dict]:
              "rate": r.rate(r.seconds), "f32_seconds": r.f32_seconds, "over_f32": r.over_f32,
              "peers": {name: {"seconds": s, "rate": r.rate(s)} for name, s in r.peers.items()},
              "over_best_peer": r.over_best_peer, "max_err": r.max_err, "bound": r.bound, "ok": r.ok,
-             "compile_seconds": r.compile_seconds, "ratios": list(r.ratios)}
+             "compile_seconds": r.compile_seconds, "ratios": list(r.ratios), "peer_errors": r.peer_errors}
             for r in rows]
 
 
@@ -239,7 +258,7 @@ def mode(args) -> int:
     layers = LAYERS[args.layers] if args.conv else None
     rows = run(args.shapes_list, args.dtype, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
                rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress, layers=layers,
-               layout=args.layout)
+               layout=args.layout, with_runtimes=args.peers)
     machine = bench_machine()
     path = dot_path(args.dtype)
     if args.json:
@@ -248,7 +267,8 @@ def mode(args) -> int:
         print(f"machine: {machine}\n{args.dtype} peak: {peak_gflops(args.dtype, args.threads):.1f} "
               f"{'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'} on {path.describe()} (compiler/measure/peak.py; "
               "the kernel's own path: --remarks)\n"
-              f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}\n")
+              f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}"
+              + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown(rows, conv=args.conv))
     return 0 if all(r.ok for r in rows) else 1
 

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import groupby
 
 import numpy as np
@@ -27,6 +27,7 @@ import numpy as np
 from compiler.driver import compile
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from passes.schedule import loom_default
+from tools.bench import peers as anchors
 from tools.bench.common import (
     Shape, bar_chart, bench_machine, cell, compile_fresh, matmul_source, peak_line, shape_label, write_plot,
 )
@@ -193,6 +194,9 @@ class Measurement:
     speedups: tuple[float, ...] = ()
     #: B passed as the transpose of an N x K array (`x @ w.T`)
     transposed: bool = False
+    #: ONNX Runtime's and OpenVINO's seconds and max errors, by name (`--peers`)
+    peers: dict[str, float] = field(default_factory=dict)
+    peer_errors: dict[str, float] = field(default_factory=dict)
 
     def problem_gflops(self, seconds: float) -> float:
         """GFLOP/s of this shape's matmul done in `seconds`."""
@@ -234,20 +238,24 @@ class _Problem:
 
 
 def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rounds: int = 1,
-            threads: int = 1) -> Measurement:
+            threads: int = 1, with_runtimes: bool = False) -> Measurement:
     """Compile `pipeline` for the problem's shape, check it, and time it interleaved with
     numpy (and torch): `timed_rounds`. With `rounds` > 1 the times are the medians over
     the rounds, and each round's loom/numpy is kept (on a shared machine the ratio of one
     round can be a few percent off). With `threads` > 1 the kernel is compiled for that
     many threads (numpy's and torch's pools are set so by the caller), a one-thread kernel
     is timed in the same rounds, and each function's runs come in a block after a sleep
-    (`SETTLE`: the other library's idle threads stop spinning)."""
+    (`SETTLE`: the other library's idle threads stop spinning). `with_runtimes`: ONNX
+    Runtime's and OpenVINO's kernels too (tools/bench/peers.py), each checked once."""
     a, b = problem.a, problem.b_arg
     source = matmul_source(*problem.shape, transposed=problem.transposed)
     kernel, compile_seconds = compile_fresh(source, pipeline, threads)
     got = kernel(a, b)  # also the warm-up run
     err = float(np.abs(got - problem.want).max())
     fns = [lambda: kernel(a, b), lambda: np.matmul(a, problem.b)] + ([problem.torch] if problem.torch else [])
+    runtimes = anchors.kernel_peers("matmul", problem.a, problem.b, "f32", threads) if with_runtimes else []
+    first_runtime = len(fns)
+    fns += [p.run for p in runtimes]
     if threads > 1:
         serial = compile(source, pipeline=pipeline, num_threads=1)
         err = max(err, float(np.abs(serial(a, b) - problem.want).max()))
@@ -264,13 +272,14 @@ def measure(problem: _Problem, pipeline: str, *, repeat: int, budget: float, rou
     return Measurement(problem.shape, pipeline, seconds, f / seconds, numpy_seconds, f / numpy_seconds,
                        torch_seconds, None if torch_seconds is None else f / torch_seconds,
                        err, problem.bound, compile_seconds, ratios, threads, one_thread, speedups,
-                       problem.transposed)
+                       problem.transposed, {p.name: timing.median(first_runtime + i) for i, p in enumerate(runtimes)},
+                       {p.name: p.check(problem.want) for p in runtimes})
 
 
 def run_shapes(
     shapes: Sequence[Shape] = SHAPES, *, pipeline: str = "default", repeat: int = 10, budget: float = 2.0,
     seed: int = 0, rounds: int = 1, threads: int = 1, transposed: bool = False,
-    on_row: Callable[[Measurement], None] | None = None,
+    on_row: Callable[[Measurement], None] | None = None, with_runtimes: bool = False,
 ) -> list[Measurement]:
     """`pipeline` at every shape, each beside numpy (and torch), `rounds` times, on
     `threads` threads (see `measure`), B transposed or not (`_Problem`); `on_row(row)` as
@@ -279,7 +288,7 @@ def run_shapes(
     rng = np.random.default_rng(seed)
     for shape in shapes:
         row = measure(_Problem(shape, rng, threads, transposed), pipeline, repeat=repeat, budget=budget, rounds=rounds,
-                      threads=threads)
+                      threads=threads, with_runtimes=with_runtimes)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -293,16 +302,21 @@ def markdown_shapes(rows: list[Measurement]) -> str:
     threads = max((r.threads for r in rows), default=1)
     spread = f" loom/numpy min-max ({rounds} rounds) |" if rounds else ""
     serial = " Loom 1 thread GFLOP/s | speedup |" if threads > 1 else ""
+    names = list(dict.fromkeys(name for r in rows for name in r.peers))
     out = ["| shape M×N×K | Loom GFLOP/s | numpy GFLOP/s | loom/numpy |" + spread + serial
-           + " torch GFLOP/s | compile s | check |",
-           "|---|---:|---:|---:|" + "---:|" * bool(rounds) + "---:|---:|" * (threads > 1) + "---:|---:|---|"]
+           + " torch GFLOP/s |" + "".join(f" {name} GFLOP/s |" for name in names) + " compile s | check |",
+           "|---|---:|---:|---:|" + "---:|" * bool(rounds) + "---:|---:|" * (threads > 1) + "---:|" * (1 + len(names))
+           + "---:|---|"]
     for r in rows:
         low_high = f" {min(r.ratios):.3f}-{max(r.ratios):.3f} |" if r.ratios else " - |" * bool(rounds)
         one = (f" {r.problem_gflops(r.one_thread_seconds):.2f} | {r.speedup:.2f}x |"
                if r.one_thread_seconds is not None else " - | - |" * (threads > 1))
         out.append(f"| {shape_label(r.shape)} | {r.gflops:.2f} | {r.numpy_gflops:.2f} | {r.ratio:.3f} |{low_high}"
-                   f"{one} {cell(r.torch_gflops, '.2f')} | {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
-    return "\n".join(out)
+                   f"{one} {cell(r.torch_gflops, '.2f')} |"
+                   + "".join(f" {cell(r.problem_gflops(r.peers[n]) if n in r.peers else None, '.2f')} |" for n in names)
+                   + f" {r.compile_seconds:.2f} | {'ok' if r.ok else 'MISMATCH'} |")
+    return "\n".join(out) + anchors.errors_note({shape_label(r.shape): r.peer_errors for r in rows},
+                                                 {shape_label(r.shape): r.bound for r in rows})
 
 
 def shapes_json(rows: list[Measurement]) -> list[dict]:
@@ -311,7 +325,9 @@ def shapes_json(rows: list[Measurement]) -> list[dict]:
              "torch_seconds": r.torch_seconds, "torch_gflops": r.torch_gflops, "max_err": r.max_err,
              "bound": r.bound, "ok": r.ok, "compile_seconds": r.compile_seconds, "ratios": list(r.ratios),
              "threads": r.threads, "one_thread_seconds": r.one_thread_seconds, "speedup": r.speedup,
-             "transposed": r.transposed}
+             "transposed": r.transposed,
+             "peers": {n: {"seconds": t, "gflops": r.problem_gflops(t), "max_err": r.peer_errors[n]}
+                       for n, t in r.peers.items()}}
             for r in rows]
 
 
@@ -319,7 +335,7 @@ def shapes_mode(args, blas: str) -> int:
     """`loom-bench --shapes`: the table, and the plot with --plot."""
     rows = run_shapes(args.shapes_list, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
                       rounds=args.rounds, threads=args.threads, transposed=args.transposed,
-                      on_row=None if args.json else _progress)
+                      on_row=None if args.json else _progress, with_runtimes=args.peers)
     return _report(args, blas, rows, markdown_shapes, shapes_json)
 
 
@@ -428,7 +444,8 @@ def _report(args, blas: str, rows, table, as_json) -> int:
         print(f"machine: {machine}\n{peak_line(threads)}\n{blas}\n")
         if args.shapes:
             b = ", B = W.T (x @ w.T, W an N x K array)" if args.transposed else ""
-            print(f"pipeline: {args.pipeline}, threads: {args.threads}{b}\n")
+            print(f"pipeline: {args.pipeline}, threads: {args.threads}{b}"
+                  + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(table(rows))
     if args.plot:
         threads = "one thread" if args.threads == 1 else f"{args.threads} threads"

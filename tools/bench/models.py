@@ -19,12 +19,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from compiler.driver import kernel_cache
 from compiler.measure.runner import timed_rounds
+from tools.bench import peers as anchors
 from tools.bench.common import bench_machine
 
 MODELS = ("resnet18", "mlp")
@@ -45,6 +46,9 @@ class ModelRow:
     kernels: int
     cold: float  # seconds: torch.compile + first call, empty disk cache
     warm: float  # the same, every kernel from the disk cache
+    #: ONNX Runtime's and OpenVINO's median seconds and relative errors (of torch eager), by name (`--peers`)
+    peers: dict[str, float] = field(default_factory=dict)
+    peer_errors: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -84,7 +88,7 @@ def _build(model, x, threads: int):
 
 
 def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
-                  cache_folder: str, dtype: str = "f32") -> ModelRow:
+                  cache_folder: str, dtype: str = "f32", with_runtimes: bool = False) -> ModelRow:
     import torch
 
     torch.set_num_threads(threads)
@@ -99,17 +103,21 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     with torch.no_grad():
         got, want = fast(x), model(x)
     rel = float((got.double() - want.double()).abs().max() / want.double().abs().max())
-    timing = timed_rounds([lambda: fast(x), lambda: model(x)], budget=budget, at_most=repeat, rounds=rounds,
-                          settle=0.2 if threads > 1 else 0.0)
+    runtimes = anchors.model_peers(model, x, threads, dtype) if with_runtimes else []
+    scale = float(want.double().abs().max())
+    peer_errors = {p.name: p.check(want.double().numpy()) / scale for p in runtimes}
+    timing = timed_rounds([lambda: fast(x), lambda: model(x), *(p.run for p in runtimes)], budget=budget,
+                          at_most=repeat, rounds=rounds, settle=0.2 if threads > 1 else 0.0)
     placements = [p for program in ran for p in program.ops]
     kernels = sum(1 for program in ran for p in program.partitions if p.error is None)
     return ModelRow(name, batch, threads, dtype, timing.median(0), timing.median(1), timing.ratios(1), rel,
-                    sum(p.where == "loom" for p in placements), len(placements), kernels, cold, warm)
+                    sum(p.where == "loom" for p in placements), len(placements), kernels, cold, warm,
+                    {p.name: timing.median(2 + i) for i, p in enumerate(runtimes)}, peer_errors)
 
 
 def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads: Sequence[int] = (1, 2),
                budget: float = 2.0, repeat: int = 20, rounds: int = 5, dtype: str = "f32",
-               on_row: Callable[[ModelRow], None] | None = None) -> list[ModelRow]:
+               with_runtimes: bool = False, on_row: Callable[[ModelRow], None] | None = None) -> list[ModelRow]:
     import torch
 
     rows = []
@@ -120,7 +128,7 @@ def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads
                 for batch in batches:
                     for t in threads:
                         rows.append(measure_model(name, batch, t, budget=budget, repeat=repeat, rounds=rounds,
-                                                  cache_folder=folder, dtype=dtype))
+                                                  cache_folder=folder, dtype=dtype, with_runtimes=with_runtimes))
                         if on_row:
                             on_row(rows[-1])
         finally:
@@ -132,15 +140,20 @@ def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads
 
 
 def markdown_models(rows: list[ModelRow]) -> str:
+    names = list(dict.fromkeys(name for r in rows for name in r.peers))
     out = ["| model | dtype | batch | threads | Loom ms | torch eager ms | eager/Loom | eager/Loom min-max | rel. error "
-           "| ops in Loom | compile cold s | compile warm s | check |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+           "| ops in Loom | compile cold s | compile warm s | check |"
+           + "".join(f" {name} ms | {name}/Loom |" for name in names),
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|" + "---:|---:|" * len(names)]
     for r in rows:
+        peers = "".join(f" {r.peers[n] * 1e3:.2f} | {r.peers[n] / r.loom:.2f} |" if n in r.peers else " - | - |"
+                        for n in names)
         out.append(f"| {r.model} | {r.dtype} | {r.batch} | {r.threads} | {r.loom * 1e3:.2f} | {r.eager * 1e3:.2f} "
                    f"| {np.median(r.speedups):.2f} | {min(r.speedups):.2f}-{max(r.speedups):.2f} | {r.rel_err:.1e} "
                    f"| {r.in_loom}/{r.ops} ({r.kernels} kernels) | {r.cold:.1f} | {r.warm:.1f} "
-                   f"| {'ok' if r.ok else 'MISMATCH'} |")
-    return "\n".join(out)
+                   f"| {'ok' if r.ok else 'MISMATCH'} |{peers}")
+    errors = [f"- {n}, {r.model} batch {r.batch}: {e:.1e}" for r in rows for n, e in r.peer_errors.items()]
+    return "\n".join(out) + ("\npeers' relative errors (of torch eager):\n" + "\n".join(errors) if errors else "")
 
 
 def models_json(rows: list[ModelRow]) -> list[dict]:
@@ -161,13 +174,14 @@ def model_mode(args) -> int:
               f"{'' if r.ok else '  MISMATCH'}", file=sys.stderr)
 
     rows = run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
-                      repeat=args.repeat, rounds=args.rounds, dtype=args.dtype,
+                      repeat=args.repeat, rounds=args.rounds, dtype=args.dtype, with_runtimes=args.peers,
                       on_row=None if args.json else progress)
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": models_json(rows)}, indent=1))
     else:
         print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
-              f"torch_backend), inference, {args.dtype}, {args.rounds} round{'s' * (args.rounds != 1)}\n")
+              f"torch_backend), inference, {args.dtype}, {args.rounds} round{'s' * (args.rounds != 1)}"
+              + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown_models(rows))
     return 0 if all(r.ok for r in rows) else 1
