@@ -75,6 +75,21 @@ def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads):
         assert dots and all("vpmaddwd + vpaddd on 256-bit vectors" in r for r in dots), kernel.remarks
 
 
+def test_the_dot_path_sizes_a_block_by_its_packed_elements():
+    """A's block in L2 (MC) counts A's packed elements: i16 pairs hold twice the rows of the
+    f32 plan's (same target, same shape); KC stays the f32 plan's."""
+    plans = {}
+    for dtypes in ((np.float32,) * 3, (np.uint8, np.int8, np.int32)):
+        ctx = make_context()
+        module = parse_module(ctx, matmul((1024, 1024), (1024, 1024), (1024, 1024), *dtypes), "test.mlir")
+        with planning_for(AVX2), collect() as remarks:
+            build(resolve("default")).apply(ctx, module)
+        [words] = [str(r) for r in remarks if r.pass_name == "loom-default" and "matmul 1020x1024x1024" in str(r)]
+        plans[dtypes[0]] = tuple(int(re.search(rf"{b}=(\d+)", words).group(1)) for b in ("MC", "KC"))
+    (mc32, kc32), (mc8, kc8) = plans[np.float32], plans[np.uint8]
+    assert kc8 == kc32 and mc8 in (2 * mc32 - 6, 2 * mc32, 2 * mc32 + 6), plans  # (whole register tiles)
+
+
 def test_int8_matmul_on_pairs_at_the_largest_sums():
     """K = 4096 of 255 x 127 (u8 x s8) and of -128 x -128 (s8 x s8): sums near 2^27, exact."""
     m, n, k = 12, 32, 4096

@@ -248,10 +248,11 @@ class LoomDefaultPass(ModulePass):
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
         a_rows = _a_rows_contiguous(nest)
 
-        def plan_of(sub: affine.ForOp) -> MatmulPlan:
+        def plan_of(sub: affine.ForOp, packed: int | None = None) -> MatmulPlan:
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows)
+            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows,
+                               packed_bytes=packed)
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
@@ -292,6 +293,9 @@ class LoomDefaultPass(ModulePass):
             columns = self._column_blocks(plan, skip, target)
             transposed = _transposed_b(sub) is not None
             on = dot_products(sub, target, plan, skip, transposed)
+            if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
+                packed = plan_of(sub, on.packed_bytes)
+                plan = packed if isinstance(dot_products(sub, target, packed, skip, transposed), DotProducts) else plan
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
@@ -562,6 +566,11 @@ class DotProducts:
     @property
     def elements(self) -> tuple[str, str]:
         return self.instruction.a, self.instruction.b
+
+    @property
+    def packed_bytes(self) -> int:
+        """The bytes of a packed element: an accumulator lane's 4 over the group."""
+        return 4 // self.instruction.group
 
 
 def _sources(nest: affine.ForOp) -> list[str]:
