@@ -101,7 +101,7 @@ def test_parse_shapes_list_and_defaults():
     (["--stages", "--peers"], "--peers applies to --shapes and --conv and --model only"),
     (["--conv", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),
-    (["--shapes", "--dtype", "bf16", "--transposed"], "--dtype bf16 times B as given, without a plot"),
+    (["--shapes", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     ([], "nothing to do"),
 ])
 def test_argument_errors(argv, message, capsys):
@@ -254,6 +254,9 @@ def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
         problem.want[0, 0] += 1
         return problem
 
+    assert loom_bench.main([*argv, "--transposed"]) == 0  # x @ w.T, W passed: the same checks
+    out = capsys.readouterr().out
+    assert "B = W.T (x @ w.T" in out and sum(line.endswith("| ok |") for line in out.splitlines()) == 2
     monkeypatch.setattr(low_precision, "Problem", wrong)
     assert loom_bench.main(["--shapes", "--dtype", dtype, "--shapes-list", "4", *FAST]) == 1
     assert capsys.readouterr().out.rstrip().endswith("| MISMATCH |")
@@ -284,18 +287,21 @@ def test_low_precision_conv(dtype, layout, monkeypatch, capsys):
     assert all(r["ok"] and (r["bound"] == 0) == (dtype == "int8") for r in data["rows"])
 
 
-def test_low_precision_peers_compute_the_same_product():
+@pytest.mark.parametrize("transposed", [False, True])
+def test_low_precision_peers_compute_the_same_product(transposed):
     """torch's kernels, where installed, compute the product the row times (int8: `_int_mm`
-    on A shifted to s8, the dynamically quantized Linear within its quantization error)."""
+    on A shifted to s8, the dynamically quantized Linear within its quantization error);
+    `transposed`: B is W.T, W the argument (x @ w.T)."""
     torch = pytest.importorskip("torch")
     for dtype in ("bf16", "int8"):
-        problem = low_precision.Problem((24, 16, 32), dtype, np.random.default_rng(0))
+        problem = low_precision.Problem((24, 16, 32), dtype, np.random.default_rng(0), transposed)
+        assert problem.b.shape == ((16, 32) if transposed else (32, 16))
         peers = low_precision.torch_peers(problem, 1)
         if dtype == "bf16":
             got = peers["torch bf16 matmul"]().float().numpy()
             np.testing.assert_allclose(got, problem.want, rtol=1e-2, atol=0.1)
             continue
-        shifted = (problem.a.astype(np.int64) - 128) @ problem.b.astype(np.int64)
+        shifted = (problem.a.astype(np.int64) - 128) @ problem.matrix(problem.b).astype(np.int64)
         np.testing.assert_array_equal(peers["torch _int_mm"]().numpy(), shifted)
         linear = peers["torch dynamic int8 Linear"]().numpy()
         assert np.abs(linear - problem.want).max() <= 0.02 * np.abs(problem.want).max()

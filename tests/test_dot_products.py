@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from kernels import matmul
+from kernels import matmul, ty
 from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
 from xdsl.dialects.builtin import VectorType, i16, i32
 from xdsl.dialects.test import TestOp
@@ -55,24 +55,37 @@ def _dot_remarks(kernel) -> list[str]:
 @settings(max_examples=12, deadline=None)
 @given(m=st.sampled_from([6, 37, 97]), n=st.sampled_from([16, 40, 131]), k=st.sampled_from([2, 130, 256, 259]),
        types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8), (np.int8, np.uint8)]),
-       extremes=st.booleans(), threads=st.sampled_from([1, 2]))
-def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads):
+       extremes=st.booleans(), threads=st.sampled_from([1, 2]), transposed=st.booleans())
+def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads, transposed):
     """Any mix of i8/ui8 on vpmaddwd (both widened to i16 as they are packed): equal to the
     int64 product, at the extremes too (-128 x -128 pairs: 32768, an i32); an odd K runs
-    widened to i32 (no whole groups), and the remark says which."""
+    widened to i32 (no whole groups), and the remark says which. `transposed`: B is the
+    transpose of W[N, K] (`x @ w.T`), its groups copied from W's rows."""
     a_type, b_type = types
-    src = matmul((m, k), (k, n), (m, n), a_type, b_type, np.int32)
+    src = _transposed(m, n, k, a_type, b_type) if transposed else matmul((m, k), (k, n), (m, n), a_type, b_type,
+                                                                         np.int32)
     with planning_for(AVX2):
         kernel = compiler.compile(src, pipeline="default", num_threads=threads, remarks=True)
     rng = np.random.default_rng(m * 7 + n * 11 + k)
     a, b = _ints(rng, (m, k), a_type, extremes), _ints(rng, (k, n), b_type, extremes)
-    np.testing.assert_array_equal(kernel(a, b).astype(np.int64), a.astype(np.int64) @ b.astype(np.int64))
+    got = kernel(a, np.ascontiguousarray(b.T)) if transposed else kernel(a, b)
+    np.testing.assert_array_equal(got.astype(np.int64), a.astype(np.int64) @ b.astype(np.int64))
     dots = _dot_remarks(kernel)
     packed = m * k + k * n > 8192  # (the plan packs what does not fit in L1 together)
     if k % 2 or not packed:
         assert not dots
     elif m >= 6:
         assert dots and all("vpmaddwd + vpaddd on 256-bit vectors" in r for r in dots), kernel.remarks
+
+
+def _transposed(m: int, n: int, k: int, a_type, b_type) -> str:
+    """C = A @ W.T, W[N, K] (a linear layer's weight): B a transposed view of it."""
+    ta, tw, tb, tc = ty((m, k), a_type), ty((n, k), b_type), ty((k, n), b_type), ty((m, n), np.int32)
+    return f"""func.func @mm(%a: {ta}, %w: {tw}) -> {tc} {{
+  %b = loom.transpose %w {{perm = array<i64: 1, 0>}} : {tw} -> {tb}
+  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
+  func.return %c : {tc}
+}}"""
 
 
 def test_the_dot_path_sizes_a_block_by_its_packed_elements():

@@ -49,10 +49,18 @@ class Problem:
     """A matmul shape's random inputs of `dtype`, the same values in float32 (for Loom's
     f32 kernel), the float64 (bf16) or exact (int8) reference and its bound."""
 
-    def __init__(self, shape: Shape, dtype: str, rng: np.random.Generator):
+    #: B is the transpose of W[N, K] (`x @ w.T`): `b` and `b32` hold W, the kernels' argument
+    transposed = False
+
+    def __init__(self, shape: Shape, dtype: str, rng: np.random.Generator, transposed: bool = False):
         m, n, k = self.shape = shape
         self.label, self.dtype, self.reduction, self.ops = shape_label(shape), dtype, k, 2.0 * m * n * k
-        self._draw(rng, (m, k), (k, n))
+        self.transposed = transposed
+        self._draw(rng, (m, k), (n, k) if transposed else (k, n))
+
+    def matrix(self, b: np.ndarray) -> np.ndarray:
+        """B of the argument `b` (W's transpose, a view, where `transposed`)."""
+        return b.T if self.transposed else b
 
     def _draw(self, rng: np.random.Generator, a_shape, b_shape) -> None:
         """Random A and B (X and W) of the type, the same values in float32, the reference
@@ -74,10 +82,10 @@ class Problem:
             self.want, self.bound = exact.astype(np.int64).astype(np.int32), 0.0
 
     def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return a @ b
+        return a @ self.matrix(b)
 
     def source(self, types: tuple[str, str, str]) -> str:
-        return matmul_source(*self.shape, types=types)
+        return matmul_source(*self.shape, types=types, transposed=self.transposed)
 
 
 class ConvProblem(Problem):
@@ -104,7 +112,7 @@ def runtime_peers(problem: Problem, threads: int) -> list[anchors.Peer]:
     if isinstance(problem, ConvProblem):
         a, b = anchors.nchw(a, b, problem.layout)
         return anchors.kernel_peers("conv2d", a, b, problem.dtype, threads, conv=problem.layer[7:])
-    return anchors.kernel_peers("matmul", a, b, problem.dtype, threads)
+    return anchors.kernel_peers("matmul", a, problem.matrix(b), problem.dtype, threads)
 
 
 def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object]]:
@@ -120,17 +128,19 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
             return {}
         return {"torch bf16 conv2d": torch_conv(problem.a, problem.b, problem.layer, threads, problem.layout)}
     m, n, k = problem.shape
+    # B as torch's view of the argument (W's transpose where `transposed`: no copy)
+    tb = torch_from_numpy(torch, problem.b)
+    tb = tb.t() if problem.transposed else tb
     if problem.dtype == "bf16":
-        ta, tb = torch_from_numpy(torch, problem.a), torch_from_numpy(torch, problem.b)
+        ta = torch_from_numpy(torch, problem.a)
         return {"torch bf16 matmul": lambda: torch.matmul(ta, tb)}
     peers: dict[str, Callable[[], object]] = {}
     if m > 16 and k % 8 == 0 and n % 8 == 0:
         shifted = torch.from_numpy((problem.a.astype(np.int16) - 128).astype(np.int8))
-        tb = torch.from_numpy(problem.b)
         peers["torch _int_mm"] = lambda: torch._int_mm(shifted, tb)
     linear = torch.nn.Linear(k, n, bias=False)
     with torch.no_grad():
-        linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(problem.b32.T)))
+        linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(problem.matrix(problem.b32).T)))
     with warnings.catch_warnings():  # torch 2.13 calls its eager quantization deprecated; it still ships it
         warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
         quantized = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear},
@@ -209,11 +219,11 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
 def run(shapes: Sequence[Shape] = DTYPE_SHAPES, dtype: str = "bf16", *, pipeline: str = "default",
         repeat: int = 10, budget: float = 2.0, seed: int = 0, rounds: int = 1, threads: int = 1,
         on_row: Callable[[Row], None] | None = None, layers: dict[str, Layer] | None = None,
-        layout: str = "nchw", with_runtimes: bool = False) -> list[Row]:
+        layout: str = "nchw", with_runtimes: bool = False, transposed: bool = False) -> list[Row]:
     """Measure each matmul shape, or with `layers` each conv2d layer (in `layout`)."""
     rng = np.random.default_rng(seed)
     problems = ((ConvProblem(name, layer, dtype, rng, layout) for name, layer in layers.items()) if layers is not None
-                else (Problem(shape, dtype, rng) for shape in shapes))
+                else (Problem(shape, dtype, rng, transposed) for shape in shapes))
     rows = []
     for problem in problems:
         row = measure(problem, pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds, threads=threads,
@@ -258,7 +268,7 @@ def mode(args) -> int:
     layers = LAYERS[args.layers] if args.conv else None
     rows = run(args.shapes_list, args.dtype, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
                rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress, layers=layers,
-               layout=args.layout, with_runtimes=args.peers)
+               layout=args.layout, with_runtimes=args.peers, transposed=args.transposed)
     machine = bench_machine()
     path = dot_path(args.dtype)
     if args.json:
@@ -268,6 +278,7 @@ def mode(args) -> int:
               f"{'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'} on {path.describe()} (compiler/measure/peak.py; "
               "the kernel's own path: --remarks)\n"
               f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}"
+              + (", B = W.T (x @ w.T, W an N x K array)" if args.transposed else "")
               + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown(rows, conv=args.conv))
     return 0 if all(r.ok for r in rows) else 1

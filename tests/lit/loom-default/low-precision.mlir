@@ -72,3 +72,17 @@ func.func @conv_u8s8(%x: tensor<1x64x56x56xui8>, %w: tensor<64x64x3x3xi8>) -> te
   %y = loom.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x64x56x56xui8>, tensor<64x64x3x3xi8>) -> tensor<1x64x56x56xi32>
   func.return %y : tensor<1x64x56x56xi32>
 }
+
+// -----
+
+// x @ w.T (B a transposed view of W[N, K]): the groups are copied from W's rows, where a
+// group's elements lie side by side; no loom-transpose-copy (that copies ungrouped panels).
+// AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 2 along k (ui8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
+// AVX2-SAME: loom-vectorize{width=8 op=matmul},loom-dot{width=8 op=matmul},loom-unroll-jam
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list:
+// DOT-SAME: loom-vectorize{width=16 op=matmul},loom-dot{width=16 op=matmul},loom-unroll-jam
+func.func @u8s8_transposed(%a: tensor<512x512xui8>, %w: tensor<512x512xi8>) -> tensor<512x512xi32> {
+  %b = loom.transpose %w {perm = array<i64: 1, 0>} : tensor<512x512xi8> -> tensor<512x512xi8>
+  %c = loom.matmul %a, %b : (tensor<512x512xui8>, tensor<512x512xi8>) -> tensor<512x512xi32>
+  func.return %c : tensor<512x512xi32>
+}
