@@ -186,3 +186,20 @@ def test_loom_bench_times_a_bfloat16_model(capsys):
     assert loom_bench.main(argv) == 0
     out = capsys.readouterr().out
     assert "inference, bf16" in out and "| mlp | bf16 | 1 | 1 |" in out and "| ok |" in out
+
+
+def test_bfloat16_parameters_changed_in_place_are_folded_again():
+    """The folded bfloat16 filters and the autocast-cast ones follow writes to the parameters
+    (compared bit for bit at each call), call by call against torch's own bfloat16 run."""
+    torch.manual_seed(3)
+    model = _randomized(Block(), seed=3).to(torch.bfloat16)
+    x = torch.randn(2, 3, 8, 8).bfloat16()
+    program = loom.from_torch(model, (x,))
+    for step in range(3):
+        with torch.no_grad():
+            out, eager = program(x), model(x)
+            assert _rel(out, eager) <= 2e-2, step
+            assert _rel(out, _reference(model, x)) <= 4 * BF16_EPS, step
+            model.a[0].weight.mul_(-1.5)  # the first filter; then a batch norm folded into the second
+            model.b[1].running_var.mul_(4.0)
+            model.fc.weight.data.add_(0.25)  # (through .data: no version bump)
