@@ -14,6 +14,10 @@ conv2d (the `--conv` layers): X and W of the type, Y f32 or i32, checked in the 
 (the bound of C*R*S terms); torch: its bf16 `conv2d` (int8: no peer — torch's quantized
 convolution requantizes its output to uint8, other work).
 
+`--transposed`: B is the transpose of W[N, K] (`x @ w.T`), W passed to every kernel (a view
+for Loom and torch). `--peers`: ONNX Runtime and OpenVINO too (tools/bench/peers.py), each
+checked once, its error reported.
+
 Loom's f32 kernel runs on the same values converted to float32: the ratio bf16/f32 (or
 int8/f32) is what the low-precision path gains over f32 on this machine. Operations count
 2·M·N·K, a multiply-add being two (GFLOP/s for bf16, GOP/s for int8), and each figure is
