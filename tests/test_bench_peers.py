@@ -26,6 +26,9 @@ def test_without_the_runtimes(monkeypatch, capsys):
     assert loom_bench.main(["--shapes", "--shapes-list", "5x3x4", "--peers", *FAST]) == 0
     out = capsys.readouterr().out
     assert "OpenVINO: not installed" in out and "ONNX Runtime MatMul" not in out
+    monkeypatch.setitem(sys.modules, "onnx", None)  # without onnx: no graphs, said so
+    assert peers.kernel_peers("matmul", a, a.T.copy(), "f32", 1) == []
+    assert "onnx: not installed, so neither runs" in peers.header()
 
 
 def _runtimes():

@@ -63,6 +63,8 @@ def header() -> str:
     """One line naming the runtimes and versions (and what is missing)."""
     parts = [f"{RUNTIMES[m]} {v}" if v else f"{RUNTIMES[m]}: not installed (pip install 'loomir[anchors]')"
              for m, v in versions().items()]
+    if not _installed("onnx"):
+        parts.append("onnx: not installed, so neither runs (pip install 'loomir[anchors]')")
     return "peers: " + ", ".join(parts)
 
 
@@ -130,6 +132,8 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
     FCRS filter `b` (op "conv2d", `conv` = (strides, padding, dilations)), a of the input type
     of `dtype` ("f32", "bf16": bf16 values given as f32 arrays, "int8": u8 a, s8 b)."""
     peers: list[Peer] = []
+    if not _installed("onnx"):  # (the graphs are built with it)
+        return peers
     if op == "matmul":
         out_shape = (a.shape[0], b.shape[1])
         attrs = {}
@@ -177,7 +181,7 @@ def model_peers(model, x, threads: int, dtype: str) -> list[Peer]:
     OpenVINO with the bf16 hint; ONNX Runtime has no bf16 convolutions on the CPU)."""
     import torch
 
-    if not (_installed("onnxruntime") or _installed("openvino")):
+    if not _installed("onnx") or not (_installed("onnxruntime") or _installed("openvino")):
         return []
     model32, x32 = copy.deepcopy(model).float(), x.float()
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
