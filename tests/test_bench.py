@@ -195,7 +195,8 @@ def test_shapes_json_with_a_pass_list(capsys):
     assert row["shape"] == [4, 6, 9] and row["pipeline"] == IKJ and row["ok"] is True
     assert set(row) == {"shape", "pipeline", "seconds", "gflops", "numpy_seconds", "numpy_gflops", "ratio",
                         "torch_seconds", "torch_gflops", "max_err", "bound", "ok", "compile_seconds", "ratios",
-                        "threads", "one_thread_seconds", "speedup", "transposed"}
+                        "threads", "one_thread_seconds", "speedup", "transposed", "peers"}
+    assert row["peers"] == {}  # (ONNX Runtime and OpenVINO with --peers)
     assert row["ratio"] == pytest.approx(row["numpy_seconds"] / row["seconds"]) and row["ratios"] == []
     assert row["max_err"] <= row["bound"] and row["compile_seconds"] > 0
     if "torch" not in sys.modules:
