@@ -18,22 +18,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 import compiler as loom  # noqa: E402
 from compiler.frontends import torch_fx as torchfx  # noqa: E402
+from test_torch_backend import _randomize_bn  # noqa: E402
 
 nn = torch.nn
 BF16_EPS = 2.0 ** -8  # bfloat16's unit roundoff is half of it
 
 
 def _randomized(model, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                n = m.num_features
-                m.running_mean.copy_(torch.rand(n, generator=g) * 2 - 1)
-                m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(n, generator=g) + 0.5)
-                m.bias.copy_(torch.rand(n, generator=g) - 0.5)
-    return model.eval()
+    return _randomize_bn(model, seed).eval()
 
 
 class Block(nn.Module):

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dialects.loom import conv2d_output_hw
+
 #: the runtimes `--peers` times, by the module that provides each
 RUNTIMES = {"onnxruntime": "ONNX Runtime", "openvino": "OpenVINO"}
 
@@ -139,11 +141,8 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
         attrs = {}
     else:
         strides, padding, dilations = conv
-        n, _, h, w = a.shape
-        f, _, r, s = b.shape
-        ho = (h + 2 * padding[0] - dilations[0] * (r - 1) - 1) // strides[0] + 1
-        wo = (w + 2 * padding[1] - dilations[1] * (s - 1) - 1) // strides[1] + 1
-        out_shape = (n, f, ho, wo)
+        (n, _, h, w), (f, _, r, s) = a.shape, b.shape
+        out_shape = (n, f, *conv2d_output_hw(h, w, r, s, strides, padding, dilations))
         attrs = dict(strides=list(strides), pads=[padding[0], padding[1], padding[0], padding[1]],
                      dilations=list(dilations))
     from onnx import helper
