@@ -58,9 +58,9 @@ def _dot_remarks(kernel) -> list[str]:
        extremes=st.booleans(), threads=st.sampled_from([1, 2]), transposed=st.booleans())
 def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads, transposed):
     """Any mix of i8/ui8 on vpmaddwd (both widened to i16 as they are packed): equal to the
-    int64 product, at the extremes too (-128 x -128 pairs: 32768, an i32); an odd K runs
-    widened to i32 (no whole groups), and the remark says which. `transposed`: B is the
-    transpose of W[N, K] (`x @ w.T`), its groups copied from W's rows."""
+    int64 product, at the extremes too (-128 x -128 pairs: 32768, an i32); an odd K too,
+    its last pair padded with a zero in both buffers. `transposed`: B is the transpose of
+    W[N, K] (`x @ w.T`), its groups copied from W's rows."""
     a_type, b_type = types
     src = _transposed(m, n, k, a_type, b_type) if transposed else matmul((m, k), (k, n), (m, n), a_type, b_type,
                                                                          np.int32)
@@ -72,7 +72,7 @@ def test_int8_matmul_on_i16_pairs_is_exact(m, n, k, types, extremes, threads, tr
     np.testing.assert_array_equal(got.astype(np.int64), a.astype(np.int64) @ b.astype(np.int64))
     dots = _dot_remarks(kernel)
     packed = m * k + k * n > 8192  # (the plan packs what does not fit in L1 together)
-    if k % 2 or not packed:
+    if not packed:
         assert not dots
     elif m >= 6:
         assert dots and all("vpmaddwd + vpaddd on 256-bit vectors" in r for r in dots), kernel.remarks
@@ -153,9 +153,10 @@ def _scheduled_llvm(src: str, spec: str) -> tuple[str, str]:
     return to_llvm_ir(module), "\n".join(str(r) for r in remarks if r.pass_name == "loom-dot")
 
 
-def _source(a_type: str, b_type: str, n: int = 256) -> str:
+def _source(a_type: str, b_type: str, n: int = 256, k: int | None = None) -> str:
     c_type = "f32" if a_type == "bf16" else "i32"
-    ta, tb, tc = f"tensor<{n}x{n}x{a_type}>", f"tensor<{n}x{n}x{b_type}>", f"tensor<{n}x{n}x{c_type}>"
+    k = n if k is None else k
+    ta, tb, tc = f"tensor<{n}x{k}x{a_type}>", f"tensor<{k}x{n}x{b_type}>", f"tensor<{n}x{n}x{c_type}>"
     return f"""func.func @mm(%a: {ta}, %b: {tb}) -> {tc} {{
   %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
   func.return %c : {tc}
@@ -168,13 +169,16 @@ def _source(a_type: str, b_type: str, n: int = 256) -> str:
     ("i8", "i8", "vpmaddwd + vpaddd", "vpmaddwd"),
     ("bf16", "bf16", "vdpbf16ps", "vdpbf16ps"),
 ])
-def test_znver4_code_runs_on_its_dot_product_instruction(a_type, b_type, instruction, mnemonic):
+@pytest.mark.parametrize("k", [256, 253])
+def test_znver4_code_runs_on_its_dot_product_instruction(a_type, b_type, instruction, mnemonic, k):
     """On a target with VNNI and AVX512-BF16: u8 x s8 on vpdpbusd (quads), s8 x s8 on
     vpmaddwd (exact in i16 pairs: no compensation term), bf16 on vdpbf16ps, 16 lanes;
     LLVM's znver4 code has the instruction on zmm registers (LLVM may fuse vpmaddwd +
-    vpaddd into VNNI's vpdpwssd)."""
-    ir, remarks = _scheduled_llvm(_source(a_type, b_type), DOT512)
+    vpaddd into VNNI's vpdpwssd). K = 253 is no whole groups: the last one padded with
+    zeros, run on to."""
+    ir, remarks = _scheduled_llvm(_source(a_type, b_type, k=k), DOT512)
     assert f"{instruction} on 512-bit vectors" in remarks, remarks
+    assert ("runs on to its tiles' last whole group" in remarks) == (k % 2 == 1), remarks
     asm = asm_for_cpu(ir, "znver4")
     mnemonics = (mnemonic, "vpdpwssd") if mnemonic == "vpmaddwd" else (mnemonic,)
     assert any(m in line and "%zmm" in line for line in asm.splitlines() for m in mnemonics)
@@ -235,23 +239,30 @@ dim = st.sampled_from([1, 2, 3, 5, 6, 8, 11, 16, 17, 24])
 
 @st.composite
 def grouped_schedules(draw) -> str:
-    """Register tiles MR x NR on (i, j), k outside them, A and B packed in groups (pairs of
-    i16, or the bytes themselves in quads), then some of loom-vectorize, loom-dot,
-    loom-unroll-jam, loom-hoist; `op=` or not on each."""
+    """Register tiles MR x NR on (i, j), k outside them (or tiled by KC, the packing inside
+    its tiles: a K no group divides ends inside a group in the last tile, or in every tile
+    where KC is not whole groups), A and B packed in groups (pairs of i16, or the bytes
+    themselves in quads), then some of loom-vectorize, loom-dot, loom-unroll-jam,
+    loom-hoist; `op=` or not on each."""
     mr, nr = draw(st.sampled_from([1, 2, 3, 6])), draw(st.sampled_from([4, 8, 16]))
     group, elements = draw(st.sampled_from([(2, ("i16", "i16")), (4, ("ui8", "i8")), (2, ("ui8", "i8"))]))
+    kc = draw(st.sampled_from([None, 3, 4, 8]))
 
     def sel() -> str:
         return " op=matmul" if draw(st.booleans()) else ""
 
-    steps = [f"loom-tile{{sizes={mr},{nr}}}", "loom-interchange{order=0,1,4,2,3}",
-             f"loom-pack{{operand=1 level=1 panel={nr} group={group} element={elements[1]}{sel()}}}",
-             f"loom-pack{{operand=0 level=0 panel={mr} group={group} element={elements[0]}{sel()}}}"]
+    if kc is None:  # (i_t, j_t, k, i, j)
+        steps, levels = [f"loom-tile{{sizes={mr},{nr}}}", "loom-interchange{order=0,1,4,2,3}"], (0, 1)
+    else:  # (i_t, j_t, k_t, k, i, j)
+        steps, levels = [f"loom-tile{{sizes={mr},{nr},{kc}}}", "loom-interchange{order=0,1,2,5,3,4}"], (2, 2)
+    steps += [f"loom-pack{{operand=1 level={levels[1]} panel={nr} group={group} element={elements[1]}{sel()}}}",
+              f"loom-pack{{operand=0 level={levels[0]} panel={mr} group={group} element={elements[0]}{sel()}}}"]
     if draw(st.booleans()):
         steps.append(f"loom-vectorize{{width=8{sel()}}}")
     steps.append(f"loom-dot{{width={draw(st.sampled_from([4, 8]))}{sel()}}}")
     if draw(st.booleans()):
-        steps.append(f"loom-unroll-jam{{factors=1,1,1,{mr},{draw(st.integers(1, 2))}{sel()}}}")
+        jam = "1," * (3 if kc is None else 4)  # (the loops outside i)
+        steps.append(f"loom-unroll-jam{{factors={jam}{mr},{draw(st.integers(1, 2))}{sel()}}}")
     if draw(st.booleans()):
         steps.append(f"loom-hoist{{{sel().strip()}}}")
     return ",".join(steps)

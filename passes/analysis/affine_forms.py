@@ -273,6 +273,18 @@ def known_multiple(form: LinearForm) -> int:
     return g
 
 
+def residue(form: LinearForm, g: int) -> int | None:
+    """The remainder mod g of every value the form takes, where it is known: 0 for a known
+    multiple of g; `c mod g` for `c + (a known multiple of g)`; else None. After tiling k
+    of K = 147 by 64, a tile's extent `min(64, 147 - %k_t)` is 64, or 147 - %k_t: always
+    1 past a multiple of 2 (K's last pair is one element)."""
+    if known_multiple(form) % g == 0:
+        return 0
+    if known_multiple(form - form.const) % g == 0:
+        return form.const % g
+    return None
+
+
 def _value_multiple(value: SSAValue) -> int:
     lower = _lower_bound_form(value)  # None unless value is the iv of a loop
     loop = value.owner.parent_op() if isinstance(value.owner, Block) else None

@@ -153,16 +153,20 @@ def accumulate(acc: SSAValue, a: SSAValue, b: SSAValue) -> list[Operation]:
     return [*to_a, *to_b, prod, add(acc, prod)]
 
 
-def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
-    """`out` filled with zeros, a nest tagged `tag`. A ui8 zero (arith's constants are
-    signless) is an i32 zero truncated to ui8."""
-    t = out.type
-    assert isinstance(t, MemRefType)
-    element = t.get_element_type()
-    zero: list[Operation] = [constant(0, element)]
+def zero_of(element: Attribute) -> list[Operation]:
+    """The ops of a zero of a scalar type, the last one's result: a ui8 zero (arith's
+    constants are signless) is an i32 zero truncated to ui8."""
     if isinstance(element, IntegerType) and element.signedness.data == Signedness.UNSIGNED:
         wide = constant(0, i32)
-        zero = [wide, arith_ext.TruncIOp(wide.result, element)]
+        return [wide, arith_ext.TruncIOp(wide.result, element)]
+    return [constant(0, element)]
+
+
+def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
+    """`out` filled with zeros (`zero_of`), a nest tagged `tag`."""
+    t = out.type
+    assert isinstance(t, MemRefType)
+    zero = zero_of(t.get_element_type())
     value = zero[-1].results[0]
     shape = t.get_shape()
     return [*zero, *build_nest(shape, tag, lambda ivs: [store(value, out, ivs, dims(len(shape)))])]

@@ -254,6 +254,16 @@ class LoomDefaultPass(ModulePass):
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows,
                                packed_bytes=packed)
 
+        def on_dot(sub: affine.ForOp) -> tuple[MatmulPlan, DotProducts | str]:
+            """The plan of a nest, and the dot-product instruction it runs on (or why not):
+            on one, the plan for A's packed elements, where that plan keeps it."""
+            plan = plan_of(sub)
+            on = dot_products(sub, target, plan, skip)
+            if isinstance(on, DotProducts):
+                packed = plan_of(sub, on.packed_bytes)
+                plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
+            return plan, on
+
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
             a nest with fewer rows than MR (the whole matmul, or a copy peeled off its
@@ -292,10 +302,7 @@ class LoomDefaultPass(ModulePass):
                 continue
             columns = self._column_blocks(plan, skip, target)
             transposed = _transposed_b(sub) is not None
-            on = dot_products(sub, target, plan, skip)
-            if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
-                packed = plan_of(sub, on.packed_bytes)
-                plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
+            plan, on = on_dot(sub)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
@@ -583,7 +590,7 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
     (VNNI), any other i8/ui8 pair as i16 pairs on vpmaddwd + vpaddd (exact: the products of
     two i16 from bytes and their pair sums fit an i32), where both operands are packed in
-    panels whose k runs in whole groups. B may be a transposed view (`x @ w.T`): a group's
+    panels (a K that is not whole groups is padded with zeros in both: loom-pack). B may be a transposed view (`x @ w.T`): a group's
     elements then lie side by side in a row of W, and the grouped copy reads them so (u8 x
     s8 at 128x3072x768, znver3, one thread: 106 GOP/s, as x @ b 119; widened as before
     54)."""
@@ -601,8 +608,8 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     g = dot.instruction.group
     if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and plan.pack_a) or plan.in_place:
         return f"{dot.instruction.name} not used: both operands must be packed in panels"
-    if plan.k % g or plan.kc % g:
-        return f"{dot.instruction.name} not used: K={plan.k} is not a multiple of its groups of {g}"
+    if plan.kc < plan.k and plan.kc % g:
+        return f"{dot.instruction.name} not used: KC={plan.kc} is not a multiple of its groups of {g}"
     if min(plan.n, plan.nr) % plan.lanes:
         return f"{dot.instruction.name} not used: the register tile's {min(plan.n, plan.nr)} columns are not whole vectors"
     return dot

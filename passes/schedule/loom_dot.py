@@ -50,7 +50,9 @@ lanes); `op=TAG` the nests tagged TAG.
 Each rewrite is a remark naming the instruction. With `op=`, a nest that does not fit is
 refused (LoomError, nothing changed): no statement of that shape in its innermost loop,
 operands not in groups along one loop (`e floordiv G` beside `e mod G`, the same e, the
-loop stepping by 1 from a multiple of G in whole groups, used by nothing else), a j loop
+loop stepping by 1 from a multiple of G, used by nothing else, in whole groups, or ending
+a known number of elements past them in buffers that loom-pack padded with zeros to whole
+groups: `loom.zero_padded_groups`, where the loop then runs on to the group's end), a j loop
 whose trip count W does not divide, C not unit-stride along j, element types no
 instruction takes, or an instruction the target lacks; without `op=` those nests are
 skipped with the reason as a remark.
@@ -60,7 +62,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, VectorType
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineMap
@@ -70,9 +72,11 @@ from dialects.layout import static_strides
 from dialects.x86vector import INSTRUCTIONS, DotOp
 from passes.analysis.affine_forms import (
     LinearForm,
+    bound_map,
     expr_form,
     known_multiple,
     map_forms,
+    residue,
     sum_of,
     sum_terms,
     tiles_are_full,
@@ -87,6 +91,7 @@ from passes.analysis.loop_utils import (
     used_positions,
     value_name,
 )
+from passes.schedule.loom_pack import ZERO_PADDED
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.schedule.nest_pass import NestPass
 from passes.support.diagnostics import LoomError
@@ -118,6 +123,9 @@ class _Dot:
     body: list[Operation]
     instruction: str
     width: int
+    #: the k loop's upper bound rounded up to whole groups (its tiles end inside one, and
+    #: both buffers hold zeros there), None where it runs in whole groups
+    upper: list[LinearForm] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,10 +171,13 @@ class LoomDotPass(NestPass[_Dot]):
             old.erase()
         names = iv_name(plan.k), iv_name(plan.j)
         rebuild_loop(plan.j, step=w)
-        rebuild_loop(plan.k, step=g)
+        upper = None if plan.upper is None else bound_map(plan.upper)
+        rebuild_loop(plan.k, step=g, upper=None if upper is None else (upper[0].data, upper[1]))
         remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}': {info.described} on "
                f"{w * 32}-bit vectors: loop %{names[0]} steps by {g} (A's group of {g}, broadcast), "
-               f"%{names[1]} by {w} (B's {w} groups, {w} accumulators of {store.value.type})",
+               f"%{names[1]} by {w} (B's {w} groups, {w} accumulators of {store.value.type})"
+               + ("" if plan.upper is None else f"; %{names[0]} runs on to its tiles' last whole group, "
+                  "whose elements past the end are zeros in both buffers"),
                instruction=plan.instruction, group=g, width=w)
 
 
@@ -202,7 +213,7 @@ def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
     e, g = grouped[0][0].e, grouped[0][1]
     if any(r.e != e or gg != g for r, gg in grouped):
         raise _Misfit("its operands are not grouped along the same k")
-    k = _k_loop(store, e, g, loads)
+    k, upper = _k_loop(store, e, g, loads)
     kv = k.body.block.args[0]
     along = [r for r, _ in grouped if _moves(r.start, list(r.load.indices), jv)]
     if len(along) != 1:
@@ -217,7 +228,7 @@ def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
     instruction = _instruction(a.load, b.load, casts[loads.index(a.load)], casts[loads.index(b.load)],
                                store.value.type, g, target)
     _check_j(j, store, width)
-    return _Dot(k, j, a, b, c, store, body, instruction, width)
+    return _Dot(k, j, a, b, c, store, body, instruction, width, upper)
 
 
 def _pair(values, kind):  # noqa: ANN001, ANN202 - (the operand of `kind`'s op, the other's op)
@@ -280,10 +291,14 @@ def _reads(value: object, iv: object) -> bool:
     return isinstance(owner, affine.ApplyOp) and any(_reads(v, iv) for v in owner.mapOperands)
 
 
-def _k_loop(store: affine.StoreOp, e: LinearForm, g: int, loads: list[Operation]) -> affine.ForOp:
+def _k_loop(store: affine.StoreOp, e: LinearForm, g: int,
+            loads: list[affine.LoadOp]) -> tuple[affine.ForOp, list[LinearForm] | None]:
     """The loop the groups are along: the innermost loop around the statement in e
-    (coefficient 1), stepping by 1 from where e is a multiple of G in whole groups, its
-    iv read by the two reads alone, a perfect nest down to the statement."""
+    (coefficient 1), stepping by 1 from where e is a multiple of G, its iv read by the two
+    reads alone, a perfect nest down to the statement; and its upper bound rounded up to
+    whole groups where a tile ends inside one (a known number of elements past whole
+    groups) and both reads are of buffers that loom-pack padded with zeros there (None
+    where it runs in whole groups)."""
     loops = enclosing_loops(store)
     inside = [l for l in loops if e.coeff(l.body.block.args[0])]
     if not inside:
@@ -293,14 +308,24 @@ def _k_loop(store: affine.StoreOp, e: LinearForm, g: int, loads: list[Operation]
     lower = map_forms(k.lowerBoundMap.data, list(k.lowerBoundOperands))
     if e.coeff(kv) != 1 or step_of(k) != 1 or k.inits or len(lower) != 1 or lower[0] is None:
         raise _Misfit(f"loop %{iv_name(k)} does not step by 1 from one lower bound")
-    if known_multiple(e.substitute(kv, lower[0])) % g or not tiles_are_full(k, g):
-        raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}")
+    if known_multiple(e.substitute(kv, lower[0])) % g:
+        raise _Misfit(f"loop %{iv_name(k)} does not start a group of {g}")
+    upper = None
+    if not tiles_are_full(k, g):
+        ends = map_forms(k.upperBoundMap.data, list(k.upperBoundOperands))
+        tails = [None if u is None else residue(u - lower[0], g) for u in ends]
+        padded = all(isinstance(r.memref.owner, memref.AllocOp) and ZERO_PADDED in r.memref.owner.attributes
+                     for r in loads)
+        if None in tails or not padded:
+            raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}, nor to a known place in a group "
+                          "of buffers padded with zeros to whole groups")
+        upper = [u + (g - r if r else 0) for u, r in zip(ends, tails)]  # type: ignore[operator]
     if any(u.operation not in loads and not _ignores(u.operation, kv) for u in kv.uses):
         raise _Misfit(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
     for loop in loops[loops.index(k):-1]:
         if len(list(loop.body.block.ops)) != 2:
             raise _Misfit(f"loop %{iv_name(loop)} holds more than the next loop")
-    return k
+    return k, upper
 
 
 def _instruction(a: affine.LoadOp, b: affine.LoadOp, a_cast: Operation, b_cast: Operation,

@@ -31,11 +31,18 @@ Options:
   innermost beside its column's (row's) others in the panel: B's [NC/P][KC][P] becomes
   [NC/P][KC/G][P*G], read at `[p, (k - base) floordiv G, offset * G + (k - base) mod G]`,
   so that one panel row holds G k of P columns side by side, as vpmaddwd (G=2),
-  vpdpbusd (G=4) and vdpbf16ps (G=2) read them (loom-dot). Every tile's extent along k
-  must be a multiple of G (the loop's bounds show it: tile or peel k to one). The copy's
-  k loop steps by G, each iteration copying a group: G reads down k, G adjacent writes,
-  which LLVM vectorizes as interleaved stores (u8 x s8 3x3 C128 28^2 through im2col, znver3,
-  one thread: 81 -> 103 GOP/s; 1x1 C256 14^2 38 -> 58).
+  vpdpbusd (G=4) and vdpbf16ps (G=2) read them (loom-dot). Every tile along k must start
+  a group, and end on whole groups or a known number r of elements past them (the loop's
+  bounds show it: K = 147 tiled by 64 ends its last tile 1 past a pair): the last group
+  of such a tile holds its r elements and G - r zeros, and the buffer is marked
+  `loom.zero_padded_groups`, so that loom-dot may run k on to whole groups (the zeros'
+  products add 0) rather than leave the matmul widened (u8 x s8 on vpmaddwd, znver3, one
+  thread, alternating processes: 1000x1000x999 74 -> 130 GOP/s, 197x768x767 73 -> 135,
+  the stem's 64x12544x147 53-68 -> 117-131). The copy's k loop steps by G, each
+  iteration copying a group: G reads down k, G adjacent writes, which LLVM vectorizes as
+  interleaved stores (u8 x s8 3x3 C128 28^2 through im2col, znver3, one thread: 81 -> 103
+  GOP/s; 1x1 C256 14^2 38 -> 58); a tile's last partial group is copied by a second nest
+  after it, which runs once, in the tile that ends inside a group.
 - `element=T` (optional): the buffer's element type, for an operand its reads widen: the
   operand's own (`i8`, `ui8`, `bf16`: no cast in the copy, the compute loops widen as
   they read), `i16` for an i8/ui8 operand (the copy sign- or zero-extends to i16, the
@@ -102,7 +109,8 @@ widened values with no cast (their micro-kernel is then f32's or i32's). The rem
 
 Refused with a LoomError, nothing changed: a missing or negative `operand` or `level`, a
 non-positive `panel`, a non-positive `group` or one without `panel`, an `element` the
-buffer cannot hold, a `group` whose tiles along k are not whole groups, an operand or a
+buffer cannot hold, a `group` whose tiles along k do not start a group or may end anywhere
+in one (k tiled by 3 in pairs), an operand or a
 level that no nest has (every one of those problems in one message); with `op=`, an
 operand or a level the nest does not have; an operand
 written inside the nest (through any view of its buffer), read inside the level loop other
@@ -125,7 +133,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -142,10 +150,11 @@ from passes.analysis.affine_forms import (
     Range,
     access_footprint,
     affine_exprs,
-    known_multiple,
     map_forms,
     prune_bounds,
+    residue,
 )
+from passes.conversion.convert_loom_to_affine import zero_of
 from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
 from passes.analysis.loop_utils import (
     SelectionError,
@@ -166,6 +175,10 @@ READS = (affine.LoadOp, memref.LoadOp, affine.VectorLoadOp)
 #: the ways of an L1 set on the CPUs Loom plans for (8 on Zen 3 and Zen 4): as many rows
 #: of a source, a power-of-two distance apart, can be read in turn from one set
 ASSOCIATIVITY = 8
+#: the unit attribute of a grouped buffer (`group=G`) whose tiles may end inside a group:
+#: the copy writes zeros past a tile's end to the end of its group, so that a loop may
+#: run on to whole groups and add their products, 0 (loom-dot)
+ZERO_PADDED = "loom.zero_padded_groups"
 
 
 @dataclass
@@ -190,6 +203,9 @@ class _Plan:
     #: `group=G`: the dimension grouped by G (k), innermost in the panel
     grouped: int | None = None
     group: int = 1
+    #: the elements of a tile's last group where its end falls inside one (K mod G, for
+    #: K = 147 in pairs: 1), 0 where every tile is whole groups
+    tail: int = 0
     #: `element=`: the buffer's element type where it is not the widened one (i16 for an
     #: i8 operand widened to i32), and the cast the compute loops then read it through
     element: Attribute | None = None
@@ -313,7 +329,7 @@ class LoomPackPass(ModulePass):
             raise LoomError(f"{refuse} {at}: no loop inside it walks {value_name(mem)}, nothing to pack", read)
         split = None if self.panel is None else self._panel_dim(refuse, store, footprint, packed, read)
         shape = [footprint[d].extent for d in packed if d != split]
-        grouped = None if self.group is None else self._grouped_dim(refuse, footprint, packed, split, read)
+        grouped, tail = (None, 0) if self.group is None else self._grouped_dim(refuse, footprint, packed, split, read)
         group = self.group or 1
         if split is not None:
             assert self.panel is not None
@@ -321,7 +337,7 @@ class LoomPackPass(ModulePass):
             panel = min(self.panel, footprint[split].extent)
             shape = [-(-footprint[split].extent // panel), *shape, panel]
             if grouped is not None:
-                shape = [shape[0], shape[1] // group, panel * group]
+                shape = [shape[0], -(-shape[1] // group), panel * group]
         private = None
         if self.private is not None:
             owner = chain[self.private]
@@ -334,12 +350,14 @@ class LoomPackPass(ModulePass):
         widen = _widening(loads)
         element, read_cast = self._element(refuse, mem.type, widen, read)
         return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private, widen,
-                     grouped, group, element, read_cast)
+                     grouped, group, tail, element, read_cast)
 
     def _grouped_dim(self, refuse: str, footprint: list[FootprintDim], packed: list[int], split: int | None,
-                     read: affine.LoadOp) -> int:
-        """`group=G`: the packed dimension beside the panel's (k), whose every tile's
-        extent is a multiple of G (provably: the loop's bounds)."""
+                     read: affine.LoadOp) -> tuple[int, int]:
+        """`group=G`: the packed dimension beside the panel's (k), whose every tile starts
+        a group, and the elements of the last group of a tile that ends inside one (0: all
+        whole groups), provably from the loop's bounds: each term of its end is a multiple
+        of G, but for at most one, which is a known number past one (147 - %k_t: 1)."""
         assert self.group is not None
         others = [d for d in packed if d != split]
         if len(others) != 1:
@@ -347,13 +365,13 @@ class LoomPackPass(ModulePass):
                             f"but the tile has {len(others)}", read)
         fd = footprint[others[0]]
         lower = [f - fd.base for f in fd.lower]
-        extents = [u - fd.base for u in fd.upper]
-        if fd.extent % self.group or any(f.coeffs or f.const for f in lower) or not all(
-                known_multiple(e) % self.group == 0 for e in extents):
-            raise LoomError(f"{refuse}: option 'group' is {self.group}, but the extent of loop "
-                            f"%{iv_name(fd.loop)} in a tile is not always a multiple of it "
-                            f"(tile {fd.extent}; peel or tile k to a multiple)", read)
-        return others[0]
+        ends = [residue(u - fd.base, self.group) for u in fd.upper]
+        tails = [r for r in ends if r != 0]
+        if any(f.coeffs or f.const for f in lower) or len(tails) > 1 or None in tails:
+            raise LoomError(f"{refuse}: option 'group' is {self.group}, but a tile of loop %{iv_name(fd.loop)} "
+                            f"does not start a group, or its end is not a known number of elements past "
+                            f"whole groups (tile {fd.extent}; tile k from 0 by a multiple of {self.group})", read)
+        return others[0], (tails[0] if tails else 0)
 
     def _element(self, refuse: str, mtype: MemRefType, widen: tuple[type[Operation], Attribute] | None,
                  read: affine.LoadOp) -> tuple[Attribute | None, type[Operation] | None]:
@@ -398,6 +416,8 @@ class LoomPackPass(ModulePass):
         element = plan.element or (plan.widen[1] if plan.widen else mtype.get_element_type())
         alloc = memref.AllocOp.get(element, 64, [*slots, *plan.shape])
         alloc.memref.name_hint = f"{plan.memref.name_hint or 'operand'}_pack"
+        if plan.tail:
+            alloc.attributes[ZERO_PADDED] = UnitAttr()
         buffer = alloc.memref
         dealloc = memref.DeallocOp.get(buffer)
         parent = plan.nest.parent_block()
@@ -405,12 +425,14 @@ class LoomPackPass(ModulePass):
         parent.insert_op_before(alloc, plan.nest)
         parent.insert_op_after(dealloc, plan.nest)
         slot = _slot(plan)
-        copy = self._copy_nest(plan, buffer, slot)
-        for new in (alloc, dealloc, *copy.walk()):
+        copies = self._copy_nests(plan, buffer, slot)
+        for new in (alloc, dealloc, *(op for copy in copies for op in copy.walk())):
             new.location = plan.nest.location
         body = plan.level_loop.body.block
         assert body.first_op is not None
-        body.insert_op_before(copy, body.first_op)
+        first = body.first_op
+        for copy in copies:
+            body.insert_op_before(copy, first)
         index = _private(*self._packed_index(plan), slot)
         for read in plan.reads:
             casts = [use.operation for use in read.result.uses] if plan.widen else []
@@ -437,6 +459,8 @@ class LoomPackPass(ModulePass):
         if plan.grouped is not None:
             layout += (f", %{iv_name(plan.footprint[plan.grouped].loop)} in groups of {plan.group} inside each "
                        f"panel's rows (the dot-product layout)")
+            if plan.tail:
+                layout += f", a tile's last group of {plan.tail} padded with zeros"
         if element != mtype.get_element_type():
             layout += f", widened from {mtype.get_element_type()} to {element} as it is copied"
         size = element.bitwidth // 8 * math.prod([*slots, *plan.shape])
@@ -446,7 +470,7 @@ class LoomPackPass(ModulePass):
             f"{layout}, {format_bytes(size)}",
         )
 
-    def _copy_nest(self, plan: _Plan, buffer: SSAValue, slot: SSAValue | None) -> affine.ForOp:
+    def _copy_nests(self, plan: _Plan, buffer: SSAValue, slot: SSAValue | None) -> list[affine.ForOp]:
         """buffer[...] = operand[...] over the tile: one loop per dimension of the buffer,
         from 0 (the tile's start) to the tile's end in this iteration; in the buffer's
         order (it is written contiguously), except where the panels split the operand's
@@ -458,7 +482,12 @@ class LoomPackPass(ModulePass):
         znver4, one thread: 128x768x3072 +4%, 128x1024x1024 +4%, 1024^3 +1%); and where
         the operand is adjacent along the other dimension and a panel is wider than
         ASSOCIATIVITY (a transposed B), the offset loop goes outside the other, so that
-        each of the panel's columns is read in one sweep along k."""
+        each of the panel's columns is read in one sweep along k.
+
+        Grouped, where a tile may end inside a group (`plan.tail`), the copy runs to its
+        end's last whole group, and a second nest copies the last group's `tail` elements
+        and writes zeros after them (its k loop runs once, in the tile that ends inside a
+        group: from that end's whole groups to the end)."""
         fp = plan.footprint
         order = [d for d in plan.packed if d != plan.split]
         names = [_name(fp[d].loop, "cp") for d in order]
@@ -492,8 +521,14 @@ class LoomPackPass(ModulePass):
             lower = prune_bounds([LinearForm(), *(t - start for t in fd.lower)], "max", known)
             return lower, prune_bounds([u - start for u in fd.upper], "min", known)
 
-        def bounds(ivs: list[SSAValue]) -> list[LoopBounds]:
+        def bounds(ivs: list[SSAValue], tail: bool = False) -> list[LoopBounds]:
             inner = [relative(fp[d], fp[d].base) for d in order]
+            if plan.tail:
+                at = order.index(plan.grouped)
+                lower, upper = inner[at]
+                whole = [u - (residue(u, plan.group) or 0) for u in upper]
+                inner[at] = (prune_bounds([LinearForm(), *(w for w, u in zip(whole, upper) if w != u)], "max"),
+                             upper) if tail else (lower, whole)
             if plan.split is None:
                 return inner
             # panel p, then the other dimensions, then the offset in the panel
@@ -503,15 +538,21 @@ class LoomPackPass(ModulePass):
             upper = prune_bounds([LinearForm(const=width), *upper], "min", known)
             return [([LinearForm()], [LinearForm(const=panels)]), *inner, (lower, upper)]
 
-        def body(ivs: list[SSAValue]) -> list[Operation]:
+        def body(ivs: list[SSAValue], tail: bool = False) -> list[Operation]:
             forms = [LinearForm.of(iv) for iv in ivs]
             # grouped, the k loop steps by G from 0 and each iteration copies a group: G
             # reads down k, G adjacent writes (a copy LLVM vectorizes as interleaved stores)
-            return [op for g in range(plan.group) for op in copy(forms, g)]
+            return [op for g in range(plan.group) for op in copy(forms, g, zero=tail and g >= plan.tail)]
 
-        def copy(forms: list[LinearForm], g: int) -> list[Operation]:
-            """buffer[at forms] = operand[...] (grouped: the g-th of the group at k = forms[1])."""
+        def copy(forms: list[LinearForm], g: int, zero: bool = False) -> list[Operation]:
+            """buffer[at forms] = operand[...] (grouped: the g-th of the group at k = forms[1]),
+            or 0 (`zero`)."""
             exprs, operands = _grouped(plan, *affine_exprs(forms), within=g)  # (k = forms[1], a multiple of G)
+            exprs, operands = _private(exprs, operands, slot)
+            if zero:
+                copied = zero_of(buffer.type.get_element_type())
+                return [*copied, affine.StoreOp(copied[-1].results[0], buffer, operands,
+                                                AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))]
             if plan.grouped is not None:
                 forms = [forms[0], forms[1] + g, forms[2]]
             if plan.split is None:
@@ -525,14 +566,14 @@ class LoomPackPass(ModulePass):
             if plan.widen and plan.element != plan.memref.type.get_element_type():
                 cast, to = plan.widen
                 copied.append(cast(load.result, plan.element or to))
-            exprs, operands = _private(exprs, operands, slot)
             store = affine.StoreOp(copied[-1].results[0], buffer, operands,
                                    AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [*copied, store]
 
-        steps = [1, plan.group, 1] if plan.grouped is not None else None
-        return build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs))),
-                                 lambda ivs: body(buffer_order(ivs)), arranged(steps) if steps else None)
+        steps = arranged([1, plan.group, 1]) if plan.grouped is not None else None
+        return [build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs), tail)),
+                                  lambda ivs: body(buffer_order(ivs), tail), steps)
+                for tail in ((False, True) if plan.tail else (False,))]
 
     def _packed_index(self, plan: _Plan) -> tuple[list[AffineExpr], list[SSAValue]]:
         """Where the body's read lands in the buffer: [iv - base, ...]; with panels,

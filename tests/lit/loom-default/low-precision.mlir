@@ -33,8 +33,7 @@ func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tenso
 
 // -----
 
-// s8 x s8: i16 pairs on vpmaddwd with VNNI too (vpdpbusd reads one side unsigned); an odd
-// K has no whole groups: widened to i32.
+// s8 x s8: i16 pairs on vpmaddwd with VNNI too (vpdpbusd reads one side unsigned).
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
 func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
@@ -44,8 +43,14 @@ func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x51
 
 // -----
 
-// AVX2: remark: [loom-default] matmul 510x512x511 on test: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are packed, vpmulld + vpaddd (vpmaddwd not used: K=511 is not a multiple of its groups of 2); pass list:
-// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x511 on test512: {{.*}}; ui8 x i8 products summed in i32: widened to i32 as they are packed, vpmulld + vpaddd (vpdpbusd not used: K=511 is not a multiple of its groups of 4); pass list:
+// K = 511, not whole groups: loom-pack pads the last group of each buffer with zeros (one
+// element of a pair, three of a quad), loom-dot runs k on to 512.
+// AVX2: remark: [loom-default] matmul 510x512x511 on test: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 2 along k (ui8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
+// AVX2: remark: [loom-pack] packed operand 1 (%b) {{.*}}, a tile's last group of 1 padded with zeros,
+// AVX2: remark: [loom-dot] {{.*}}; %k runs on to its tiles' last whole group, whose elements past the end are zeros in both buffers
+// DOT: remark: [loom-default] matmul {{[0-9]+}}x512x511 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list:
+// DOT: remark: [loom-pack] packed operand 1 (%b) {{.*}}, a tile's last group of 3 padded with zeros,
+// DOT: remark: [loom-dot] nest {{.*}}: vpdpbusd {{.*}}; %k runs on to its tiles' last whole group
 func.func @odd_k(%a: tensor<512x511xui8>, %b: tensor<511x512xi8>) -> tensor<512x512xi32> {
   %c = loom.matmul %a, %b : (tensor<512x511xui8>, tensor<511x512xi8>) -> tensor<512x512xi32>
   func.return %c : tensor<512x512xi32>

@@ -104,3 +104,38 @@ func.func @bf16_pairs(%ap: memref<4x12xbf16>, %bp: memref<4x16xbf16>, %c: memref
   } {loom.tag = "matmul"}
   func.return
 }
+
+// -----
+
+// k runs 7 in its last tile, and both reads are of buffers that loom-pack padded with zeros
+// to whole groups (`loom.zero_padded_groups`): the loop runs on to the tile's last whole
+// group, min(k_t + 4, 8), whose second element adds 0 x 0.
+// CHECK-LABEL: func.func @zero_padded_tail
+// CHECK:      affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> ((d0 + 4), 8)>(%k_t) step 2 {
+// CHECK:        x86vector.dot "vpmaddwd"
+// CHECK: remark: [loom-dot] nest 'matmul': vpmaddwd + vpaddd on 256-bit vectors: loop %k steps by 2 (A's group of 2, broadcast), %j by 8 (B's 8 groups, 8 accumulators of i32); %k runs on to its tiles' last whole group, whose elements past the end are zeros in both buffers
+// DOT-LABEL: func.func @zero_padded_tail
+// DOT: affine.for %k = {{.*}} to min affine_map<(d0) -> ((d0 + 4), 8)>(%k_t) step 2 {
+func.func @zero_padded_tail(%c: memref<12x8xi32>) {
+  %ap = memref.alloc() {alignment = 64 : i64, loom.zero_padded_groups} : memref<2x24xi16>
+  %bp = memref.alloc() {alignment = 64 : i64, loom.zero_padded_groups} : memref<2x16xi16>
+  affine.for %k_t = 0 to 7 step 4 {
+    affine.for %k = affine_map<(d0) -> (d0)>(%k_t) to min affine_map<(d0) -> (d0 + 4, 7)>(%k_t) {
+      affine.for %i = 0 to 12 {
+        affine.for %j = 0 to 8 {
+          %x = affine.load %ap[(%k - %k_t) floordiv 2, %i * 2 + (%k - %k_t) mod 2] : memref<2x24xi16>
+          %y = affine.load %bp[(%k - %k_t) floordiv 2, %j * 2 + (%k - %k_t) mod 2] : memref<2x16xi16>
+          %acc = affine.load %c[%i, %j] : memref<12x8xi32>
+          %wx = arith_ext.extsi %x : i16 to i32
+          %wy = arith_ext.extsi %y : i16 to i32
+          %p = arith.muli %wx, %wy : i32
+          %s = arith.addi %acc, %p : i32
+          affine.store %s, %c[%i, %j] : memref<12x8xi32>
+        }
+      }
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %ap : memref<2x24xi16>
+  memref.dealloc %bp : memref<2x16xi16>
+  func.return
+}

@@ -29,8 +29,9 @@ func.func @not_grouped(%a: memref<8x8xi16>, %b: memref<8x8xi16>, %c: memref<8x8x
 
 // -----
 
-// k runs 7 iterations: its last group would be half outside the loop.
-// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: loop %k does not run in whole groups of 2
+// k runs 7 iterations: its last group would be half outside the loop, and its buffers are
+// not known to hold zeros there (loom-pack's `loom.zero_padded_groups`).
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: loop %k does not run in whole groups of 2, nor to a known place in a group of buffers padded with zeros to whole groups
 func.func @partial_group(%ap: memref<4x16xi16>, %bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
   affine.for %k = 0 to 7 {
     affine.for %i = 0 to 8 {
@@ -156,5 +157,30 @@ func.func @mismatched(%ap: memref<5x16xi16>, %bp: memref<4x16xi16>, %c: memref<8
       }
     }
   } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
+// A's buffer is padded with zeros past k's end, B's is not (its group's second element may
+// be anything, and bf16 garbage times 0 may be a NaN): refused as well.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-dot: nest 'matmul' not rewritten: loop %k does not run in whole groups of 2, nor to a known place in a group of buffers padded with zeros to whole groups
+func.func @one_padded(%bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
+  %ap = memref.alloc() {alignment = 64 : i64, loom.zero_padded_groups} : memref<4x16xi16>
+  affine.for %k = 0 to 7 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 2, %i * 2 + %k mod 2] : memref<4x16xi16>
+        %y = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<4x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wx = arith_ext.extsi %x : i16 to i32
+        %wy = arith_ext.extsi %y : i16 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %ap : memref<4x16xi16>
   func.return
 }
