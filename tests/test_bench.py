@@ -100,6 +100,8 @@ def test_parse_shapes_list_and_defaults():
     (["--model", "mlp", "--dtype", "int8"], "--model runs f32 or bf16 models: --dtype int8 applies to"),
     (["--stages", "--peers"], "--peers applies to --shapes and --conv and --model only"),
     (["--conv", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
+    (["--conv", "--requantize"], "--requantize quantizes int8 layers: add --dtype int8"),
+    (["--shapes", "--dtype", "int8", "--requantize"], "--requantize applies to --conv only"),
     (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),
     (["--shapes", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     ([], "nothing to do"),
@@ -286,6 +288,28 @@ def test_low_precision_conv(dtype, layout, monkeypatch, capsys):
     assert [(r["label"], r["ops"]) for r in data["rows"]] == [("3x3 C3 6x6", 2 * 4 * 36 * 27),
                                                               ("3x3/2 C2 N2", 2 * 2 * 3 * 4 * 3 * 18)]
     assert all(r["ok"] and (r["bound"] == 0) == (dtype == "int8") for r in data["rows"])
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_requantized_conv(layout, monkeypatch, capsys):
+    """--conv --dtype int8 --requantize: each layer quantized (u8 out), one fused kernel,
+    bit for bit Loom's numpy reference, in either layout (torch hidden)."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(low_precision, "peak_gflops", lambda dtype, threads=1: 100.0)
+    monkeypatch.setitem(low_precision.LAYERS, "all", TINY_LAYERS)
+    argv = ["--conv", "--dtype", "int8", "--requantize", "--layout", layout, *FAST]
+    assert loom_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "each layer quantized: (conv2d + i32 bias) x scales, requantized to uint8 in the kernel" in out
+    rows = [line for line in out.splitlines() if line.startswith(tuple(f"| {name} |" for name in TINY_LAYERS))]
+    assert len(rows) == 2 and all(row.endswith("| ok |") for row in rows), rows
+    problem = low_precision.RequantizedConvProblem("3x3 C3 6x6", TINY_LAYERS["3x3 C3 6x6"], np.random.default_rng(0),
+                                                   layout)
+    assert problem.a.max() < 128 and 0 <= problem.want.min() and 0 < problem.want.max() <= 255
+    kernel = compile(problem.source(low_precision.TYPES["int8"]), pipeline="default", remarks=True)
+    assert np.array_equal(kernel(*problem.args()), problem.want)
+    assert any("[loom-fuse-epilogue] fused add (line 3), dequantize (line 4), quantize (line 5) into" in r
+               for r in kernel.remarks), kernel.remarks  # (one nest)
 
 
 @pytest.mark.parametrize("transposed", [False, True])

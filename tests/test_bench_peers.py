@@ -10,7 +10,7 @@ import pytest
 
 from compiler.numpy_reference import conv2d_nchw
 from tools import loom_bench
-from tools.bench import peers
+from tools.bench import low_precision, peers
 
 FAST = ["--budget", "0.01", "--repeat", "2", "--pipeline", "naive"]
 
@@ -88,6 +88,25 @@ def test_the_bench_tables_name_each_peer_and_its_error(capsys):
     assert loom_bench.main(["--shapes", "--shapes-list", "9x7x5", "--peers", *FAST]) == 0
     out = capsys.readouterr().out
     assert "| ONNX Runtime MatMul GFLOP/s | OpenVINO MatMul GFLOP/s |" in out and "off by more" not in out
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_requantized_conv_peers_compute_the_layer(layout):
+    """ONNX Runtime's QLinearConv, OpenVINO's QDQ graph and torch's quantized Conv2d compute
+    the requantized layer the row times: within one step of Loom's reference (they
+    requantize with one multiplier), in the graphs' NCHW."""
+    _runtimes()
+    layer = (2, 5, 9, 8, 4, 3, 2, (2, 1), (1, 0), (1, 2))
+    problem = low_precision.RequantizedConvProblem("tiny", layer, np.random.default_rng(2), layout)
+    found = low_precision.runtime_peers(problem, 1)
+    assert [p.name.split(" (")[0] for p in found] == ["ONNX Runtime QLinearConv", "OpenVINO int8 Conv, requantized"]
+    want = problem.peer_want()
+    assert want.shape == (2, 4, 5, 6)
+    for p in found:
+        assert p.check(want) <= problem.peer_bound == 1.0, p.name
+    if (torch := low_precision.torch_peers(problem, 1)):
+        [run] = torch.values()
+        assert np.abs(run().numpy().astype(np.int64) - want).max() <= 1
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])

@@ -10,7 +10,7 @@
                          [--pipeline P] [--json]
     loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
                       [--budget S] [--json] [--plot out.png]
-    loom-bench --conv --dtype bf16|int8 [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
+    loom-bench --conv --dtype bf16|int8 [--requantize] [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
     loom-bench --model resnet18,mlp [--dtype bf16] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
@@ -64,7 +64,10 @@ nhwc` gives Loom NHWC input and HWCF filter, torch channels_last tensors. The ta
 names the strategy the default pipeline chose per layer (direct or im2col); `--plot
 out.png` draws GFLOP/s per layer. With `--dtype bf16|int8` the layers' X and W are of
 the type (Y f32 or i32) and Loom's kernel is timed beside its f32 kernel of the layer and
-torch's bf16 conv2d, as `--shapes --dtype` does for matmul.
+torch's bf16 conv2d, as `--shapes --dtype` does for matmul. `--dtype int8 --requantize` makes
+each layer a quantized one (u8 in, s8 filter per channel, + i32 bias, requantized to u8 in
+the kernel: one fused nest in Loom) beside torch's quantized Conv2d and, with `--peers`,
+ONNX Runtime's `QLinearConv` and OpenVINO's QDQ graph.
 
 `--peak` measures the machine's vector FMA peak afresh (compiler/measure/peak.py: independent FMA
 chains, best of 5 runs), f32 and f64, and the low-precision peaks on the dot-product instruction
@@ -191,6 +194,8 @@ def parse_args(argv):
                         "models through torch.onnx.export), where installed: pip install 'loomir[anchors]'")
     p.add_argument("--transposed", action="store_true",
                    help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
+    p.add_argument("--requantize", action="store_true",
+                   help="--conv --dtype int8: each layer quantized (+ i32 bias, requantized to uint8 in the kernel)")
     p.add_argument("--plot", metavar="PNG",
                    help="--shapes, --conv: write a bar chart of GFLOP/s per shape or layer (needs matplotlib)")
     args = p.parse_args(argv)
@@ -203,6 +208,7 @@ def parse_args(argv):
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--transposed", args.transposed, ("shapes",)),
+                               ("--requantize", args.requantize, ("conv",)),
                                ("--peers", args.peers, ("shapes", "conv", "model")),
                                ("--dtype", args.dtype != "f32", ("shapes", "conv", "model")),
                                ("--examples", args.examples, ("compile",)), ("--chain", args.chain, ("compile",)),
@@ -224,6 +230,8 @@ def parse_args(argv):
         args.pipeline = "default"
         if args.dtype != "f32" and args.plot:
             p.error(f"--dtype {args.dtype} has no plot: drop --plot")
+        if args.requantize and args.dtype != "int8":
+            p.error("--requantize quantizes int8 layers: add --dtype int8")
     elif args.stages:
         try:
             args.sizes = [int(x) for x in (args.sizes or SIZES).split(",")]

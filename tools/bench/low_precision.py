@@ -11,8 +11,11 @@ low-precision kernels, in one process.
   `Linear` (f32 in and out, int8 weights: what users of torch quantization run).
 
 conv2d (the `--conv` layers): X and W of the type, Y f32 or i32, checked in the same way
-(the bound of C*R*S terms); torch: its bf16 `conv2d` (int8: no peer — torch's quantized
-convolution requantizes its output to uint8, other work).
+(the bound of C*R*S terms); torch: its bf16 `conv2d` (int8: none, torch's quantized
+convolution requantizes its output to uint8). `--requantize` (int8) makes each layer the
+quantized one that work is (`RequantizedConvProblem`: + i32 bias, requantized to u8 in the
+kernel, one fused nest in Loom), beside torch's quantized `Conv2d` and, with `--peers`,
+ONNX Runtime's `QLinearConv` and OpenVINO's QDQ graph.
 
 `--transposed`: B is the transpose of W[N, K] (`x @ w.T`), W passed to every kernel (a view
 for Loom and torch). `--peers`: ONNX Runtime and OpenVINO too (tools/bench/peers.py), each
@@ -29,11 +32,12 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from compiler.driver import reference as compiler_reference
 from compiler.measure.peak import dot_path, peak_gflops
 from compiler.measure.runner import SETTLE, error_bound, timed_rounds
 from dialects.dtypes import dtype_named
@@ -91,6 +95,19 @@ class Problem:
     def source(self, types: tuple[str, str, str]) -> str:
         return matmul_source(*self.shape, types=types, transposed=self.transposed)
 
+    def args(self) -> tuple[np.ndarray, ...]:
+        """The arguments of Loom's kernel of the type (`source(TYPES[dtype])`)."""
+        return self.a, self.b
+
+    #: how far a peer's result may be from `want` (a requantized layer: one step)
+    @property
+    def peer_bound(self) -> float:
+        return self.bound
+
+    def peer_want(self) -> np.ndarray:
+        """`want` in the layout of the runtimes' results."""
+        return self.want
+
 
 class ConvProblem(Problem):
     """The same for a conv2d layer (`loom-bench --conv`'s): X and W of `dtype`."""
@@ -108,11 +125,83 @@ class ConvProblem(Problem):
     def source(self, types: tuple[str, str, str]) -> str:
         return conv_source(self.layer, self.layout, types)
 
+    def peer_want(self) -> np.ndarray:
+        return self.want if self.layout == "nchw" else self.want.transpose(0, 3, 1, 2)  # (the graphs': NCHW)
+
+
+class RequantizedConvProblem(ConvProblem):
+    """A quantized conv2d layer (`--conv --dtype int8 --requantize`): u8 X (scale, zero point
+    0) and s8 W (a scale per output channel), the i32 sums + an i32 bias, dequantized by
+    the product of the scales, requantized to u8 with the output's scale and zero point 0
+    (saturating: the ReLU of a quantized network), one fused kernel in Loom. X holds 7-bit
+    values, 0..127: the range x86 quantization gives activations on CPUs without VNNI
+    (torch's `reduce_range`), where the runtimes sum u8 x s8 pairs in saturating 16 bits
+    (`vpmaddubsw`: over the full range ONNX Runtime, OpenVINO and torch were all 23 steps
+    off on 3x3 C128 28^2, znver3; on 7 bits all three are exact). Loom is checked bit for
+    bit against its numpy reference; a peer within one step of it passes (the runtimes
+    requantize with one multiplier, x_scale * w_scale / y_scale, Loom in two steps: f32
+    roundings may differ by one at a half)."""
+
+    def __init__(self, name: str, layer: Layer, rng: np.random.Generator, layout: str = "nchw"):
+        super().__init__(name, layer, "int8", rng, layout)
+        self.a = self.a >> 1
+        self.a32 = self.a.astype(np.float32)
+        sums = self.product(self.a.astype(np.float64), self.b.astype(np.float64))
+        f = layer[4]
+        x_scale, w_scales = 0.02, rng.uniform(0.5, 1.5, f) * 0.01
+        bias = rng.integers(-5000, 5000, f).astype(np.int32)
+        axis = 1 if layout == "nchw" else 3
+        shape = [1] * 4
+        shape[axis] = f
+        scale = (x_scale * w_scales).astype(np.float32)
+        # the output's scale spreads the layer's values over about 40 steps per standard deviation
+        y_scale = float(np.std((sums + bias.reshape(shape)) * scale.reshape(shape))) / 40
+        self.quantized = anchors.Quantized(bias, x_scale, w_scales, y_scale, 0)
+        self._params = (bias.reshape(shape[1:]), scale, np.zeros(f, np.int32), np.array(y_scale, np.float32),
+                        np.array(0, np.int32))
+        self._layer_source = requantized_source(layer, layout, axis)
+        self.want = compiler_reference(self._layer_source, *self.args())
+        self.bound = 0.0
+
+    def source(self, types: tuple[str, str, str]) -> str:
+        return self._layer_source if types == TYPES["int8"] else super().source(types)
+
+    def args(self) -> tuple[np.ndarray, ...]:
+        return self.a, self.b, *self._params
+
+    @property
+    def peer_bound(self) -> float:
+        return 1.0
+
+
+def requantized_source(layer: Layer, layout: str, axis: int) -> str:
+    """The quantized layer of `RequantizedConvProblem`: conv2d (u8 x s8 -> i32) + bias,
+    dequantize (a scale per channel along `axis`), quantize to u8."""
+    x, w, y = layer_shapes(layer, layout)
+    f = layer[4]
+    bias = [1] * 3
+    bias[axis - 1] = f
+    tx, tw = f"tensor<{'x'.join(map(str, x))}xui8>", f"tensor<{'x'.join(map(str, w))}xi8>"
+    dims = "x".join(map(str, y))
+    ta, tf, tq = f"tensor<{dims}xi32>", f"tensor<{dims}xf32>", f"tensor<{dims}xui8>"
+    tb, tv, tz = f"tensor<{'x'.join(map(str, bias))}xi32>", f"tensor<{f}xf32>", f"tensor<{f}xi32>"
+    conv = conv_source(layer, layout, ("ui8", "i8", "i32")).splitlines()[1].strip()
+    return (f"func.func @layer(%x: {tx}, %w: {tw}, %bias: {tb}, %scale: {tv}, %zero: {tz}, %os: tensor<f32>, "
+            f"%oz: tensor<i32>) -> {tq} {{\n"
+            f"  {conv}\n"
+            f"  %sum = loom.add %y, %bias : ({ta}, {tb}) -> {ta}\n"
+            f"  %d = loom.dequantize %sum, %scale, %zero {{axis = {axis} : i64}} : ({ta}, {tv}, {tz}) -> {tf}\n"
+            f"  %q = loom.quantize %d, %os, %oz : ({tf}, tensor<f32>, tensor<i32>) -> {tq}\n"
+            f"  func.return %q : {tq}\n}}\n")
+
 
 def runtime_peers(problem: Problem, threads: int) -> list[anchors.Peer]:
     """ONNX Runtime's and OpenVINO's kernels of the problem (`--peers`): bf16 values as f32
     arrays (the runtimes take bf16 through OpenVINO's precision hint)."""
     a, b = (problem.a32, problem.b32) if problem.dtype == "bf16" else (problem.a, problem.b)
+    if isinstance(problem, RequantizedConvProblem):
+        return anchors.quantized_conv_peers(*anchors.nchw(a, b, problem.layout), problem.quantized, threads,
+                                            conv=problem.layer[7:])
     if isinstance(problem, ConvProblem):
         a, b = anchors.nchw(a, b, problem.layout)
         return anchors.kernel_peers("conv2d", a, b, problem.dtype, threads, conv=problem.layer[7:])
@@ -127,6 +216,8 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
     except (ImportError, OSError):
         return {}
     torch.set_num_threads(threads)
+    if isinstance(problem, RequantizedConvProblem):
+        return {"torch quantized Conv2d": torch_quantized_conv(torch, problem)}
     if isinstance(problem, ConvProblem):
         if problem.dtype != "bf16":
             return {}
@@ -159,6 +250,32 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
     return peers
 
 
+def torch_quantized_conv(torch, problem: RequantizedConvProblem) -> Callable[[], object]:
+    """torch's quantized Conv2d (the `x86` engine: FBGEMM / oneDNN) of the layer: u8 X and s8
+    W per channel as torch's quantized tensors (made once), the output requantized to u8 in
+    the kernel, NCHW (channels_last for NHWC)."""
+    q = problem.quantized
+    x, w = anchors.nchw(problem.a, problem.b, problem.layout)
+    with warnings.catch_warnings():  # torch 2.13 calls its quantized tensors deprecated; it still ships them
+        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+        qx = torch._make_per_tensor_quantized_tensor(torch.from_numpy(x), q.x_scale, 0)
+        qw = torch._make_per_channel_quantized_tensor(torch.from_numpy(w), torch.from_numpy(q.w_scales),
+                                                      torch.zeros(w.shape[0], dtype=torch.long), 0)
+    if problem.layout == "nhwc":
+        qx = qx.contiguous(memory_format=torch.channels_last)
+    (sh, sw), (ph, pw), (dh, dw) = problem.layer[7:]
+    conv = torch.ao.nn.quantized.Conv2d(w.shape[1], w.shape[0], w.shape[2:], stride=(sh, sw), padding=(ph, pw),
+                                        dilation=(dh, dw))
+    conv.set_weight_bias(qw, torch.from_numpy(q.bias * (q.x_scale * q.w_scales)).float())
+    conv.scale, conv.zero_point = q.y_scale, q.y_zero
+
+    def run() -> object:
+        with torch.no_grad():
+            return conv(qx).int_repr()
+
+    return run
+
+
 @dataclass
 class Row:
     label: str
@@ -175,6 +292,9 @@ class Row:
     ratios: tuple[float, ...] = ()
     #: the max error of each ONNX Runtime / OpenVINO peer's result (`--peers`)
     peer_errors: dict[str, float] = field(default_factory=dict)
+    #: how far a peer's result may be from the reference (the row's bound but for a
+    #: requantized layer's one step)
+    peer_bound: float = 0.0
 
     def rate(self, seconds: float) -> float:
         """GFLOP/s (GOP/s for int8) of this shape done in `seconds`."""
@@ -201,7 +321,8 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
     medians over the rounds)."""
     kernel, compile_seconds = compile_fresh(problem.source(TYPES[problem.dtype]), pipeline, threads)
     f32, _ = compile_fresh(problem.source(("f32", "f32", "f32")), pipeline, threads)
-    got = kernel(problem.a, problem.b)
+    args = problem.args()
+    got = kernel(*args)
     err = float(np.abs(got.astype(np.float64) - problem.want).max())
     f32_want = problem.product(problem.a32.astype(np.float64), problem.b32.astype(np.float64))
     f32_err = float(np.abs(f32(problem.a32, problem.b32) - f32_want).max())
@@ -209,25 +330,31 @@ def measure(problem: Problem, *, pipeline: str = "default", repeat: int = 10, bu
         err = float("inf")  # the f32 kernel it is compared with is wrong: the row fails
     peers = torch_peers(problem, threads)
     runtimes = runtime_peers(problem, threads) if with_runtimes else []
-    peer_errors = {p.name: p.check(problem.want) for p in runtimes}
+    peer_errors = {p.name: p.check(problem.peer_want()) for p in runtimes}
     peers.update({p.name: p.run for p in runtimes})
-    fns = [lambda: kernel(problem.a, problem.b), lambda: f32(problem.a32, problem.b32), *peers.values()]
+    fns = [lambda: kernel(*args), lambda: f32(problem.a32, problem.b32), *peers.values()]
     for f in fns[1:]:
         f()
     timing = timed_rounds(fns, budget=budget, at_most=repeat, rounds=rounds, settle=SETTLE if threads > 1 else 0.0)
     return Row(problem.label, problem.ops, problem.dtype, threads, timing.median(0), timing.median(1),
                {name: timing.median(2 + i) for i, name in enumerate(peers)}, err, problem.bound, compile_seconds,
-               timing.ratios(1) if rounds > 1 else (), peer_errors)
+               timing.ratios(1) if rounds > 1 else (), peer_errors, problem.peer_bound)
 
 
 def run(shapes: Sequence[Shape] = DTYPE_SHAPES, dtype: str = "bf16", *, pipeline: str = "default",
         repeat: int = 10, budget: float = 2.0, seed: int = 0, rounds: int = 1, threads: int = 1,
         on_row: Callable[[Row], None] | None = None, layers: dict[str, Layer] | None = None,
-        layout: str = "nchw", with_runtimes: bool = False, transposed: bool = False) -> list[Row]:
-    """Measure each matmul shape, or with `layers` each conv2d layer (in `layout`)."""
+        layout: str = "nchw", with_runtimes: bool = False, transposed: bool = False,
+        requantize: bool = False) -> list[Row]:
+    """Measure each matmul shape, or with `layers` each conv2d layer (in `layout`; int8 with
+    `requantize`: the quantized layer, `RequantizedConvProblem`)."""
     rng = np.random.default_rng(seed)
-    problems = ((ConvProblem(name, layer, dtype, rng, layout) for name, layer in layers.items()) if layers is not None
-                else (Problem(shape, dtype, rng, transposed) for shape in shapes))
+    if layers is None:
+        problems: Iterable[Problem] = (Problem(shape, dtype, rng, transposed) for shape in shapes)
+    elif requantize:
+        problems = (RequantizedConvProblem(name, layer, rng, layout) for name, layer in layers.items())
+    else:
+        problems = (ConvProblem(name, layer, dtype, rng, layout) for name, layer in layers.items())
     rows = []
     for problem in problems:
         row = measure(problem, pipeline=pipeline, repeat=repeat, budget=budget, rounds=rounds, threads=threads,
@@ -255,7 +382,8 @@ def markdown(rows: list[Row], conv: bool = False) -> str:
         out.append(f"| {r.label} | {r.rate(r.seconds):.1f} | {r.rate(r.f32_seconds):.1f} | "
                    f"{r.over_f32:.2f}x |{peers} {cell(r.over_best_peer, '.2f')} | {r.rate(r.seconds) / peak:.0%} | "
                    f"{'ok' if r.ok else 'MISMATCH'} |")
-    return "\n".join(out) + anchors.errors_note({r.label: r.peer_errors for r in rows}, {r.label: r.bound for r in rows})
+    return "\n".join(out) + anchors.errors_note({r.label: r.peer_errors for r in rows},
+                                                {r.label: r.peer_bound for r in rows})
 
 
 def as_json(rows: list[Row]) -> list[dict]:
@@ -272,7 +400,7 @@ def mode(args) -> int:
     layers = LAYERS[args.layers] if args.conv else None
     rows = run(args.shapes_list, args.dtype, pipeline=args.pipeline, repeat=args.repeat, budget=args.budget,
                rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress, layers=layers,
-               layout=args.layout, with_runtimes=args.peers, transposed=args.transposed)
+               layout=args.layout, with_runtimes=args.peers, transposed=args.transposed, requantize=args.requantize)
     machine = bench_machine()
     path = dot_path(args.dtype)
     if args.json:
@@ -283,6 +411,8 @@ def mode(args) -> int:
               "the kernel's own path: --remarks)\n"
               f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}"
               + (", B = W.T (x @ w.T, W an N x K array)" if args.transposed else "")
+              + (", each layer quantized: (conv2d + i32 bias) x scales, requantized to uint8 in the kernel"
+                 if args.requantize else "")
               + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown(rows, conv=args.conv))
     return 0 if all(r.ok for r in rows) else 1

@@ -175,6 +175,54 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
     return peers
 
 
+@dataclass(frozen=True)
+class Quantized:
+    """A quantized conv2d layer's parameters beside its u8 input and s8 filter: the i32
+    bias (of scale `x_scale * w_scales[f]`), the input's scale (zero point 0), the filter's
+    per output channel (zero points 0), the output's scale and zero point."""
+
+    bias: np.ndarray
+    x_scale: float
+    w_scales: np.ndarray
+    y_scale: float
+    y_zero: int
+
+
+def quantized_conv_peers(x: np.ndarray, w: np.ndarray, q: Quantized, threads: int, conv: tuple) -> list[Peer]:
+    """The runtimes' quantized conv2d layers (NCHW, FCRS) with the requantize to u8 in the
+    kernel: ONNX Runtime's `QLinearConv`; OpenVINO on the QDQ graph `DequantizeLinear` ->
+    `Conv` -> `QuantizeLinear` (which its low-precision transformations run as an int8
+    convolution where they can; the name says what it ran)."""
+    peers: list[Peer] = []
+    if not _installed("onnx"):
+        return peers
+    from onnx import helper
+
+    strides, padding, dilations = conv
+    (n, _, h, wd), (f, _, r, s) = x.shape, w.shape
+    out_shape = (n, f, *conv2d_output_hw(h, wd, r, s, strides, padding, dilations))
+    attrs = dict(strides=list(strides), pads=[padding[0], padding[1], padding[0], padding[1]],
+                 dilations=list(dilations))
+    scales = {"xs": np.array(q.x_scale, np.float32), "xz": np.array(0, np.uint8),
+              "ws": q.w_scales.astype(np.float32), "wz": np.zeros(f, np.int8),
+              "ys": np.array(q.y_scale, np.float32), "yz": np.array(q.y_zero, np.uint8)}
+    if _installed("onnxruntime"):
+        model = _graph([helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz", "B"], ["Y"],
+                                         **attrs)],
+                       {"X": x}, "Y", np.uint8, out_shape, {"W": w, "B": q.bias.astype(np.int32), **scales})
+        peers.append(Peer("ONNX Runtime QLinearConv", _ort(model, {"X": x}, threads)))
+    if _installed("openvino"):
+        bias = (q.bias * (q.x_scale * q.w_scales.astype(np.float64))).astype(np.float32)
+        model = _graph([helper.make_node("DequantizeLinear", ["X", "xs", "xz"], ["Xf"]),
+                        helper.make_node("DequantizeLinear", ["W", "ws", "wz"], ["Wf"], axis=0),
+                        helper.make_node("Conv", ["Xf", "Wf", "Bf"], ["Yf"], **attrs),
+                        helper.make_node("QuantizeLinear", ["Yf", "ys", "yz"], ["Y"])],
+                       {"X": x}, "Y", np.uint8, out_shape, {"W": w, "Bf": bias, **scales})
+        run, ran = _openvino(model, [x], threads, "f32")
+        peers.append(Peer(f"OpenVINO int8 Conv, requantized (ran {_precision_name(ran)})", run))
+    return peers
+
+
 def model_peers(model, x, threads: int, dtype: str) -> list[Peer]:
     """The runtimes on the model exported with torch.onnx.export (the f32 model: for bf16,
     OpenVINO with the bf16 hint; ONNX Runtime has no bf16 convolutions on the CPU)."""
