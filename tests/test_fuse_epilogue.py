@@ -6,6 +6,7 @@ on small integers, bit for bit what the unfused kernel computes; the remark says
 was fused; refused epilogues compute the right result unfused; the fused nest still runs
 on threads; a matmul or conv2d without an epilogue loses its zero fill all the same."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -756,3 +757,32 @@ def test_a_quantized_conv2d_layer_is_one_nest(layout, pipeline, layer, seed):
     args = _quantized_args(np.random.default_rng(seed), x_shape, w_shape, f, c * r * s, bias)
     np.testing.assert_array_equal(kern(*args), compiler.reference(src, *args))
     _one_nest(kern, "add (line 3), dequantize (line 4), quantize (line 5)")
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=SIZES, n=SIZES, k=st.sampled_from([1, 7, 300, 1031]), seed=st.integers(0, 2**16))
+def test_a_bf16_result_is_rounded_in_the_nest(m, n, k, seed):
+    """bf16 x bf16 -> f32, + bias, relu, cast to bf16 (what the torch backend stores
+    between bf16 layers): one nest, rounded to nearest even where it writes each sum for
+    the last time, bit for bit the unfused kernel (the same f32 sums in the same order)."""
+    a_t, b_t = f"tensor<{m}x{k}xbf16>", f"tensor<{k}x{n}xbf16>"
+    c_t, h_t = f"tensor<{m}x{n}xf32>", f"tensor<{m}x{n}xbf16>"
+    src = f"""func.func @f(%a: {a_t}, %b: {b_t}, %bias: tensor<{n}xf32>) -> {h_t} {{
+  %c = loom.matmul %a, %b : ({a_t}, {b_t}) -> {c_t}
+  %s = loom.add %c, %bias : ({c_t}, tensor<{n}xf32>) -> {c_t}
+  %r = loom.relu %s : {c_t}
+  %h = loom.cast %r : {c_t} -> {h_t}
+  func.return %h : {h_t}
+}}"""
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    if fused(kern):
+        _one_nest(kern, "add (line 3), relu (line 4), cast (line 5)")
+    else:  # (refused with the reason, as an f32 epilogue of the shape is)
+        assert any("[loom-fuse-epilogue] add (line 3) not fused" in r for r in kern.remarks), kern.remarks
+    unfused = compiler.compile(src, pipeline="loom-default{skip=fuse}")
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((m, k), (k, n)))
+    bias = rng.standard_normal(n).astype(np.float32)
+    got = kern(a, b, bias)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.view(np.uint16), unfused(a, b, bias).view(np.uint16))
