@@ -590,10 +590,10 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
     (VNNI), any other i8/ui8 pair as i16 pairs on vpmaddwd + vpaddd (exact: the products of
     two i16 from bytes and their pair sums fit an i32), where both operands are packed in
-    panels (a K that is not whole groups is padded with zeros in both: loom-pack). B may be a transposed view (`x @ w.T`): a group's
-    elements then lie side by side in a row of W, and the grouped copy reads them so (u8 x
-    s8 at 128x3072x768, znver3, one thread: 106 GOP/s, as x @ b 119; widened as before
-    54)."""
+    panels (a K that is not whole groups is padded with zeros in both: loom-pack). B may
+    be a transposed view (`x @ w.T`): a group's elements then lie side by side in a row of
+    W, and the grouped copy reads them so (u8 x s8 at 128x3072x768, znver3, one thread:
+    106 GOP/s, as x @ b 119; widened as before 54)."""
     sources = _sources(nest)
     if len(sources) != 2:
         return ""

@@ -81,20 +81,20 @@ result, and then each one's result, at the element it writes.
 
 An epilogue may change the element type: a quantized layer's i32 sums + bias, dequantized
 to f32, relu'd and requantized to ui8 (`x @ w` on u8 x s8, or a conv2d, then the next
-layer's input) is one nest. The ui8 result cannot hold the partial sums, so the last
-writes store the epilogue's value into the result beside C's own store, under the guard
-as `scf.if %last { store }` (no select between two types; none where there is no guard),
-and C keeps the sums where the nest reads them back (a K over several panels, the rows
-streamed k by k); where nothing reads C back, its stores and C itself go. The remark
-says which (`%acc still holds the partial sums, ...`). The steps' casts and constants run
-on vectors of their own element types (i32 sums, f32 scales, ui8 results), 0-d operands
-(a per-tensor scale) as broadcast scalars. Unguarded last writes store into the result
-instead of C; guarded ones compute the epilogue inside the `scf.if` (at every k step of a
-nest that streams rows it cost 5% on 1x1 C256 14^2). Quantized ResNet layers (u8 x s8,
-requantized to u8: `loom-bench --conv --dtype int8 --requantize`), znver3, one thread, the
-fused and the unfused kernel interleaved in one process: the stem 1.09x, the others
-0.98-1.02x (their separate nests over Y were cheap: Y stays in the caches); the two
-intermediate buffers are gone. Refused with a remark (the nests left as they were): an epilogue that
+layer's input) is one nest. The ui8 result cannot hold the partial sums: an unguarded last
+write stores the epilogue's value into the result instead of C; a guarded one keeps C's
+store and computes the epilogue and the result's store inside `scf.if %last` (no select
+between two types; computed at every k step of a nest that streams rows, it cost 5% on
+1x1 C256 14^2). C stays where the nest reads partial sums back (K over several panels, the
+rows streamed k by k), else it goes, and the remark says which (`%acc still holds the
+partial sums, ...`). The steps' casts and constants run on vectors of their own element
+types (i32 sums, f32 scales, ui8 results), 0-d operands (a per-tensor scale) as broadcast
+scalars. Quantized ResNet layers (u8 x s8, requantized to u8: `loom-bench --conv --dtype
+int8 --requantize`), znver3, one thread, the fused and the unfused kernel interleaved in
+one process: the stem 1.09x, the others 0.98-1.02x (their separate nests over Y were cheap:
+Y stays in the caches); the two intermediate buffers are gone.
+
+Refused with a remark (the nests left as they were): an epilogue that
 reads C at another index (a transpose, a broadcast of C), an intermediate that is also a
 result of the function or read elsewhere (it must still be written), an operand written
 after the producer, an operand read at a stride other than 0 or 1 along the vector, a

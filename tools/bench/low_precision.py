@@ -99,9 +99,9 @@ class Problem:
         """The arguments of Loom's kernel of the type (`source(TYPES[dtype])`)."""
         return self.a, self.b
 
-    #: how far a peer's result may be from `want` (a requantized layer: one step)
     @property
     def peer_bound(self) -> float:
+        """How far a runtime's result may be from `want` (a requantized layer: one step)."""
         return self.bound
 
     def peer_want(self) -> np.ndarray:
