@@ -254,16 +254,6 @@ class LoomDefaultPass(ModulePass):
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows,
                                packed_bytes=packed)
 
-        def on_dot(sub: affine.ForOp) -> tuple[MatmulPlan, DotProducts | str]:
-            """The plan of a nest, and the dot-product instruction it runs on (or why not):
-            on one, the plan for A's packed elements, where that plan keeps it."""
-            plan = plan_of(sub)
-            on = dot_products(sub, target, plan, skip)
-            if isinstance(on, DotProducts):
-                packed = plan_of(sub, on.packed_bytes)
-                plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
-            return plan, on
-
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
             a nest with fewer rows than MR (the whole matmul, or a copy peeled off its
@@ -302,7 +292,10 @@ class LoomDefaultPass(ModulePass):
                 continue
             columns = self._column_blocks(plan, skip, target)
             transposed = _transposed_b(sub) is not None
-            plan, on = on_dot(sub)
+            on = dot_products(sub, target, plan, skip)
+            if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
+                packed = plan_of(sub, on.packed_bytes)
+                plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)

@@ -631,19 +631,19 @@ class _Rewriter:
         store, ops = write.op, []
         value = write.value
         guard = self._guard(write, ops)
-        if self.retyped and guard is not None:
+        result = self._result_view(access_memref(store)) if self.retyped else None
+        if result is not None and guard is not None:
             # the epilogue and the result's own store in the last panel alone (computed
             # at every k step of a nest that streams rows, it cost 5% on 1x1 C256 14^2);
             # values made there are not shared with other stores (a cache of their own)
             saved, self.cache, inner = self.cache, {}, []
             new = self._epilogue_value(write, value, inner)
             self.cache = saved
-            result_store = _store_like(store, new, self._result_view(access_memref(store)))
-            ops.append(scf.IfOp(guard, [], Region(Block([*inner, result_store, scf.YieldOp()]))))
+            ops.append(scf.IfOp(guard, [], Region(Block([*inner, _store_like(store, new, result), scf.YieldOp()]))))
         else:
             new = self._epilogue_value(write, value, ops)
-            if self.retyped:  # the result's store instead of C's: nothing reads an element after its last write
-                ops.append(_store_like(store, new, self._result_view(access_memref(store))))
+            if result is not None:  # the result's store instead of C's: nothing reads an element after its last write
+                ops.append(_store_like(store, new, result))
             elif guard is not None:
                 select = arith.SelectOp(guard, new, value)
                 ops.append(select)
@@ -665,18 +665,11 @@ class _Rewriter:
 
     def _result_view(self, stored: SSAValue) -> SSAValue:
         """The result, or its view in the index space of a store into a view of C (a
-        conv2d's Y as a matrix): made once, before the producer's first nest."""
+        conv2d's Y as a matrix)."""
         if stored is self.f.c:
             return self.f.result
         shape = list(stored.type.get_shape())
-        key = (self.f.result, tuple(row_major_strides(shape)), 0)
-        if key not in self.views:
-            cast = strided_view(self.f.result, shape, list(row_major_strides(shape)))
-            cast.location = self.f.nests[0].location
-            cast.results[0].name_hint = f"{self.f.result.name_hint or 'result'}_view"
-            self.f.block.insert_op_before(cast, self.f.nests[0])
-            self.views[key] = cast.results[0]
-        return self.views[key]
+        return self._view_of(self.f.result, shape, list(row_major_strides(shape)), 0)
 
     def _drop_fill(self) -> None:
         """The loads that read the zero fill read a zero instead (no load at all where
@@ -737,30 +730,30 @@ class _Rewriter:
         def vector_of(t: Attribute) -> VectorType:  # (each op's own element type: casts change it)
             return VectorType(t, lanes)
 
-        vtype = None if lanes is None else vector_of(value.type.element_type)  # type: ignore[union-attr]
+        vectors = lanes is not None
         mapping: dict[SSAValue, SSAValue] = {}
         dropped = {cmp for _, cmp in step.extrema.values()}
         block = write.op.parent_block()
         for op in step.ops:
             if isinstance(op, affine.LoadOp):
                 mapping[op.result] = value if op not in step.operands else self._load(step, op, write, lanes, ops)
-            elif vtype is not None and op in dropped:
+            elif vectors and op in dropped:
                 continue
-            elif vtype is not None and _float_constant(op):
+            elif vectors and _float_constant(op):
                 c, splat = op.value.value.data, vector_of(op.results[0].type)  # type: ignore[attr-defined]
                 mapping[op.results[0]] = self._cached(
                     ("splat", block, repr(c), splat),
                     lambda c=c, splat=splat: [arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(
                         splat, [c] * splat.get_shape()[0]))],
                     ops)
-            elif vtype is not None and op in step.extrema:
+            elif vectors and op in step.extrema:
                 target = step.extrema[op][0]
                 new = target.create(operands=[mapping[op.lhs], mapping[op.rhs]],
                                     result_types=[vector_of(op.results[0].type)])
                 new.location = op.location
                 ops.append(new)
                 mapping[op.results[0]] = new.results[0]
-            elif vtype is not None:
+            elif vectors:
                 new = type(op).create(operands=[mapping[v] for v in op.operands],
                                       result_types=[vector_of(op.results[0].type)],
                                       properties=dict(op.properties), attributes=dict(op.attributes))
@@ -810,12 +803,15 @@ class _Rewriter:
         the producer's first nest)."""
         if operand.view is None:
             return operand.memref
-        sizes, strides, offset = operand.view
-        key = (operand.memref, tuple(strides), offset)
+        return self._view_of(operand.memref, *operand.view)
+
+    def _view_of(self, source: SSAValue, sizes: list[int], strides: list[int], offset: int) -> SSAValue:
+        """`source` viewed so (`strided_view`), made once, before the producer's first nest."""
+        key = (source, tuple(strides), offset)
         if key not in self.views:
-            cast = strided_view(operand.memref, sizes, strides, offset)
+            cast = strided_view(source, sizes, strides, offset)
             cast.location = self.f.nests[0].location
-            cast.results[0].name_hint = f"{operand.memref.name_hint or 'operand'}_view"
+            cast.results[0].name_hint = f"{source.name_hint or 'operand'}_view"
             self.f.block.insert_op_before(cast, self.f.nests[0])
             self.views[key] = cast.results[0]
         return self.views[key]

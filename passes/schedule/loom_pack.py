@@ -549,10 +549,13 @@ class LoomPackPass(ModulePass):
             or 0 (`zero`)."""
             exprs, operands = _grouped(plan, *affine_exprs(forms), within=g)  # (k = forms[1], a multiple of G)
             exprs, operands = _private(exprs, operands, slot)
-            if zero:
-                copied = zero_of(buffer.type.get_element_type())
-                return [*copied, affine.StoreOp(copied[-1].results[0], buffer, operands,
-                                                AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))]
+            copied = zero_of(buffer.type.get_element_type()) if zero else read(forms, g)
+            store = affine.StoreOp(copied[-1].results[0], buffer, operands,
+                                   AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
+            return [*copied, store]
+
+        def read(forms: list[LinearForm], g: int) -> list[Operation]:
+            """operand[...] where buffer[at forms] holds it, widened as the buffer holds it."""
             if plan.grouped is not None:
                 forms = [forms[0], forms[1] + g, forms[2]]
             if plan.split is None:
@@ -566,9 +569,7 @@ class LoomPackPass(ModulePass):
             if plan.widen and plan.element != plan.memref.type.get_element_type():
                 cast, to = plan.widen
                 copied.append(cast(load.result, plan.element or to))
-            store = affine.StoreOp(copied[-1].results[0], buffer, operands,
-                                   AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
-            return [*copied, store]
+            return copied
 
         steps = arranged([1, plan.group, 1]) if plan.grouped is not None else None
         return [build_affine_nest(arranged(names), lambda ivs: arranged(bounds(buffer_order(ivs), tail)),

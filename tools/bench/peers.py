@@ -136,15 +136,7 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
     peers: list[Peer] = []
     if not _installed("onnx"):  # (the graphs are built with it)
         return peers
-    if op == "matmul":
-        out_shape = (a.shape[0], b.shape[1])
-        attrs = {}
-    else:
-        strides, padding, dilations = conv
-        (n, _, h, w), (f, _, r, s) = a.shape, b.shape
-        out_shape = (n, f, *conv2d_output_hw(h, w, r, s, strides, padding, dilations))
-        attrs = dict(strides=list(strides), pads=[padding[0], padding[1], padding[0], padding[1]],
-                     dilations=list(dilations))
+    out_shape, attrs = ((a.shape[0], b.shape[1]), {}) if op == "matmul" else _conv_node(a, b, conv)
     from onnx import helper
 
     kind = "MatMul" if op == "matmul" else "Conv"
@@ -198,11 +190,8 @@ def quantized_conv_peers(x: np.ndarray, w: np.ndarray, q: Quantized, threads: in
         return peers
     from onnx import helper
 
-    strides, padding, dilations = conv
-    (n, _, h, wd), (f, _, r, s) = x.shape, w.shape
-    out_shape = (n, f, *conv2d_output_hw(h, wd, r, s, strides, padding, dilations))
-    attrs = dict(strides=list(strides), pads=[padding[0], padding[1], padding[0], padding[1]],
-                 dilations=list(dilations))
+    out_shape, attrs = _conv_node(x, w, conv)
+    f = w.shape[0]
     scales = {"xs": np.array(q.x_scale, np.float32), "xz": np.array(0, np.uint8),
               "ws": q.w_scales.astype(np.float32), "wz": np.zeros(f, np.int8),
               "ys": np.array(q.y_scale, np.float32), "yz": np.array(q.y_zero, np.uint8)}
@@ -221,6 +210,16 @@ def quantized_conv_peers(x: np.ndarray, w: np.ndarray, q: Quantized, threads: in
         run, ran = _openvino(model, [x], threads, "f32")
         peers.append(Peer(f"OpenVINO int8 Conv, requantized (ran {_precision_name(ran)})", run))
     return peers
+
+
+def _conv_node(x: np.ndarray, w: np.ndarray, conv: tuple) -> tuple[tuple[int, ...], dict]:
+    """The output shape of the NCHW conv2d of `x` by the FCRS filter `w` (`conv` = (strides,
+    padding, dilations)) and the attributes of its ONNX node."""
+    strides, padding, dilations = conv
+    (n, _, h, wd), (f, _, r, s) = x.shape, w.shape
+    attrs = dict(strides=list(strides), pads=[padding[0], padding[1], padding[0], padding[1]],
+                 dilations=list(dilations))
+    return (n, f, *conv2d_output_hw(h, wd, r, s, strides, padding, dilations)), attrs
 
 
 def model_peers(model, x, threads: int, dtype: str) -> list[Peer]:
