@@ -246,7 +246,9 @@ class LoomDefaultPass(ModulePass):
         in_place = loom_direct_conv.windows_operand(nest)
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
-        a_rows = _a_rows_contiguous(nest)
+        # A's rows read in place (A_IN_PLACE, measured for f32) would keep the operands of
+        # a dot-product instruction out of its layout: those pack both
+        a_rows = _a_rows_contiguous(nest) and not isinstance(_instruction(nest, target), Instruction)
 
         def plan_of(sub: affine.ForOp, packed: int | None = None) -> MatmulPlan:
             found = _matmul_shape(sub)
@@ -578,6 +580,17 @@ def _sources(nest: affine.ForOp) -> list[str]:
     return [str(o.operands[0].type) for o in nest.walk() if isinstance(o, arith_ext.WIDENING)]
 
 
+def _instruction(nest: affine.ForOp, target: Target) -> Instruction | str:
+    """The dot-product instruction for the element types a low-precision matmul nest
+    widens, or why there is none ("" for f32/f64)."""
+    sources = _sources(nest)
+    if len(sources) != 2:
+        return ""
+    if sources == ["bf16", "bf16"]:
+        return INSTRUCTIONS["vdpbf16ps"] if target.bf16_dot else "no AVX512-BF16 on this target"
+    return INSTRUCTIONS["vpdpbusd" if sources == ["ui8", "i8"] and target.int8_dot else "vpmaddwd"]
+
+
 def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> DotProducts | str:
     """The dot-product instruction a low-precision matmul nest's register tile runs on, or
     why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
@@ -587,18 +600,11 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     be a transposed view (`x @ w.T`): a group's elements then lie side by side in a row of
     W, and the grouped copy reads them so (u8 x s8 at 128x3072x768, znver3, one thread:
     106 GOP/s, as x @ b 119; widened as before 54)."""
-    sources = _sources(nest)
-    if len(sources) != 2:
-        return ""
-    if sources == ["bf16", "bf16"]:
-        if not target.bf16_dot:
-            return "no AVX512-BF16 on this target"
-        dot = DotProducts(INSTRUCTIONS["vdpbf16ps"])
-    elif sources == ["ui8", "i8"] and target.int8_dot:
-        dot = DotProducts(INSTRUCTIONS["vpdpbusd"])
-    else:
-        dot = DotProducts(INSTRUCTIONS["vpmaddwd"])
-    g = dot.instruction.group
+    instruction = _instruction(nest, target)
+    if not isinstance(instruction, Instruction):
+        return instruction
+    dot = DotProducts(instruction)
+    g = instruction.group
     if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and plan.pack_a) or plan.in_place:
         return f"{dot.instruction.name} not used: both operands must be packed in panels"
     if plan.kc < plan.k and plan.kc % g:

@@ -133,7 +133,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp, UnitAttr, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -538,11 +538,31 @@ class LoomPackPass(ModulePass):
             upper = prune_bounds([LinearForm(const=width), *upper], "min", known)
             return [([LinearForm()], [LinearForm(const=panels)]), *inner, (lower, upper)]
 
+        # a group adjacent in the operand too (A's k, unit stride, its last dimension): one
+        # vector of G elements read and one written (LLVM copied them byte by byte)
+        shape = plan.memref.type.get_shape()
+        whole_groups = plan.grouped is not None and unit == plan.grouped == len(shape) - 1
+
         def body(ivs: list[SSAValue], tail: bool = False) -> list[Operation]:
             forms = [LinearForm.of(iv) for iv in ivs]
+            if whole_groups and not tail:
+                return copy_group(forms)
             # grouped, the k loop steps by G from 0 and each iteration copies a group: G
             # reads down k, G adjacent writes (a copy LLVM vectorizes as interleaved stores)
             return [op for g in range(plan.group) for op in copy(forms, g, zero=tail and g >= plan.tail)]
+
+        def copy_group(forms: list[LinearForm]) -> list[Operation]:
+            """buffer[group at forms] = operand[the G adjacent elements], as vectors."""
+            exprs, operands = _private(*_grouped(plan, *affine_exprs(forms), within=0), slot)
+            indices, source = _map(operand_at(forms, 0))
+            element = buffer.type.get_element_type()
+            copied: list[Operation] = [affine.VectorLoadOp(plan.memref, indices, source,
+                                                           VectorType(plan.memref.type.get_element_type(), [plan.group]))]
+            if plan.widen and plan.element != plan.memref.type.get_element_type():
+                copied.append(plan.widen[0](copied[-1].results[0], VectorType(element, [plan.group])))
+            store = affine.VectorStoreOp(copied[-1].results[0], buffer, operands,
+                                         AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
+            return [*copied, store]
 
         def copy(forms: list[LinearForm], g: int, zero: bool = False) -> list[Operation]:
             """buffer[at forms] = operand[...] (grouped: the g-th of the group at k = forms[1]),
@@ -554,8 +574,9 @@ class LoomPackPass(ModulePass):
                                    AffineMapAttr(AffineMap(len(operands), 0, tuple(exprs))))
             return [*copied, store]
 
-        def read(forms: list[LinearForm], g: int) -> list[Operation]:
-            """operand[...] where buffer[at forms] holds it, widened as the buffer holds it."""
+        def operand_at(forms: list[LinearForm], g: int) -> list[LinearForm]:
+            """The operand's subscripts of what buffer[at forms] holds (grouped: the g-th
+            of the group at k = forms[1])."""
             if plan.grouped is not None:
                 forms = [forms[0], forms[1] + g, forms[2]]
             if plan.split is None:
@@ -563,8 +584,11 @@ class LoomPackPass(ModulePass):
             else:
                 at = dict(zip(order, forms[1:-1]))
                 at[plan.split] = forms[0] * plan.width + forms[-1]
-            source = [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
-            load = affine.LoadOp(plan.memref, *_map(source))
+            return [fd.offset if fd.loop is None else fd.base + fd.offset + at[d] for d, fd in enumerate(fp)]
+
+        def read(forms: list[LinearForm], g: int) -> list[Operation]:
+            """operand[...] where buffer[at forms] holds it, widened as the buffer holds it."""
+            load = affine.LoadOp(plan.memref, *_map(operand_at(forms, g)))
             copied: list[Operation] = [load]
             if plan.widen and plan.element != plan.memref.type.get_element_type():
                 cast, to = plan.widen

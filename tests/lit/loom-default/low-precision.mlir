@@ -1,12 +1,16 @@
 // RUN: env LOOM_TARGET="cpu=test,l1=32768,l2=524288,l3=33554432,vector_bits=256,vector_registers=16,fma=1,threads=1,bf16_dot=0,int8_dot=0" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=AVX2
 // RUN: env LOOM_TARGET="cpu=test512,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1,bf16_dot=1,int8_dot=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=DOT
+// RUN: env LOOM_TARGET="cpu=znver4,l1=32768,l2=1048576,l3=33554432,vector_bits=512,vector_registers=32,fma=1,threads=1,bf16_dot=1,int8_dot=1" loom-opt %s -p loom-default --split-input-file --remarks 2>&1 >/dev/null | filecheck %s --check-prefix=ZNVER4
 // The plan's remark says how a low-precision matmul's products run: on the target's
 // dot-product instruction (loom-dot), A and B packed in groups along k (bytes as i16 for
 // vpmaddwd), or widened once per element as loom-pack copies them (where the plan packs)
-// or as the loops read them, and why not the dot-product instruction.
+// or as the loops read them, and why not the dot-product instruction. On znver4, where
+// f32 matmuls read A's rows in place (cost_model.A_IN_PLACE), a dot-product nest packs
+// both operands all the same.
 
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; bf16 x bf16 products summed in f32: widened to f32 as they are packed, f32 FMAs (no AVX512-BF16 on this target); pass list: {{.*}}loom-pack{{.*}}
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; bf16 x bf16 products summed in f32: packed in groups of 2 along k, vdpbf16ps (loom-dot); pass list: {{.*}}loom-pack{operand=1 {{.*}} group=2 element=bf16 {{.*}}loom-dot{width=16 op=matmul}
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; packed A {{.*}}; bf16 x bf16 products summed in f32: packed in groups of 2 along k, vdpbf16ps (loom-dot); pass list:
 func.func @bf16(%a: tensor<512x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<512x512xf32> {
   %c = loom.matmul %a, %b : (tensor<512x512xbf16>, tensor<512x512xbf16>) -> tensor<512x512xf32>
   func.return %c : tensor<512x512xf32>
@@ -26,6 +30,7 @@ func.func @u8s8(%a: tensor<48x64xui8>, %b: tensor<64x64xi8>) -> tensor<48x64xi32
 // u8 x s8 packed: i16 pairs on vpmaddwd + vpaddd on AVX2, u8/s8 quads on vpdpbusd with VNNI.
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 2 along k (ui8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list: {{.*}}group=2 element=i16{{.*}}loom-dot{width=8 op=matmul}
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list: {{.*}}group=4 element=i8{{.*}}group=4 element=ui8{{.*}}loom-dot{width=16 op=matmul}
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; packed A {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list:
 func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
   %c = loom.matmul %a, %b : (tensor<512x512xui8>, tensor<512x512xi8>) -> tensor<512x512xi32>
   func.return %c : tensor<512x512xi32>

@@ -2,14 +2,15 @@
 
 // `group=G` where a tile of k may end inside a group: K = 7 tiled by 4, pairs of B (its last
 // tile 3 long: one pair and 1 element) and quads of A (1 element short of one). The copy runs
-// to the end's last whole group; a second copy, whose k loop runs once in the tile that ends
+// to the end's last whole group (A's a vector of 4 at a time); a second copy, whose k loop runs once in the tile that ends
 // inside a group (from 7 - r - k_t to the end), copies the last group's r elements and writes
 // zeros after them (a ui8 zero is an i32 zero truncated); the buffers are marked
 // `loom.zero_padded_groups`, so that loom-dot may run k on to the last whole group.
 // CHECK:      %b_pack = memref.alloc() {alignment = 64 : i64, loom.zero_padded_groups} : memref<1x2x16xi16>
 // CHECK-NEXT: %a_pack = memref.alloc() {alignment = 64 : i64, loom.zero_padded_groups} : memref<2x1x24xui8>
 // CHECK:      affine.for %k_cp = 0 to min affine_map<(d0) -> (4, ((d0 * -1) + 4))>(%k_t) step 4 {
-// CHECK-COUNT-4: affine.store %{{.*}}, %a_pack[%i_panel, %k_cp floordiv 4, %i_cp * 4{{( \+ [123])?}}] : memref<2x1x24xui8>
+// CHECK:      %[[QUAD:.*]] = affine.vector_load %a[%i_panel * 6 + %i_cp, %k_t + %k_cp] : memref<12x7xui8>, vector<4xui8>
+// CHECK-NEXT: affine.vector_store %[[QUAD]], %a_pack[%i_panel, %k_cp floordiv 4, %i_cp * 4] : memref<2x1x24xui8>, vector<4xui8>
 // CHECK:      affine.for %k_cp_1 = affine_map<(d0) -> (((d0 * -1) + 4))>(%k_t) to min affine_map<(d0) -> (4, ((d0 * -1) + 7))>(%k_t) step 4 {
 // CHECK:        %[[A2:.*]] = affine.load %a[%i_panel_1 * 6 + %i_cp_1, %k_t + %k_cp_1 + 2] : memref<12x7xui8>
 // CHECK-NEXT:   affine.store %[[A2]], %a_pack[%i_panel_1, %k_cp_1 floordiv 4, %i_cp_1 * 4 + 2] : memref<2x1x24xui8>

@@ -3,19 +3,18 @@
 
 // `group=G`: each panel row holds G consecutive k of every column side by side (the
 // layout the dot-product instructions read: loom-dot), [panel][k floordiv G][offset * G
-// + k mod G]; the copy's k loop steps by G, each iteration writing a group (G reads down
-// k, G adjacent writes). `element=i16` stores the bytes as i16 (extsi for i8, extui for
+// + k mod G]; the copy's k loop steps by G, each iteration writing a group: G reads down
+// k and G adjacent writes (B), or, where the group is adjacent in the operand too (A's
+// rows along k), one vector of G read and one written. `element=i16` stores the bytes as i16 (extsi for i8, extui for
 // ui8), and the compute loops widen the i16 to i32 (extsi) as they read it.
 // CHECK-LABEL: func.func @u8_s8
 // CHECK:      %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x16xi16>
 // CHECK:      %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x12xi16>
 // CHECK:      affine.for %k_cp = 0 to 8 step 2 {
-// CHECK:      %[[X:.*]] = affine.load %a[%i_t + %i_panel * 6 + %i_cp, %k_cp] : memref<12x8xui8>
-// CHECK-NEXT: %[[XW:.*]] = arith_ext.extui %[[X]] : ui8 to i16
-// CHECK-NEXT: affine.store %[[XW]], %[[AP]][%i_panel, %k_cp floordiv 2, %i_cp * 2] : memref<1x4x12xi16>
-// CHECK-NEXT: %[[X1:.*]] = affine.load %a[%i_t + %i_panel * 6 + %i_cp, %k_cp + 1] : memref<12x8xui8>
-// CHECK-NEXT: %[[XW1:.*]] = arith_ext.extui %[[X1]] : ui8 to i16
-// CHECK-NEXT: affine.store %[[XW1]], %[[AP]][%i_panel, %k_cp floordiv 2, %i_cp * 2 + 1] : memref<1x4x12xi16>
+// CHECK:      %[[X:.*]] = affine.vector_load %a[%i_t + %i_panel * 6 + %i_cp, %k_cp] : memref<12x8xui8>, vector<2xui8>
+// CHECK-NEXT: %[[XW:.*]] = arith_ext.extui %[[X]] : vector<2xui8> to vector<2xi16>
+// CHECK-NEXT: affine.vector_store %[[XW]], %[[AP]][%i_panel, %k_cp floordiv 2, %i_cp * 2] : memref<1x4x12xi16>, vector<2xi16>
+// CHECK-NEXT: }
 // CHECK:      affine.for %k_cp_1 = 0 to 8 step 2 {
 // CHECK:      %[[Y:.*]] = affine.load %b[%k_cp_1, %j_t + %j_panel * 8 + %j_cp] : memref<8x16xi8>
 // CHECK-NEXT: %[[YW:.*]] = arith_ext.extsi %[[Y]] : i8 to i16
