@@ -8,12 +8,16 @@ lowers them to LLVM's x86 intrinsics (passes/conversion/to_llvm/x86vector.py).
 
 `%a` is one group (A's G elements at one row and k-group), broadcast to every lane; `%b`
 holds a group per lane (B's G elements of one k-group, for L consecutive columns):
-`acc2[l] = acc[l] + sum(a[g] * b[G*l + g] for g < G)`.
+`acc2[l] = acc[l] + sum(a[g] * b[G*l + g] for g < G)`. vpdpbusd reads its first source's
+bytes unsigned and its second's signed, whichever of them is the broadcast group:
+`vpdpbusd.swapped` gives it `%b` first (signed A, unsigned B: a convolution's weights
+times its ui8 patches).
 
 | instruction | G | a, b | accumulator | arithmetic |
 |---|---|---|---|---|
 | vpmaddwd (SSE2/AVX2/AVX-512BW) + vpaddd | 2 | i16, i16 | i32 | exact, wrapping as i32 |
 | vpdpbusd (AVX512-VNNI, AVX-VNNI) | 4 | ui8, i8 | i32 | exact, wrapping as i32 |
+| vpdpbusd.swapped (the same instruction) | 4 | i8, ui8 | i32 | exact, wrapping as i32 |
 | vdpbf16ps (AVX512-BF16) | 2 | bf16, bf16 | f32 | products exact, sums in f32, denormals flushed |
 """
 
@@ -49,6 +53,14 @@ class Instruction:
     acc: str
     #: whether the instruction adds into the accumulator (vpmaddwd does not: vpaddd after it)
     accumulates: bool = True
+    #: whether `b` is the instruction's first source and `a`'s broadcast group its second
+    #: (vpdpbusd with the unsigned bytes in B)
+    swapped: bool = False
+
+    @property
+    def key(self) -> str:
+        """How x86vector.dot names it: `vpdpbusd`, `vpdpbusd.swapped`."""
+        return f"{self.name}.swapped" if self.swapped else self.name
 
     @property
     def described(self) -> str:
@@ -56,9 +68,10 @@ class Instruction:
         return self.name if self.accumulates else f"{self.name} + vpaddd"
 
 
-INSTRUCTIONS = {i.name: i for i in (
+INSTRUCTIONS = {i.key: i for i in (
     Instruction("vpmaddwd", 2, "i16", "i16", "i32", accumulates=False),
     Instruction("vpdpbusd", 4, "ui8", "i8", "i32"),
+    Instruction("vpdpbusd", 4, "i8", "ui8", "i32", swapped=True),
     Instruction("vdpbf16ps", 2, "bf16", "bf16", "f32"),
 )}
 

@@ -219,12 +219,22 @@ A_IN_PLACE: dict[str, frozenset[int]] = {"znver4": frozenset({4})}
 #: as 4x48, 2x48 and 3x48 slower (75, 81 GFLOP/s at 128x768x3072), and 8x48 with A read
 #: in place slower than either.
 MEASURED_PANEL_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4, 48)}}
+#: the register tile of a matmul on a dot-product instruction (vdpbf16ps, vpdpbusd: loom-dot),
+#: whose k step broadcasts a group of A per row: fewer rows, fewer broadcasts per
+#: instruction. znver4, one thread, u8 x s8 GOP/s (vpdpbusd, in one process) 8x48 / 6x64
+#: / 4x64: 1024^3 224 (48 leaves a 16-column copy that packs A again) / 375-405 / 411;
+#: 2048^3 389 / 394 / 384; 128x3072x768 408 / 380 / 412; 197x768x768 391 / 394 / 427 (12x32
+#: 225 and 8x32 210 at 1024^3; 4x96 and 5x64 no faster); bf16 GFLOP/s (vdpbf16ps) 8x48 /
+#: 4x64: 193 / 216, 208 / 206, 200 / 206, 175 / 185
+MEASURED_DOT_TILES: dict[str, tuple[int, int]] = {"znver4": (4, 64)}
 
 
-def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False) -> tuple[int, int]:
+def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False,
+                  dot: bool = False) -> tuple[int, int]:
     """(MR, NR) for elements of `element_bytes` (f32 by default): the tile measured on the
     target's CPU (`MEASURED_TILES`, or `MEASURED_WINDOW_TILES` for a matmul whose A is a
-    direct convolution's windows, when it fits its registers), else the rule.
+    direct convolution's windows, or `MEASURED_DOT_TILES` for one on a dot-product
+    instruction, `dot`, when it fits its registers), else the rule.
     A tile fits when its MR*nv accumulators, nv vectors of B and one
     broadcast of A fit the registers (MR*nv + nv + 1 <= registers), and keeps the fma
     units busy when it loads at most one vector per fma ((MR + nv) / (MR*nv) <= 1: 14x8
@@ -233,7 +243,8 @@ def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = Fa
     B panels streaming through it) per fma. AVX2 (16 x 8 lanes): 6x16 (4x24 reads 27%
     more); AVX-512 (32 x 16 lanes): 14x32."""
     w, regs = target.lanes(element_bytes), target.vector_registers
-    measured = (MEASURED_WINDOW_TILES if windows else MEASURED_TILES).get(target.cpu, {}).get(element_bytes)
+    measured = (MEASURED_DOT_TILES.get(target.cpu) if dot else
+                (MEASURED_WINDOW_TILES if windows else MEASURED_TILES).get(target.cpu, {}).get(element_bytes))
     if measured is not None and measured[1] % w == 0:
         mr, nv = measured[0], measured[1] // w
         if mr * nv + nv + 1 <= regs:
@@ -279,7 +290,7 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
                 in_place: str = "", panels: bool = False, threads: int = 1, a_rows: bool = True,
-                packed_bytes: int | None = None) -> MatmulPlan:
+                packed_bytes: int | None = None, dot: bool = False) -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
     `panels`: the panel order may be chosen (the packing and its fusion not left out),
@@ -287,8 +298,9 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     `a_rows`: A's rows are contiguous (unit stride along k), so that a plan may read them
     in place (`A_IN_PLACE`; the panel order then with `MEASURED_PANEL_TILES`' tile);
     `packed_bytes`: the size of A's packed elements where it is not C's (a dot-product
-    layout's i16 or bytes), which sizes A's block in L2 (MC)."""
-    plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A", packed_bytes or element_bytes)
+    layout's i16 or bytes), which sizes A's block in L2 (MC); `dot`: the register tile runs
+    on a dot-product instruction (`MEASURED_DOT_TILES`)."""
+    plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A", packed_bytes or element_bytes, dot)
     a_in_place = a_rows and not in_place and element_bytes in A_IN_PLACE.get(target.cpu, ())
     # the panel order's own tile, where one was measured
     tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes) if a_in_place else None
@@ -326,13 +338,15 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
 
 
 def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool,
-                 packed_bytes: int) -> MatmulPlan:
+                 packed_bytes: int, dot: bool) -> MatmulPlan:
     e = element_bytes
-    mr, nr = register_tile(target, e, windows)
+    mr, nr = register_tile(target, e, windows, dot)
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
     # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
     nr = max(1, min(nr, n))
     w = target.lanes(e)
+    if dot and nr == n and n > w:  # whole vectors, the dot product's columns (loom-dot); the rest peeled
+        nr = n // w * w
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
     # rows of i32 (u8 x s8 197x768x768, znver3, one thread: MC 126 -> 192, 1.08-1.12x; KC

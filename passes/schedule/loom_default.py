@@ -248,13 +248,16 @@ class LoomDefaultPass(ModulePass):
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
         # A's rows read in place (A_IN_PLACE, measured for f32) would keep the operands of
         # a dot-product instruction out of its layout: those pack both
-        a_rows = _a_rows_contiguous(nest) and not isinstance(_instruction(nest, target), Instruction)
+        grouped = isinstance(_instruction(nest, target), Instruction)
+        a_rows = _a_rows_contiguous(nest)
 
-        def plan_of(sub: affine.ForOp, packed: int | None = None) -> MatmulPlan:
+        def plan_of(sub: affine.ForOp, packed: int | None = None, dot: bool = grouped) -> MatmulPlan:
+            """`dot`: for a dot-product instruction, which packs both operands (A's rows
+            read in place, A_IN_PLACE, measured for f32, would keep them out of its layout)."""
             found = _matmul_shape(sub)
             assert found is not None
-            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads, a_rows=a_rows,
-                               packed_bytes=packed)
+            return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
+                               a_rows=a_rows and not dot, packed_bytes=packed, dot=dot)
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
@@ -298,6 +301,8 @@ class LoomDefaultPass(ModulePass):
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
+            elif grouped:  # widened after all (a copy peeled off the last columns): the plan of its own
+                plan = plan_of(sub, dot=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
@@ -588,7 +593,9 @@ def _instruction(nest: affine.ForOp, target: Target) -> Instruction | str:
         return ""
     if sources == ["bf16", "bf16"]:
         return INSTRUCTIONS["vdpbf16ps"] if target.bf16_dot else "no AVX512-BF16 on this target"
-    return INSTRUCTIONS["vpdpbusd" if sources == ["ui8", "i8"] and target.int8_dot else "vpmaddwd"]
+    if target.int8_dot and sources in (["ui8", "i8"], ["i8", "ui8"]):  # (a conv's weights x its ui8 patches)
+        return INSTRUCTIONS["vpdpbusd" if sources[0] == "ui8" else "vpdpbusd.swapped"]
+    return INSTRUCTIONS["vpmaddwd"]
 
 
 def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> DotProducts | str:

@@ -18,6 +18,7 @@ and rewrites its loops:
 |---|---|---|---|
 | i16 x i16 (i8/ui8 widened once, as packed) | i32 | vpmaddwd + vpaddd (AVX2, AVX-512BW) | 2 |
 | ui8 (A) x i8 (B) | i32 | vpdpbusd (AVX512-VNNI, AVX-VNNI: the target's `int8_dot`) | 4 |
+| i8 (A) x ui8 (B) | i32 | vpdpbusd with B's bytes as its unsigned source (`vpdpbusd.swapped`) | 4 |
 | bf16 x bf16 | f32 | vdpbf16ps (AVX512-BF16: the target's `bf16_dot`) | 2 |
 
 The integer forms are exact (i32 sums, wrapping as the loops' i32 adds do); vdpbf16ps
@@ -334,15 +335,17 @@ def _instruction(a: affine.LoadOp, b: affine.LoadOp, a_cast: Operation, b_cast: 
     found = next((i for i in INSTRUCTIONS.values() if (i.a, i.b, i.acc) == types), None)
     if found is None or found.group != g:
         raise _Misfit(f"no dot-product instruction takes {types[0]} x {types[1]} -> {types[2]} in groups of {g}")
-    if found.name == "vpdpbusd" and not (isinstance(a_cast, arith_ext.ExtUIOp) and isinstance(b_cast, arith_ext.ExtSIOp)):
-        raise _Misfit("vpdpbusd reads A's bytes unsigned and B's signed, not as these reads widen them")
+    unsigned, signed = (b_cast, a_cast) if found.swapped else (a_cast, b_cast)
+    if found.name == "vpdpbusd" and not (isinstance(unsigned, arith_ext.ExtUIOp) and isinstance(signed, arith_ext.ExtSIOp)):
+        first, second = ("B", "A") if found.swapped else ("A", "B")
+        raise _Misfit(f"vpdpbusd reads {first}'s bytes unsigned and {second}'s signed, not as these reads widen them")
     if found.name == "vpmaddwd" and not all(isinstance(x, arith_ext.ExtSIOp) for x in (a_cast, b_cast)):
         raise _Misfit("vpmaddwd reads signed i16, not as these reads widen them")
     has = {"vpmaddwd": True, "vpdpbusd": target.int8_dot, "vdpbf16ps": target.bf16_dot}[found.name]
     if not has:
         flag = "int8_dot" if found.name == "vpdpbusd" else "bf16_dot"
         raise _Misfit(f"{found.name} is not on target {target.cpu} ({flag}=0)")
-    return found.name
+    return found.key
 
 
 def _check_j(j: affine.ForOp, store: affine.StoreOp, width: int) -> None:

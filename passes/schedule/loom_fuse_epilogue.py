@@ -135,6 +135,7 @@ from dialects.layout import (
     static_strides,
     strided_view,
 )
+from dialects.loom import PrefetchOp
 from passes.analysis.affine_forms import LinearForm, affine_exprs, map_forms
 from passes.analysis.last_write import INITS, Access, LastWriteAnalysis, Refused, may_write
 from passes.analysis.loop_utils import (
@@ -598,9 +599,11 @@ class _Rewriter:
             step.nest.erase(safe_erase=False)
         kept = self.retyped and self._reads_c()
         dropped = [*([] if kept else [f.c]), *(s.out for s in f.steps[:-1])]
-        if self.retyped and not kept:  # C only written, never read back: its stores go
+        if self.retyped and not kept:  # C only written, never read back: its stores go, and
+            # the prefetches of its lines for writing (loom-prefetch)
             for nest in self._nests():
-                for op in [o for o in nest.walk() if isinstance(o, STORES) and memref_root(access_memref(o)) is f.c]:
+                for op in [o for o in nest.walk() if isinstance(o, (*STORES, PrefetchOp))
+                           and memref_root(access_memref(o)) is f.c]:
                     op.detach()
                     op.erase()
         for buffer in dropped:

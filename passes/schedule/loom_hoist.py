@@ -292,7 +292,7 @@ def _groups(loop: affine.ForOp, ops: list[Operation]) -> list[list[Access]] | st
 
 #: ops that combine vectors lane by lane (lane i of the result from lane i of the operands)
 _LANEWISE = (vector.FMAOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.MaximumfOp,
-             arith.MinimumfOp, arith.NegfOp)
+             arith.MinimumfOp, arith.NegfOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
 
 
 def _lanes_leak(load: vector.MaskedLoadOp, group: list[Access]) -> str | None:

@@ -55,7 +55,7 @@ class DotLowering(Lowering):
         acc_type = r.type(op.acc.type)
         assert isinstance(acc_type, VectorType)
         lanes = acc_type.element_count()
-        name = INTRINSICS[op.instruction.data][lanes * 32]
+        name = INTRINSICS[op.info.name][lanes * 32]
         words = VectorType(i32, [lanes])
         # the group's 32 bits in every lane
         group = r.result(llvm.BitcastOp(r.value(op.a), i32))
@@ -66,7 +66,7 @@ class DotLowering(Lowering):
             products = _call(r, name, [a, b], acc_type)
             r.replace(r.result(llvm.AddOp(r.value(op.acc), products)))
         else:
-            r.replace(_call(r, name, [r.value(op.acc), a, b], acc_type))
+            r.replace(_call(r, name, [r.value(op.acc), *((b, a) if op.info.swapped else (a, b))], acc_type))
 
 
 def _call(r: Rewrite, name: str, args: list[SSAValue], result: VectorType) -> SSAValue:

@@ -33,6 +33,38 @@ func.func @masked_tile(%a: memref<6x64xf32>, %b: memref<64x15xf32>, %c: memref<6
 
 // -----
 
+// The same for i32 sums (a low-precision matmul's last 4 columns, widened: muli, addi are
+// lane-wise too): kept in registers across k, not loaded and stored under the mask at
+// every k (u8 x s8 256x4x256, znver4: 1.1 -> 13.8 GOP/s).
+// CHECK-LABEL: func.func @masked_i32
+// CHECK:       %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK-NEXT:  %[[C0:.*]] = vector.maskedload %c[%i, %{{.*}}], %[[MASK]], %{{.*}} : memref<6x4xi32>, vector<16xi1>, vector<16xi32> into vector<16xi32>
+// CHECK-NEXT:  %[[R:.*]] = affine.for %k = 0 to 64 iter_args(%[[ACC:.*]] = %[[C0]]) -> (vector<16xi32>) {
+// CHECK:         %[[S:.*]] = arith.addi %[[ACC]], %{{.*}} : vector<16xi32>
+// CHECK-NEXT:    affine.yield %[[S]] : vector<16xi32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  vector.maskedstore %c[%i, %{{.*}}], %[[MASK]], %[[R]] : memref<6x4xi32>, vector<16xi1>, vector<16xi32>
+// REMARK: remark: [loom-hoist] kept in registers across loop %k (loaded before, stored after): %c[%i, %{{.*}}] (masked)
+// REMARK-NOT: %c[%i, %c0] (masked) not promoted
+func.func @masked_i32(%a: memref<6x64xi32>, %b: memref<64x4xi32>, %c: memref<6x4xi32>, %i: index) {
+  %zero = arith.constant dense<0> : vector<16xi32>
+  %n = arith.constant 4 : index
+  %c0 = arith.constant 0 : index
+  %mask = vector.create_mask %n : vector<16xi1>
+  affine.for %k = 0 to 64 {
+    %x = affine.load %a[%i, %k] : memref<6x64xi32>
+    %xv = vector.broadcast %x : i32 to vector<16xi32>
+    %y = vector.maskedload %b[%k, %c0], %mask, %zero : memref<64x4xi32>, vector<16xi1>, vector<16xi32> into vector<16xi32>
+    %acc = vector.maskedload %c[%i, %c0], %mask, %zero : memref<6x4xi32>, vector<16xi1>, vector<16xi32> into vector<16xi32>
+    %p = arith.muli %xv, %y : vector<16xi32>
+    %s = arith.addi %acc, %p : vector<16xi32>
+    vector.maskedstore %c[%i, %c0], %mask, %s : memref<6x4xi32>, vector<16xi1>, vector<16xi32>
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
 // The loaded masked vector is also stored whole elsewhere: the lanes the mask leaves
 // out (pass_thru's zeros there) would be the carried vector's, so nothing is promoted.
 // CHECK-LABEL: func.func @masked_leak
