@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from kernels import matmul, ty
+from kernels import assert_within_bound, matmul, ty
 from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
 from xdsl.dialects.builtin import VectorType, i16, i32
 from xdsl.dialects.test import TestOp
@@ -30,6 +31,7 @@ from passes.pipelines import build, resolve
 from passes.support.diagnostics import LoomError
 from passes.support.parser import parse_module
 from passes.support.remarks import collect
+from passes.support.target import host
 
 LIMITS = {np.int8: (-128, 127), np.uint8: (0, 255)}
 #: the avx512 kind with both dot-product instructions (Zen 4, Sapphire Rapids)
@@ -139,6 +141,42 @@ def test_quantized_layer_on_pairs_is_exact():
 
 
 # --------------------------------------------------------------------------------------
+# vpdpbusd and vdpbf16ps run on a host that has them (Zen 4, Sapphire Rapids)
+
+HOST = host()
+
+
+@pytest.mark.skipif(not (HOST.int8_dot and HOST.bf16_dot), reason="the host has no VNNI or no AVX512-BF16")
+@settings(max_examples=16, deadline=None)
+@given(m=st.sampled_from([1, 4, 37, 97]), n=st.sampled_from([16, 61, 131, 196]), k=st.sampled_from([3, 130, 256, 259]),
+       types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.uint8), ("bf16", "bf16")]),
+       extremes=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_the_host_dot_products_are_exact(m, n, k, types, extremes, threads):
+    """On the host's own VNNI and AVX512-BF16 (its plan, its tile): u8 x s8 and s8 x u8 on
+    vpdpbusd bit for bit the int64 product, at the extremes too (255 x -128, -128 x 255);
+    bf16 on vdpbf16ps within the f32 bound of the float64 product of the bf16 inputs.
+    Shapes 1, primes, and columns no vector divides (a copy peeled off, widened)."""
+    a_type, b_type = types
+    rng = np.random.default_rng(m * 7 + n * 11 + k)
+    if a_type == "bf16":
+        src = matmul((m, k), (k, n), (m, n), ml_dtypes.bfloat16, ml_dtypes.bfloat16, np.float32)
+        a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
+    else:
+        src = matmul((m, k), (k, n), (m, n), a_type, b_type, np.int32)
+        a, b = _ints(rng, (m, k), a_type, extremes), _ints(rng, (k, n), b_type, extremes)
+    kernel = compiler.compile(src, pipeline="default", num_threads=threads, remarks=True)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if a_type == "bf16":
+        assert_within_bound(kernel(a, b), ref, k, np.float32)
+    else:
+        np.testing.assert_array_equal(kernel(a, b).astype(np.int64), ref.astype(np.int64))
+    name = "vdpbf16ps" if a_type == "bf16" else "vpdpbusd"
+    if m * k + k * n > 8192 and m >= 4 and n >= 16:  # (packed, a register tile's rows and a vector's columns)
+        assert any(f"{name} on 512-bit vectors" in r for r in _dot_remarks(kernel)), kernel.remarks
+
+
+# --------------------------------------------------------------------------------------
 # vpdpbusd and vdpbf16ps: planned for a target that has them, compiled for znver4
 
 
@@ -166,12 +204,14 @@ def _source(a_type: str, b_type: str, n: int = 256, k: int | None = None) -> str
 @pytest.mark.skipif(not is_x86_64(), reason="compiles for an x86-64 CPU")
 @pytest.mark.parametrize("a_type, b_type, instruction, mnemonic", [
     ("ui8", "i8", "vpdpbusd", "vpdpbusd"),
+    ("i8", "ui8", "vpdpbusd", "vpdpbusd"),
     ("i8", "i8", "vpmaddwd + vpaddd", "vpmaddwd"),
     ("bf16", "bf16", "vdpbf16ps", "vdpbf16ps"),
 ])
 @pytest.mark.parametrize("k", [256, 253])
 def test_znver4_code_runs_on_its_dot_product_instruction(a_type, b_type, instruction, mnemonic, k):
-    """On a target with VNNI and AVX512-BF16: u8 x s8 on vpdpbusd (quads), s8 x s8 on
+    """On a target with VNNI and AVX512-BF16: u8 x s8 on vpdpbusd (quads; s8 x u8 with B's
+    bytes as its unsigned source), s8 x s8 on
     vpmaddwd (exact in i16 pairs: no compensation term), bf16 on vdpbf16ps, 16 lanes;
     LLVM's znver4 code has the instruction on zmm registers (LLVM may fuse vpmaddwd +
     vpaddd into VNNI's vpdpwssd). K = 253 is no whole groups: the last one padded with
@@ -221,7 +261,7 @@ def test_missing_features():
     ("vpmaddwd", ([8], i32, [4], i16, [16], i16), "vpmaddwd: a is vector<2xi16>"),
     ("vpmaddwd", ([3], i32, [2], i16, [6], i16), "vpmaddwd: 128, 256 or 512-bit accumulators, got vector<3xi32>"),
     ("vpdpbusd", ([8], i32, [2], i16, [16], i16), "vpdpbusd: a is vector<4xui8>"),
-    ("vfoo", ([8], i32, [2], i16, [16], i16), "instruction 'vfoo' is not one of vpmaddwd, vpdpbusd, vdpbf16ps"),
+    ("vfoo", ([8], i32, [2], i16, [16], i16), "instruction 'vfoo' is not one of vpmaddwd, vpdpbusd, vpdpbusd.swapped, vdpbf16ps"),
 ])
 def test_dot_op_verifier(instruction, types, message):
     acc_shape, acc, a_shape, a, b_shape, b = types
