@@ -246,18 +246,17 @@ class LoomDefaultPass(ModulePass):
         in_place = loom_direct_conv.windows_operand(nest)
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
-        # A's rows read in place (A_IN_PLACE, measured for f32) would keep the operands of
-        # a dot-product instruction out of its layout: those pack both
         grouped = isinstance(_instruction(nest, target), Instruction)
         a_rows = _a_rows_contiguous(nest)
 
-        def plan_of(sub: affine.ForOp, packed: int | None = None, dot: bool = grouped) -> MatmulPlan:
-            """`dot`: for a dot-product instruction, which packs both operands (A's rows
-            read in place, A_IN_PLACE, measured for f32, would keep them out of its layout)."""
+        def plan_of(sub: affine.ForOp, packed: int | None = None, pack_a: bool = grouped) -> MatmulPlan:
+            """The plan of a nest of the matmul; for a dot-product instruction, its tile, and
+            `pack_a`: both operands packed (A's rows read in place, A_IN_PLACE, measured
+            for f32, would keep them out of the instruction's layout)."""
             found = _matmul_shape(sub)
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
-                               a_rows=a_rows and not dot, packed_bytes=packed, dot=dot)
+                               a_rows=a_rows and not pack_a, packed_bytes=packed, dot=grouped)
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
@@ -301,8 +300,8 @@ class LoomDefaultPass(ModulePass):
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
-            elif grouped:  # widened after all (a copy peeled off the last columns): the plan of its own
-                plan = plan_of(sub, dot=False)
+            elif grouped:  # widened after all (a copy peeled off the last columns): A need not be packed
+                plan = plan_of(sub, pack_a=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
