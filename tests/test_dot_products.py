@@ -92,7 +92,8 @@ def _transposed(m: int, n: int, k: int, a_type, b_type) -> str:
 
 def test_the_dot_path_sizes_a_block_by_its_packed_elements():
     """A's block in L2 (MC) counts A's packed elements: i16 pairs hold twice the rows of the
-    f32 plan's (same target, same shape); KC stays the f32 plan's."""
+    f32 plan's (same target, same shape); KC stays the f32 plan's. The remark tells the
+    packed block's size in those elements (2 bytes each), not C's."""
     plans = {}
     for dtypes in ((np.float32,) * 3, (np.uint8, np.int8, np.int32)):
         ctx = make_context()
@@ -101,6 +102,8 @@ def test_the_dot_path_sizes_a_block_by_its_packed_elements():
             build(resolve("default")).apply(ctx, module)
         [words] = [str(r) for r in remarks if r.pass_name == "loom-default" and "matmul 1020x1024x1024" in str(r)]
         plans[dtypes[0]] = tuple(int(re.search(rf"{b}=(\d+)", words).group(1)) for b in ("MC", "KC"))
+        mc, kc = plans[dtypes[0]]
+        assert f"packed A {mc}x{kc} ({mc * kc * (4 if dtypes[0] == np.float32 else 2) // 1024} KiB, L2)" in words, words
     (mc32, kc32), (mc8, kc8) = plans[np.float32], plans[np.uint8]
     assert kc8 == kc32 and mc8 in (2 * mc32 - 6, 2 * mc32, 2 * mc32 + 6), plans  # (whole register tiles)
 

@@ -120,6 +120,9 @@ class MatmulPlan:
     #: whether A is copied into panels of MR rows (where `pack`); on the CPUs of
     #: `A_IN_PLACE` its rows are read where they are
     pack_a: bool = True
+    #: the bytes of a packed element of A and B where they are not C's (a dot-product
+    #: layout's bytes, i16 or bf16), which the sizes of their blocks are told in
+    packed_bytes: int | None = None
 
     @property
     def rows_tiled(self) -> bool:
@@ -159,7 +162,7 @@ class MatmulPlan:
                 words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, "
                              "copied by the first row tile as it computes, the next panel prefetched by the others")
         if self.pack:
-            e, rows = self.element_bytes, min(self.m, self.mc)
+            e, rows = self.packed_bytes or self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else
                  f"A's rows read in place, not packed ({rows}x{self.kc} a block, {rows * self.kc * e // 1024} KiB, L2)")
             b = (f"B {self.kc}x{self.nr} panels ({self.kc * self.nr * e // 1024} KiB, L2)" if self.panels else
@@ -358,7 +361,8 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     if m < mr:  # rows of B streamed: MV_J_VECTORS vectors of C's row per step, whatever the tile
         nr = max(1, min(MV_J_VECTORS * w, n))
         return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
-    return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e)
+    return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e,
+                      packed_bytes=packed_bytes if packed_bytes != e else None)
 
 
 #: the time one element of im2col's patch matrix costs, in fmas of its matmul, per layout:
