@@ -41,6 +41,35 @@ func.func @i16_pairs(%ap: memref<4x12xi16>, %bp: memref<4x16xi16>, %c: memref<12
 
 // -----
 
+// s8 (A) x u8 (B), a convolution's weights times its patches: vpdpbusd reads its first
+// source unsigned, so B's block goes first (`vpdpbusd.swapped`; the lowering passes B,
+// then A's broadcast group).
+// CHECK: remark: [loom-dot] nest 'matmul' not rewritten: vpdpbusd is not on target avx2 (int8_dot=0)
+// DOT-LABEL: func.func @s8_u8_quads
+// DOT:        %[[A:.*]] = affine.vector_load %ap[%k floordiv 4, %i * 4] : memref<2x24xi8>, vector<4xi8>
+// DOT-NEXT:   %[[B:.*]] = affine.vector_load %bp[%k floordiv 4, %j * 4] : memref<2x32xui8>, vector<32xui8>
+// DOT-NEXT:   %[[C:.*]] = affine.vector_load %c[%i, %j] : memref<6x8xi32>, vector<8xi32>
+// DOT-NEXT:   x86vector.dot "vpdpbusd.swapped" %[[C]], %[[A]], %[[B]] : vector<4xi8>, vector<32xui8> -> vector<8xi32>
+func.func @s8_u8_quads(%ap: memref<2x24xi8>, %bp: memref<2x32xui8>, %c: memref<6x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 6 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 4, %i * 4 + %k mod 4] : memref<2x24xi8>
+        %y = affine.load %bp[%k floordiv 4, %j * 4 + %k mod 4] : memref<2x32xui8>
+        %acc = affine.load %c[%i, %j] : memref<6x8xi32>
+        %wx = arith_ext.extsi %x : i8 to i32
+        %wy = arith_ext.extui %y : ui8 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<6x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
+
+// -----
+
 // u8 x s8 in groups of 4 (k - k_t: the groups start where the k tile does): vpdpbusd,
 // where the target has VNNI (int8_dot); on the AVX2 target the nest is left as it is.
 // CHECK-LABEL: func.func @u8_s8_quads

@@ -184,3 +184,26 @@ func.func @one_padded(%bp: memref<4x16xi16>, %c: memref<8x8xi32>) {
   memref.dealloc %ap : memref<4x16xi16>
   func.return
 }
+
+// -----
+
+// s8 x u8 quads whose A is widened as unsigned: vpdpbusd (B's bytes as its unsigned
+// source) would read A's bytes signed, not as the statement does.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-dot: nest 'matmul' not rewritten: vpdpbusd reads B's bytes unsigned and A's signed, not as these reads widen them
+func.func @s8_read_unsigned(%ap: memref<2x24xi8>, %bp: memref<2x32xui8>, %c: memref<6x8xi32>) {
+  affine.for %k = 0 to 8 {
+    affine.for %i = 0 to 6 {
+      affine.for %j = 0 to 8 {
+        %x = affine.load %ap[%k floordiv 4, %i * 4 + %k mod 4] : memref<2x24xi8>
+        %y = affine.load %bp[%k floordiv 4, %j * 4 + %k mod 4] : memref<2x32xui8>
+        %acc = affine.load %c[%i, %j] : memref<6x8xi32>
+        %wx = arith_ext.extui %x : i8 to i32
+        %wy = arith_ext.extui %y : ui8 to i32
+        %p = arith.muli %wx, %wy : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<6x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
