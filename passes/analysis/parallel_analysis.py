@@ -30,6 +30,14 @@ from functools import cached_property
 from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSymExpr,
+)
 from xdsl.traits import MemoryEffectKind, get_effects
 
 from dialects.layout import memref_root, unknown_origin
@@ -121,7 +129,8 @@ def _touch(op: Operation, loop: affine.ForOp) -> _Touch | str | None:
         return None
     if isinstance(op, AFFINE_ACCESSES):
         forms: list[LinearForm | None] = map_forms(op.map.data, op.indices)  # type: ignore[arg-type]
-        iterations = [None if f is None else _iteration_number(f, loop) for f in forms]
+        iterations = [_group_number(e, op.map.data.num_dims, list(op.indices), loop) if f is None
+                      else _iteration_number(f, loop) for f, e in zip(forms, op.map.data.results)]
         numbered = tuple(n is not None for n in iterations)
         forms = [f if n is None else n for f, n in zip(forms, iterations)]
         mem = op.memref
@@ -173,6 +182,24 @@ def _iteration_number(form: LinearForm, loop: affine.ForOp) -> LinearForm | None
     if bounds is None or apply.map.data != iteration_number_map(bounds[0], step_of(loop)):
         return None
     return LinearForm({iv: c})
+
+
+def _group_number(expr: AffineExpr, num_dims: int, operands: list[SSAValue], loop: affine.ForOp) -> LinearForm | None:
+    """A subscript `%iv floordiv G` of a loop that steps by G from a multiple of G (loom-pack's
+    grouped copy, a group per iteration: `k_cp floordiv 4`): its iteration number plus a
+    constant, read as the form `%iv` like `_iteration_number`'s slot."""
+    iv, step = loop.body.block.args[0], step_of(loop)
+    if not (isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.FloorDiv
+            and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == step > 1):
+        return None
+    lhs = expr.lhs
+    position = (lhs.position if isinstance(lhs, AffineDimExpr) else
+                num_dims + lhs.position if isinstance(lhs, AffineSymExpr) else None)
+    lower = map_forms(loop.lowerBoundMap.data, list(loop.lowerBoundOperands))
+    if position is None or operands[position] is not iv or len(lower) != 1 or lower[0] is None \
+            or lower[0].coeffs or lower[0].const % step:
+        return None
+    return LinearForm({iv: 1})
 
 
 def _width(op: Operation) -> int:

@@ -105,3 +105,22 @@ func.func @inner(%a: memref<8x32xf32>, %c: memref<32xf32>) {
   } {loom.tag = "sum"}
   func.return
 }
+
+// -----
+
+// loom-pack's grouped copy: %k steps by 4 from 0 and each iteration writes the group
+// `%k floordiv 4`, its own (the iteration number), so %k runs in parallel.
+// CHECK-LABEL: func.func @grouped_copy
+// CHECK:         "affine.parallel"() <{{{.*}}steps = [4 : i64]
+// REMARK: parallelize.mlir:[[# @LINE + 2]]:3: remark: [loom-parallelize] nest 'copy': loop %k run in parallel (16 iterations, 2 threads)
+func.func @grouped_copy(%b: memref<64x16xi8>, %pack: memref<16x64xi8>) {
+  affine.for %k = 0 to 64 step 4 {
+    affine.for %j = 0 to 16 {
+      %x0 = affine.load %b[%k, %j] : memref<64x16xi8>
+      affine.store %x0, %pack[%k floordiv 4, %j * 4] : memref<16x64xi8>
+      %x1 = affine.load %b[%k + 1, %j] : memref<64x16xi8>
+      affine.store %x1, %pack[%k floordiv 4, %j * 4 + 1] : memref<16x64xi8>
+    }
+  } {loom.tag = "copy"}
+  func.return
+}

@@ -125,3 +125,19 @@ func.func @forks(%c: memref<1x4096xf32>, %b: memref<512x4096xf32>, %n: index) {
   } {loom.tag = "rows"}
   func.return
 }
+
+// -----
+
+// %k steps by 4, but `%k floordiv 8` is shared by two iterations: left serial (without
+// depth=, %j inside it is taken instead).
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-parallelize: loop %k at depth 0 is not parallel: store %pack[%k floordiv 8, %j] (line [[# @LINE + 6]]) write the same element in different iterations
+// REMARK: refuse.mlir:[[# @LINE + 3]]:5: remark: [loom-parallelize] nest 'stencil': loop %j run in parallel
+func.func @shared_group(%b: memref<64x16xi8>, %pack: memref<8x16xi8>) {
+  affine.for %k = 0 to 64 step 4 {
+    affine.for %j = 0 to 16 {
+      %x = affine.load %b[%k, %j] : memref<64x16xi8>
+      affine.store %x, %pack[%k floordiv 8, %j] : memref<8x16xi8>
+    }
+  } {loom.tag = "stencil"}
+  func.return
+}
