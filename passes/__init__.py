@@ -32,6 +32,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-transpose-copy": "schedule.loom_transpose_copy:LoomTransposeCopyPass",
     "loom-tile": "schedule.loom_tile:LoomTilePass",
     "loom-unroll": "schedule.loom_unroll:LoomUnrollPass",
+    "loom-compensate": "schedule.loom_compensate:LoomCompensatePass",
     "loom-dot": "schedule.loom_dot:LoomDotPass",
     "loom-hoist": "schedule.loom_hoist:LoomHoistPass",
     "loom-interchange": "schedule.loom_interchange:LoomInterchangePass",

@@ -37,6 +37,20 @@ def matmul(a_shape, b_shape, c_shape, dtype, b_dtype=None, c_dtype=None) -> str:
 }}"""
 
 
+def quantized_matmul(m: int, k: int, n: int, x_type: str, out_type: str) -> str:
+    """A quantized layer, one fused nest in Loom: X (x_type) @ W (i8) in i32, + i32 bias,
+    dequantized per column, relu, requantized per tensor to `out_type`."""
+    return f"""func.func @layer(%x: tensor<{m}x{k}x{x_type}>, %w: tensor<{k}x{n}xi8>, %bias: tensor<{n}xi32>,
+                     %scale: tensor<{n}xf32>, %zero: tensor<{n}xi32>, %os: tensor<f32>, %oz: tensor<i32>) -> tensor<{m}x{n}x{out_type}> {{
+  %acc = loom.matmul %x, %w : (tensor<{m}x{k}x{x_type}>, tensor<{k}x{n}xi8>) -> tensor<{m}x{n}xi32>
+  %sum = loom.add %acc, %bias : (tensor<{m}x{n}xi32>, tensor<{n}xi32>) -> tensor<{m}x{n}xi32>
+  %y = loom.dequantize %sum, %scale, %zero {{axis = 1 : i64}} : (tensor<{m}x{n}xi32>, tensor<{n}xf32>, tensor<{n}xi32>) -> tensor<{m}x{n}xf32>
+  %r = loom.relu %y : tensor<{m}x{n}xf32>
+  %q = loom.quantize %r, %os, %oz : (tensor<{m}x{n}xf32>, tensor<f32>, tensor<i32>) -> tensor<{m}x{n}x{out_type}>
+  func.return %q : tensor<{m}x{n}x{out_type}>
+}}"""
+
+
 def conv2d(x_shape, w_shape, y_shape, strides, padding, dilations, dtype, w_dtype=None, y_dtype=None,
            layout="nchw") -> str:
     tx, tw, ty_ = ty(x_shape, dtype), ty(w_shape, w_dtype or dtype), ty(y_shape, y_dtype or dtype)

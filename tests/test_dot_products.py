@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from kernels import assert_within_bound, matmul, ty
+from kernels import assert_within_bound, matmul, quantized_matmul, ty
 from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
 from xdsl.dialects.builtin import VectorType, i16, i32
 from xdsl.dialects.test import TestOp
@@ -124,15 +124,7 @@ def test_quantized_layer_on_pairs_is_exact():
     """The fused layer (i32 accumulators + bias, dequantized, relu, requantized to u8) with
     its matmul on vpmaddwd: bit for bit Loom's numpy reference."""
     m, k, n = 64, 256, 64
-    src = f"""func.func @layer(%x: tensor<{m}x{k}xui8>, %w: tensor<{k}x{n}xi8>, %bias: tensor<{n}xi32>,
-                     %scale: tensor<{n}xf32>, %zero: tensor<{n}xi32>, %os: tensor<f32>, %oz: tensor<i32>) -> tensor<{m}x{n}xui8> {{
-  %acc = loom.matmul %x, %w : (tensor<{m}x{k}xui8>, tensor<{k}x{n}xi8>) -> tensor<{m}x{n}xi32>
-  %sum = loom.add %acc, %bias : (tensor<{m}x{n}xi32>, tensor<{n}xi32>) -> tensor<{m}x{n}xi32>
-  %y = loom.dequantize %sum, %scale, %zero {{axis = 1 : i64}} : (tensor<{m}x{n}xi32>, tensor<{n}xf32>, tensor<{n}xi32>) -> tensor<{m}x{n}xf32>
-  %r = loom.relu %y : tensor<{m}x{n}xf32>
-  %q = loom.quantize %r, %os, %oz : (tensor<{m}x{n}xf32>, tensor<f32>, tensor<i32>) -> tensor<{m}x{n}xui8>
-  func.return %q : tensor<{m}x{n}xui8>
-}}"""
+    src = quantized_matmul(m, k, n, "ui8", "ui8")
     with planning_for(AVX2):
         kernel = compiler.compile(src, pipeline="default", num_threads=1, remarks=True)
     assert _dot_remarks(kernel)
@@ -151,14 +143,17 @@ HOST = host()
 
 @pytest.mark.skipif(not (HOST.int8_dot and HOST.bf16_dot), reason="the host has no VNNI or no AVX512-BF16")
 @settings(max_examples=16, deadline=None)
-@given(m=st.sampled_from([1, 4, 37, 97]), n=st.sampled_from([16, 61, 131, 196]), k=st.sampled_from([3, 130, 256, 259]),
-       types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.uint8), ("bf16", "bf16")]),
+@given(m=st.sampled_from([1, 4, 37, 97]), n=st.sampled_from([16, 61, 104, 131, 196]),
+       k=st.sampled_from([3, 130, 256, 259]),
+       types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.uint8), (np.int8, np.int8), ("bf16", "bf16")]),
        extremes=st.booleans(), threads=st.sampled_from([1, 2]))
 def test_the_host_dot_products_are_exact(m, n, k, types, extremes, threads):
     """On the host's own VNNI and AVX512-BF16 (its plan, its tile): u8 x s8 and s8 x u8 on
     vpdpbusd bit for bit the int64 product, at the extremes too (255 x -128, -128 x 255);
+    s8 x s8 there too, A shifted by +128 and B's column sums taken back out (-128 x -128);
     bf16 on vdpbf16ps within the f32 bound of the float64 product of the bf16 inputs.
-    Shapes 1, primes, and columns no vector divides (a copy peeled off, widened)."""
+    Shapes 1, primes, and columns no vector divides (a copy peeled off, widened; 104 =
+    64 + 40, whose copy of 40 takes two vectors and peels the last 8)."""
     a_type, b_type = types
     rng = np.random.default_rng(m * 7 + n * 11 + k)
     if a_type == "bf16":
@@ -177,6 +172,7 @@ def test_the_host_dot_products_are_exact(m, n, k, types, extremes, threads):
     name = "vdpbf16ps" if a_type == "bf16" else "vpdpbusd"
     if m * k + k * n > 8192 and m >= 4 and n >= 16:  # (packed, a register tile's rows and a vector's columns)
         assert any(f"{name} on 512-bit vectors" in r for r in _dot_remarks(kernel)), kernel.remarks
+        assert any("[loom-compensate]" in r for r in kernel.remarks) == (types == (np.int8, np.int8))
 
 
 # --------------------------------------------------------------------------------------
@@ -208,23 +204,50 @@ def _source(a_type: str, b_type: str, n: int = 256, k: int | None = None) -> str
 @pytest.mark.parametrize("a_type, b_type, instruction, mnemonic", [
     ("ui8", "i8", "vpdpbusd", "vpdpbusd"),
     ("i8", "ui8", "vpdpbusd", "vpdpbusd"),
-    ("i8", "i8", "vpmaddwd + vpaddd", "vpmaddwd"),
+    ("i8", "i8", "vpdpbusd", "vpdpbusd"),
+    ("ui8", "ui8", "vpmaddwd + vpaddd", "vpmaddwd"),
     ("bf16", "bf16", "vdpbf16ps", "vdpbf16ps"),
 ])
 @pytest.mark.parametrize("k", [256, 253])
 def test_znver4_code_runs_on_its_dot_product_instruction(a_type, b_type, instruction, mnemonic, k):
     """On a target with VNNI and AVX512-BF16: u8 x s8 on vpdpbusd (quads; s8 x u8 with B's
-    bytes as its unsigned source), s8 x s8 on
-    vpmaddwd (exact in i16 pairs: no compensation term), bf16 on vdpbf16ps, 16 lanes;
-    LLVM's znver4 code has the instruction on zmm registers (LLVM may fuse vpmaddwd +
-    vpaddd into VNNI's vpdpwssd). K = 253 is no whole groups: the last one padded with
-    zeros, run on to."""
+    bytes as its unsigned source; s8 x s8 with A shifted by +128 and 128 x B's column sums,
+    on vpdpbusd too, subtracted), u8 x u8 on vpmaddwd (exact in i16 pairs), bf16 on
+    vdpbf16ps, 16 lanes; LLVM's znver4 code has the instruction on zmm registers (LLVM may
+    fuse vpmaddwd + vpaddd into VNNI's vpdpwssd). K = 253 is no whole groups: the last one
+    padded with zeros, run on to."""
     ir, remarks = _scheduled_llvm(_source(a_type, b_type, k=k), DOT512)
     assert f"{instruction} on 512-bit vectors" in remarks, remarks
     assert ("runs on to its tiles' last whole group" in remarks) == (k % 2 == 1), remarks
+    if a_type == b_type == "i8":  # the column sums on vpdpbusd as well
+        assert remarks.count("vpdpbusd on 512-bit vectors: loop %k_sum") >= 1, remarks
     asm = asm_for_cpu(ir, "znver4")
     mnemonics = (mnemonic, "vpdpwssd") if mnemonic == "vpmaddwd" else (mnemonic,)
     assert any(m in line and "%zmm" in line for line in asm.splitlines() for m in mnemonics)
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=st.integers(1, 300), n=st.integers(1, 1100), k=st.integers(1, 300),
+       types=st.sampled_from([("ui8", "i8"), ("i8", "ui8"), ("i8", "i8"), ("bf16", "bf16")]))
+def test_every_shape_is_planned_for_the_dot_products(m, n, k, types):
+    """loom-default on a target with VNNI and AVX512-BF16 schedules any shape down to LLVM
+    IR (no JIT: the host may lack them): 1000 columns once left a 40-column copy whose
+    tile of two vectors had 8 columns beside it, which loom-dot refused."""
+    a_type, b_type = types
+    c_type = "f32" if a_type == "bf16" else "i32"
+    ta, tb, tc = f"tensor<{m}x{k}x{a_type}>", f"tensor<{k}x{n}x{b_type}>", f"tensor<{m}x{n}x{c_type}>"
+    src = f"""func.func @mm(%a: {ta}, %b: {tb}) -> {tc} {{
+  %c = loom.matmul %a, %b : ({ta}, {tb}) -> {tc}
+  func.return %c : {tc}
+}}"""
+    _scheduled_llvm(src, DOT512)
+
+
+def test_a_thousand_columns_peel_whole_vectors():
+    """N = 1000 = 960 + 40: the copy of 40 columns takes a tile of two vectors (32), and its
+    last 8 columns are peeled off again (widened), as loom-dot needs whole vectors."""
+    _, remarks = _scheduled_llvm(_source("ui8", "i8", n=1000, k=256), DOT512)
+    assert "vpdpbusd on 512-bit vectors" in remarks
 
 
 @pytest.mark.skipif(not is_x86_64(), reason="compiles for an x86-64 CPU")

@@ -123,6 +123,10 @@ class MatmulPlan:
     #: the bytes of a packed element of A and B where they are not C's (a dot-product
     #: layout's bytes, i16 or bf16), which the sizes of their blocks are told in
     packed_bytes: int | None = None
+    #: in the panel order, whether B's panel is copied by the first row tile as it
+    #: computes (loom-fuse-pack); not where a nest between them reads the panel
+    #: (loom-compensate's column sums)
+    b_copy_fused: bool = True
 
     @property
     def rows_tiled(self) -> bool:
@@ -159,8 +163,9 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
             if self.panels:
-                words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, "
-                             "copied by the first row tile as it computes, the next panel prefetched by the others")
+                words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + (
+                    "copied by the first row tile as it computes, the next panel prefetched by the others"
+                    if self.b_copy_fused else "copied before its row tiles (its column sums read it)"))
         if self.pack:
             e, rows = self.packed_bytes or self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else

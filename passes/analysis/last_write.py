@@ -17,7 +17,8 @@ an `Access` with its subscripts as linear forms and its loops:
   (what its body writes in one iteration, a box, spans at most its step), the loops
   inside a reduction loop run in each of its iterations, no access sits under a guard
   (`affine.if`), every store after (before) the access writes elements apart from its
-  own or all of them, every load of the buffer is followed by a store of the same
+  own or all of them (or the stores after it that write some write all of them together:
+  a register tile's, after loom-compensate's subtraction over the tile), every load of the buffer is followed by a store of the same
   elements (it is read only to accumulate), and the last writes write every element of
   the buffer (their counts add up to its size: an element only the zero fill writes
   would take no epilogue). Otherwise `Refused` says why, in a remark's words.
@@ -329,19 +330,32 @@ class LastWriteAnalysis:
             owner = block.parent_op()
             within = _inside(access.loops, owner)
             other_op = cur.next_op if later else cur.prev_op
+            partial: list[Access] = []  # stores that rewrite some of its elements
             while other_op is not None:
                 for other in (self.writes[o] for o in other_op.walk() if o in self.writes):
-                    if not _in_fill(other) and self._rewrites(access, within, other, _inside(other.loops, owner)):
+                    if _in_fill(other):
+                        continue
+                    rewritten = self._rewrites(access, within, other, _inside(other.loops, owner))
+                    if rewritten:
                         return True
+                    if rewritten is None:
+                        partial.append(other)
                 other_op = other_op.next_op if later else other_op.prev_op
+            if partial:
+                # together they may rewrite all of it (the stores of a register tile,
+                # unroll-jammed, after a loop nest over the tile: loom-compensate's)
+                if self._union_covers(access, within, partial, owner):
+                    return True
+                raise Refused(f"cannot tell whether {_access_text(partial[0].op)} rewrites some of the elements "
+                              f"{_access_text(access.op)} wrote")
             if owner not in access.loops:
                 return False
             cur = owner  # type: ignore[assignment]
 
     def _rewrites(self, write: Access, within: Sequence[affine.ForOp], other: Access,
-                  other_within: Sequence[affine.ForOp]) -> bool:
-        """Whether `other`, running after `write`, rewrites all of what it wrote (True) or
-        none of it (False); Refused when it may rewrite some."""
+                  other_within: Sequence[affine.ForOp]) -> bool | None:
+        """Whether `other`, running after `write`, rewrites all of what it wrote (True),
+        none of it (False), or may rewrite some (None)."""
         if access_memref(other.op) is not access_memref(write.op):
             raise Refused(f"{_access_text(other.op)} and {_access_text(write.op)} write "
                           f"{value_name(self.root)} through different views")
@@ -353,8 +367,44 @@ class LastWriteAnalysis:
             return paired == "same"
         if self._covers(other, other_within, mine):
             return True
-        raise Refused(f"cannot tell whether {_access_text(other.op)} rewrites some of the elements "
-                      f"{_access_text(write.op)} wrote")
+        return None
+
+    def _union_covers(self, write: Access, within: Sequence[affine.ForOp], others: list[Access],
+                      owner: Operation | None) -> bool:
+        """Whether stores (in `owner`'s body), each writing exactly its elements in loops
+        of constant trip counts, write together every element of the box `write` writes
+        while the loops `within` run: their elements a constant apart from the box's
+        corner in each iteration, at most MAX_WALKED of them, counted."""
+        mine = self._box(write, within)
+        if any(len(lows) != 1 or len(highs) != 1 for lows, highs in mine):
+            return False
+        base = [lows[0] for lows, _ in mine]
+        extents = [highs[0] - low + 1 for (_, highs), low in zip(mine, base)]
+        if any(e.coeffs or e.const < 1 for e in extents) or math.prod(e.const for e in extents) > MAX_WALKED:
+            return False
+        covered: set[tuple[int, ...]] = set()
+        for other in others:
+            loops = _inside(other.loops, owner)
+            starts = [_start(loop) for loop in loops]
+            trips = [constant_trip_count(loop) for loop in loops]
+            if not other.exact or None in starts or None in trips or math.prod(trips) > MAX_WALKED:  # type: ignore[arg-type]
+                return False
+            for iteration in _points([range(t) for t in trips]):  # type: ignore[arg-type]
+                forms = other.forms
+                for loop, start, t in zip(loops, starts, iteration):
+                    at = start + t * step_of(loop)  # type: ignore[operator]
+                    forms = [f.substitute(loop.body.block.args[0], at) for f in forms]
+                spans = []
+                for d, (form, low) in enumerate(zip(forms, base)):
+                    offset = form - low
+                    if offset.coeffs:
+                        return False
+                    width = other.lanes if d == len(forms) - 1 else 1
+                    spans.append(range(offset.const, offset.const + width))
+                covered.update(_points(spans))
+                if len(covered) > MAX_WALKED:
+                    return False
+        return all(p in covered for p in _points([range(e.const) for e in extents]))
 
     def _box(self, write: Access, within: Sequence[affine.ForOp]) -> list[tuple[list[LinearForm], list[LinearForm]]]:
         """Per dimension, bounds on what `write` writes over the iterations of the loops
@@ -384,8 +434,7 @@ class LastWriteAnalysis:
         """Whether `other` writes every element of `box` while the loops `within` run:
         each of its subscripts walked by one loop of constant bounds (a step no longer
         than what one iteration writes), every such loop running at least once."""
-        if not other.exact or any(constant_trip_count(loop) in (None, 0) or constant_bounds(loop) is None
-                                  for loop in within):
+        if not other.exact or any(constant_trip_count(loop) in (None, 0) or _start(loop) is None for loop in within):
             return False
         ivs = {loop.body.block.args[0]: loop for loop in within}
         walked: set[SSAValue] = set()
@@ -400,13 +449,29 @@ class LastWriteAnalysis:
                 if loop is None or v in walked or form.coeff(v) != 1 or (step_of(loop) > width and trips != 1):
                     return False
                 walked.add(v)
-                start, _ = constant_bounds(loop)  # type: ignore[misc]
-                lo = form.substitute(v, LinearForm(const=start))
-                hi = form.substitute(v, LinearForm(const=start + (constant_trip_count(loop) - 1) * step_of(loop)))  # type: ignore[operator]
+                start = _start(loop)
+                assert start is not None
+                lo = form.substitute(v, start)
+                hi = form.substitute(v, start + (constant_trip_count(loop) - 1) * step_of(loop))  # type: ignore[operator]
             hi = hi + (width - 1)
             if not any(_nonnegative(low - lo) for low in lows) or not any(_nonnegative(hi - high) for high in highs):
                 return False
         return True
+
+
+def _start(loop: affine.ForOp) -> LinearForm | None:
+    """A loop's lower bound where it is one linear form (a constant, or %i_t2 for a tile's
+    point loop), else None."""
+    lower = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+    return lower[0] if len(lower) == 1 else None
+
+
+def _points(spans: Sequence[range]) -> list[tuple[int, ...]]:
+    """Every point of the box of `spans` (a range per dimension)."""
+    points: list[tuple[int, ...]] = [()]
+    for span in spans:
+        points = [(*p, x) for p in points for x in span]
+    return points
 
 
 def _in_fill(access: Access) -> bool:

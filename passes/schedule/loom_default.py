@@ -91,6 +91,7 @@ from passes.conversion.convert_loom_to_affine import copy_nest
 from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
 from passes.schedule import loom_direct_conv, loom_im2col
+from passes.schedule.loom_compensate import LoomCompensatePass
 from passes.schedule.loom_dot import LoomDotPass
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
 from passes.schedule.loom_fuse_pack import LoomFusePackPass
@@ -280,7 +281,9 @@ class LoomDefaultPass(ModulePass):
             nests = []
             for sub in _run_on(ctx, nest, NestName("matmul", index), [peel]):
                 plan = plan_of(sub)
-                if plan.rows_tiled or plan.n % plan.nr == 0:
+                # (a dot-product plan's tile is whole vectors: a narrow copy's last columns
+                # are peeled off too)
+                if (plan.rows_tiled and not grouped) or plan.n % plan.nr == 0:
                     nests.append(sub)
                     continue
                 columns = LoomPeelPass(sizes=(*[1] * (batch + 1), plan.nr), op="matmul")
@@ -300,6 +303,7 @@ class LoomDefaultPass(ModulePass):
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
+                plan = replace(plan, b_copy_fused=not on.compensated)
             elif grouped:  # widened after all (a copy peeled off the last columns): A need not be packed
                 plan = plan_of(sub, pack_a=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
@@ -568,6 +572,9 @@ class DotProducts:
     groups in (the instruction's: i16 for bytes on vpmaddwd, else the operands' own)."""
 
     instruction: Instruction
+    #: i8 x i8 on vpdpbusd: A packed shifted by +128 to ui8, and 128 x B's column sums
+    #: subtracted from C (loom-compensate)
+    compensated: bool = False
 
     @property
     def elements(self) -> tuple[str, str]:
@@ -594,6 +601,8 @@ def _instruction(nest: affine.ForOp, target: Target) -> Instruction | str:
         return INSTRUCTIONS["vdpbf16ps"] if target.bf16_dot else "no AVX512-BF16 on this target"
     if target.int8_dot and sources in (["ui8", "i8"], ["i8", "ui8"]):  # (a conv's weights x its ui8 patches)
         return INSTRUCTIONS["vpdpbusd" if sources[0] == "ui8" else "vpdpbusd.swapped"]
+    if target.int8_dot and sources == ["i8", "i8"]:  # A shifted to unsigned (loom-compensate)
+        return INSTRUCTIONS["vpdpbusd"]
     return INSTRUCTIONS["vpmaddwd"]
 
 
@@ -609,7 +618,7 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     instruction = _instruction(nest, target)
     if not isinstance(instruction, Instruction):
         return instruction
-    dot = DotProducts(instruction)
+    dot = DotProducts(instruction, compensated=_sources(nest) == ["i8", "i8"] and instruction.key == "vpdpbusd")
     g = instruction.group
     if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and plan.pack_a) or plan.in_place:
         return f"{dot.instruction.name} not used: both operands must be packed in panels"
@@ -630,6 +639,9 @@ def products(nest: affine.ForOp, plan: MatmulPlan, dot: DotProducts | str, skip:
     summed = "f32" if "bf16" in sources else "i32"
     if isinstance(dot, DotProducts):
         i = dot.instruction
+        if dot.compensated:
+            return (f"{pair} products summed in {summed}: packed in groups of {i.group} along k (A's i8 shifted by "
+                    f"+128 to ui8), {i.described} with 128 x B's column sums subtracted (loom-compensate, loom-dot)")
         widened = [f"{s} as {e}" for s, e in zip(sources, dot.elements) if s != e]
         packed = f"packed in groups of {i.group} along k" + (f" ({', '.join(widened)})" if widened else "")
         return f"{pair} products summed in {summed}: {packed}, {i.described} (loom-dot)"
@@ -730,6 +742,8 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
         factors = [1] * (b + order.index("i")) + [plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
+    if dot is not None and dot.compensated:
+        passes.append(LoomCompensatePass(op=op))
     if "vectorize" not in skip:
         passes.append(LoomVectorizePass(width=plan.lanes, op=op))
         if dot is not None:
@@ -742,7 +756,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
         passes.append(LoomHoistPass(op=op))
     if "prefetch" not in skip and plan.rows_tiled:
         passes.append(LoomPrefetchPass(op=op))
-    if plan.panels:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
+    if plan.panels and plan.b_copy_fused:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
         passes.append(LoomFusePackPass(op=op))
     return tuple(passes)
 

@@ -48,15 +48,18 @@ affine.for %k = %k_t to %k_t + 256 step 2 {
 Options: `width` the accumulator's lanes (default: the target's vector width in i32/f32
 lanes); `op=TAG` the nests tagged TAG.
 
-Each rewrite is a remark naming the instruction. With `op=`, a nest that does not fit is
+The statement is the nest's last store; any store before it of the same shape (a sum of
+widened products: loom-compensate's column sums of B's panel) is rewritten too. Each
+rewrite is a remark naming the instruction. With `op=`, a nest that does not fit is
 refused (LoomError, nothing changed): no statement of that shape in its innermost loop,
 operands not in groups along one loop (`e floordiv G` beside `e mod G`, the same e, the
 loop stepping by 1 from a multiple of G, used by nothing else, in whole groups, or ending
 a known number of elements past them in buffers that loom-pack padded with zeros to whole
-groups: `loom.zero_padded_groups`, where the loop then runs on to the group's end), a j loop
-whose trip count W does not divide, C not unit-stride along j, element types no
-instruction takes, or an instruction the target lacks; without `op=` those nests are
-skipped with the reason as a remark.
+groups: `loom.zero_padded_groups`, where the loop then runs on to the group's end; for
+integers one such buffer is enough, beside another in whole groups, as the product of a
+zero is zero), a j loop whose trip count W does not divide, C not unit-stride along j,
+element types no instruction takes, or an instruction the target lacks; without `op=`
+those nests are skipped with the reason as a remark.
 """
 
 from __future__ import annotations
@@ -64,9 +67,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, VectorType
+from xdsl.dialects.builtin import AffineMapAttr, IntegerType, VectorType
 from xdsl.ir import Operation
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineMap
 
 from dialects import arith_ext
 from dialects.layout import static_strides
@@ -74,14 +76,10 @@ from dialects.x86vector import INSTRUCTIONS, DotOp
 from passes.analysis.affine_forms import (
     LinearForm,
     bound_map,
-    expr_form,
     known_multiple,
     map_forms,
     residue,
-    sum_of,
-    sum_terms,
     tiles_are_full,
-    value_form,
 )
 from passes.analysis.loop_utils import (
     constant_trip_count,
@@ -89,9 +87,8 @@ from passes.analysis.loop_utils import (
     iv_name,
     nest_tag,
     step_of,
-    used_positions,
-    value_name,
 )
+from passes.analysis.grouped_reads import GroupedRead, NotGrouped, grouped_read, ignores, moves_with
 from passes.schedule.loom_pack import ZERO_PADDED
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.schedule.nest_pass import NestPass
@@ -100,25 +97,16 @@ from passes.support.remarks import remark
 from passes.support.target import Target, host
 
 
-class _Misfit(Exception):
+class _Misfit(NotGrouped):
     """Why a nest's statement is not a grouped dot product (a remark, or with `op=` an error)."""
-
-
-@dataclass
-class _Grouped:
-    """A read in the grouped layout: its map with `e mod G` dropped (the group's start)."""
-
-    load: affine.LoadOp
-    start: AffineMap
-    e: LinearForm
 
 
 @dataclass
 class _Dot:
     k: affine.ForOp
     j: affine.ForOp
-    a: _Grouped  # the group broadcast (j-invariant)
-    b: _Grouped  # W groups along j
+    a: GroupedRead  # the group broadcast (j-invariant)
+    b: GroupedRead  # W groups along j
     c: affine.LoadOp
     store: affine.StoreOp
     body: list[Operation]
@@ -141,18 +129,28 @@ class LoomDotPass(NestPass[_Dot]):
             return [f"option 'width' is the accumulator's lanes, 4, 8 or 16 (128, 256 or 512 bits), got {self.width}"]
         return []
 
-    def plan(self, nest: affine.ForOp, misfit: str | None) -> _Dot | str:
+    def plan(self, nest: affine.ForOp, misfit: str | None) -> list[_Dot] | str:
         target = host()
         width = self.width or target.vector_bits // 32
         try:
-            return _match(nest, width, target)
-        except _Misfit as e:
+            stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
+            if not stores:
+                raise _Misfit("it stores nothing")
+            # the statement (the last store), and before it any other sum of widened
+            # products (loom-compensate's column sums of B's panel)
+            return [_match(s, width, target) for s in stores[:-1] if _sums_products(s)] + [
+                _match(stores[-1], width, target)]
+        except NotGrouped as e:
             why = f"nest '{nest_tag(nest) or 'untagged'}' not rewritten: {e}"
             if self.op is not None:
                 raise LoomError(f"{self.name}: {why}", nest) from None
             return why
 
-    def rewrite(self, nest: affine.ForOp, plan: _Dot) -> None:
+    def rewrite(self, nest: affine.ForOp, plan: list[_Dot]) -> None:
+        for dot in plan:
+            self._rewrite(nest, dot)
+
+    def _rewrite(self, nest: affine.ForOp, plan: _Dot) -> None:
         info = INSTRUCTIONS[plan.instruction]
         g, w = info.group, plan.width
         store = plan.store
@@ -182,15 +180,20 @@ class LoomDotPass(NestPass[_Dot]):
                instruction=plan.instruction, group=g, width=w)
 
 
-def _vector_load(read: _Grouped, vtype: VectorType) -> affine.VectorLoadOp:
+def _vector_load(read: GroupedRead, vtype: VectorType) -> affine.VectorLoadOp:
     return affine.VectorLoadOp(read.load.memref, list(read.load.indices), AffineMapAttr(read.start), vtype)
 
 
-def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
-    stores = [o for o in nest.walk() if isinstance(o, affine.StoreOp)]
-    if not stores:
-        raise _Misfit("it stores nothing")
-    store = stores[-1]
+def _sums_products(store: affine.StoreOp) -> bool:
+    """Whether `store` stores `x + y * z` with y and z widened reads (a statement loom-dot
+    rewrites, or refuses)."""
+    add = store.value.owner
+    return isinstance(add, arith.AddiOp | arith.AddfOp) and any(
+        isinstance(v.owner, arith.MuliOp | arith.MulfOp)
+        and all(isinstance(f.owner, arith_ext.WIDENING) for f in v.owner.operands) for v in add.operands)
+
+
+def _match(store: affine.StoreOp, width: int, target: Target) -> _Dot:
     j = store.parent_op()
     if not isinstance(j, affine.ForOp) or j.inits:
         raise _Misfit("its statement is not in an innermost loop of its own")
@@ -210,21 +213,21 @@ def _match(nest: affine.ForOp, width: int, target: Target) -> _Dot:
             not r.has_one_use() for o in body for r in o.results):
         raise _Misfit("its innermost loop holds more than the statement")
     jv = j.body.block.args[0]
-    grouped = [_grouped(x) for x in loads]
+    grouped = [grouped_read(x) for x in loads]
     e, g = grouped[0][0].e, grouped[0][1]
     if any(r.e != e or gg != g for r, gg in grouped):
         raise _Misfit("its operands are not grouped along the same k")
     k, upper = _k_loop(store, e, g, loads)
     kv = k.body.block.args[0]
-    along = [r for r, _ in grouped if _moves(r.start, list(r.load.indices), jv)]
+    along = [r for r, _ in grouped if moves_with(r.start, list(r.load.indices), jv)]
     if len(along) != 1:
         raise _Misfit(f"{'both' if along else 'neither'} of its operands are read along loop %{iv_name(j)}")
     b = along[0]
     a = next(r for r, _ in grouped if r is not b)
     last = map_forms(b.start, list(b.load.indices))[-1]
-    if last is None or last.coeff(jv) != g or _moves(b.start, list(b.load.indices), jv, skip=-1):
+    if last is None or last.coeff(jv) != g or moves_with(b.start, list(b.load.indices), jv, skip=-1):
         raise _Misfit(f"B's groups are not side by side along loop %{iv_name(j)}")
-    if any(_moves(r.start, list(r.load.indices), kv, skip=-2) for r in (a, b)):
+    if any(moves_with(r.start, list(r.load.indices), kv, skip=-2) for r in (a, b)):
         raise _Misfit(f"its reads' groups move with loop %{iv_name(k)} other than through e floordiv {g}")
     instruction = _instruction(a.load, b.load, casts[loads.index(a.load)], casts[loads.index(b.load)],
                                store.value.type, g, target)
@@ -241,64 +244,13 @@ def _pair(values, kind):  # noqa: ANN001, ANN202 - (the operand of `kind`'s op, 
     return None, None
 
 
-def _grouped(load: affine.LoadOp) -> tuple[_Grouped, int]:
-    """A read `[..., e floordiv G, r + e mod G]` as (its group start `[..., e floordiv G, r]`, G)."""
-    m = load.map.data
-    values = [value_form(v) for v in load.indices]
-    what = f"the read of {value_name(load.memref)}"
-    quotient, terms = (m.results[-2], sum_terms(m.results[-1])) if len(m.results) >= 2 else (None, [])
-    mods = [t for t in terms if isinstance(t[1], AffineBinaryOpExpr) and t[1].kind == AffineBinaryOpKind.Mod]
-    if not (isinstance(quotient, AffineBinaryOpExpr) and quotient.kind == AffineBinaryOpKind.FloorDiv
-            and isinstance(quotient.rhs, AffineConstantExpr) and len(mods) == 1 and mods[0][0] == 1
-            and isinstance(mods[0][1].rhs, AffineConstantExpr) and mods[0][1].rhs.value == quotient.rhs.value):
-        raise _Misfit(f"{what} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
-    g = quotient.rhs.value
-    e = expr_form(quotient.lhs, values, m.num_dims)
-    if e is None or e != expr_form(mods[0][1].lhs, values, m.num_dims):
-        raise _Misfit(f"{what} is not in groups (its floordiv and mod are of different expressions)")
-    rest = sum_of([t for t in terms if t is not mods[0]])
-    start = AffineMap(m.num_dims, m.num_symbols, (*m.results[:-1], rest))
-    if map_forms(AffineMap(m.num_dims, m.num_symbols, (rest,)), list(load.indices))[0] is None:
-        raise _Misfit(f"{what} has a last subscript that is not linear beside e mod {g}")
-    return _Grouped(load, start, e), g
-
-
-def _moves(m: AffineMap, operands: list, iv: object, skip: int | None = None) -> bool:
-    """Whether a subscript of `m` (but the one at `skip`, counted from the end: -1 the
-    last) may change with `iv`: a linear one with a coefficient for it, any other that
-    reads it (directly or through an affine.apply)."""
-    forms = map_forms(m, operands)
-    for index, (expr, form) in enumerate(zip(m.results, forms)):
-        if skip is not None and index == len(forms) + skip:
-            continue
-        if form is not None and form.coeff(iv):
-            return True
-        if form is None and any(_reads(operands[p], iv) for p in used_positions([expr], m.num_dims)):
-            return True
-    return False
-
-
-def _ignores(op: Operation, iv: object) -> bool:
-    """Whether `op` is an affine load or store whose subscripts do not read `iv` (an
-    operand its map leaves unused)."""
-    return isinstance(op, affine.LoadOp | affine.StoreOp) and not _moves(op.map.data, list(op.indices), iv)
-
-
-def _reads(value: object, iv: object) -> bool:
-    """Whether an index value is `iv` or is computed from it by affine.apply ops."""
-    if value is iv:
-        return True
-    owner = getattr(value, "owner", None)
-    return isinstance(owner, affine.ApplyOp) and any(_reads(v, iv) for v in owner.mapOperands)
-
-
 def _k_loop(store: affine.StoreOp, e: LinearForm, g: int,
             loads: list[affine.LoadOp]) -> tuple[affine.ForOp, list[LinearForm] | None]:
     """The loop the groups are along: the innermost loop around the statement in e
     (coefficient 1), stepping by 1 from where e is a multiple of G, its iv read by the two
     reads alone, a perfect nest down to the statement; and its upper bound rounded up to
     whole groups where a tile ends inside one (a known number of elements past whole
-    groups) and both reads are of buffers that loom-pack padded with zeros there (None
+    groups) and the reads are of buffers that loom-pack padded with zeros there (None
     where it runs in whole groups)."""
     loops = enclosing_loops(store)
     inside = [l for l in loops if e.coeff(l.body.block.args[0])]
@@ -315,13 +267,18 @@ def _k_loop(store: affine.StoreOp, e: LinearForm, g: int,
     if not tiles_are_full(k, g):
         ends = map_forms(k.upperBoundMap.data, list(k.upperBoundOperands))
         tails = [None if u is None else residue(u - lower[0], g) for u in ends]
-        padded = all(isinstance(r.memref.owner, memref.AllocOp) and ZERO_PADDED in r.memref.owner.attributes
-                     for r in loads)
+        # a product of integers is 0 where one factor is (any bytes in the other buffer,
+        # which holds whole groups too: loom-compensate's row of shifts); of floats, only
+        # where both are (0 x inf is NaN)
+        marked = [isinstance(r.memref.owner, memref.AllocOp) and ZERO_PADDED in r.memref.owner.attributes
+                  for r in loads]
+        allocated = all(isinstance(r.memref.owner, memref.AllocOp) for r in loads)
+        padded = all(marked) or (allocated and any(marked) and isinstance(store.value.type, IntegerType))
         if None in tails or not padded:
             raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}, nor to a known place in a group "
                           "of buffers padded with zeros to whole groups")
         upper = [u + (g - r if r else 0) for u, r in zip(ends, tails)]  # type: ignore[operator]
-    if any(u.operation not in loads and not _ignores(u.operation, kv) for u in kv.uses):
+    if any(u.operation not in loads and not ignores(u.operation, kv) for u in kv.uses):
         raise _Misfit(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
     for loop in loops[loops.index(k):-1]:
         if len(list(loop.body.block.ops)) != 2:
@@ -353,8 +310,8 @@ def _check_j(j: affine.ForOp, store: affine.StoreOp, width: int) -> None:
     if step_of(j) != 1 or trips is None or trips % width:
         raise _Misfit(f"loop %{iv_name(j)} does not run a constant multiple of {width} iterations")
     jv = j.body.block.args[0]
-    forms = map_forms(store.map.data, list(store.indices))
+    last = map_forms(store.map.data, list(store.indices))[-1]
     layout = static_strides(store.memref.type)
-    if any(f is None for f in forms) or forms[-1].coeff(jv) != 1 or any(f.coeff(jv) for f in forms[:-1]) or \
+    if last is None or last.coeff(jv) != 1 or moves_with(store.map.data, list(store.indices), jv, skip=-1) or \
             layout is None or layout[0][-1] != 1:
         raise _Misfit(f"C is not read along loop %{iv_name(j)} with unit stride")

@@ -28,7 +28,8 @@ write (first read):
   (what its body writes in one iteration, a box, spans at most its step), the loops
   inside a reduction loop run in each of its iterations, no access sits under a guard
   (`affine.if`), every store after (before) the access writes elements apart from its
-  own or all of them, every load of C is followed by a store of the same elements (C
+  own or all of them (or the stores after it that write some write all of them together:
+  a register tile's, after loom-compensate's subtraction over the tile), every load of C is followed by a store of the same elements (C
   is read only to accumulate), and the last writes write every element of C (their
   counts add up to its size: an element only the zero fill writes would take no
   epilogue). A store that fails this is refused (the nests left as they were); a load

@@ -49,7 +49,11 @@ Options:
 - `element=T` (optional): the buffer's element type, for an operand its reads widen: the
   operand's own (`i8`, `ui8`, `bf16`: no cast in the copy, the compute loops widen as
   they read), `i16` for an i8/ui8 operand (the copy sign- or zero-extends to i16, the
-  compute loops sign-extend the i16 to i32), or the widened type (the default).
+  compute loops sign-extend the i16 to i32), `ui8` for an i8 operand its reads
+  sign-extend: the copy stores each element plus 128 as an unsigned byte (-128..127 as
+  0..255, LLVM's xor of the sign bit) and the compute loops read `extui(x) - 128`, the
+  same value (so that loom-compensate can put s8 x s8 products on vpdpbusd, which reads
+  one side unsigned), or the widened type (the default).
 - `op=TAG`: only the nests tagged TAG (`matmul`, `conv2d`); without it every nest,
   skipping with a remark those that lack the operand or the level (but not all of them).
 
@@ -135,8 +139,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, ModuleOp, UnitAttr, VectorType
+from xdsl.dialects import affine, arith, memref
+from xdsl.dialects.builtin import AffineMapAttr, DenseIntOrFPElementsAttr, IntegerType, MemRefType, ModuleOp, Signedness, UnitAttr, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -157,7 +161,7 @@ from passes.analysis.affine_forms import (
     prune_bounds,
     residue,
 )
-from passes.conversion.convert_loom_to_affine import zero_of
+from passes.conversion.convert_loom_to_affine import constant, zero_of
 from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
 from passes.analysis.loop_utils import (
     SelectionError,
@@ -182,6 +186,9 @@ ASSOCIATIVITY = 8
 #: the copy writes zeros past a tile's end to the end of its group, so that a loop may
 #: run on to whole groups and add their products, 0 (loom-dot)
 ZERO_PADDED = "loom.zero_padded_groups"
+#: what `element=ui8` adds to an i8 operand's elements as it copies them: -128..127 as
+#: 0..255, the unsigned bytes vpdpbusd multiplies (loom-compensate takes it back out)
+SHIFT = 128
 
 
 @dataclass
@@ -213,6 +220,9 @@ class _Plan:
     #: i8 operand widened to i32), and the cast the compute loops then read it through
     element: Attribute | None = None
     read_cast: type[Operation] | None = None
+    #: `element=ui8` for an i8 operand: the copy stores each element plus SHIFT (as an
+    #: unsigned byte), the compute loops read it zero-extended minus SHIFT
+    shifted: bool = False
 
     @property
     def width(self) -> int:
@@ -353,7 +363,8 @@ class LoomPackPass(ModulePass):
         widen = _widening(loads)
         element, read_cast = self._element(refuse, mem.type, widen, read)
         return _Plan(nest, what, mem, loads, level_loop, footprint, packed, split, shape, private, widen,
-                     grouped, group, tail, element, read_cast)
+                     grouped, group, tail, element, read_cast, read_cast is arith_ext.ExtUIOp and widen is not None
+                     and widen[0] is arith_ext.ExtSIOp)
 
     def _grouped_dim(self, refuse: str, footprint: list[FootprintDim], packed: list[int], split: int | None,
                      read: affine.LoadOp) -> tuple[int, int]:
@@ -378,8 +389,9 @@ class LoomPackPass(ModulePass):
 
     def _element(self, refuse: str, mtype: MemRefType, widen: tuple[type[Operation], Attribute] | None,
                  read: affine.LoadOp) -> tuple[Attribute | None, type[Operation] | None]:
-        """`element=`: the buffer's element type (the operand's own, i16 for i8/ui8, or the
-        widened one) and the cast the compute loops then widen it with (None: as today)."""
+        """`element=`: the buffer's element type (the operand's own, i16 for i8/ui8, ui8
+        shifted for a sign-extended i8, or the widened one) and the cast the compute loops
+        then widen it with (None: as today)."""
         if self.element is None:
             return None, None
         source = mtype.get_element_type()
@@ -388,13 +400,19 @@ class LoomPackPass(ModulePass):
             wide = widen[1]
             if isinstance(source, IntegerType) and source.width.data == 8:
                 choices["i16"] = IntegerType(16)
+                if widen[0] is arith_ext.ExtSIOp and str(source) == "i8":
+                    choices["ui8"] = IntegerType(8, Signedness.UNSIGNED)
             choices[str(wide)] = wide
         chosen = choices.get(self.element)
         if chosen is None:
             raise LoomError(f"{refuse}: option 'element' is {self.element}, but its buffer can hold "
-                            f"{' or '.join(choices)} (the operand's type, or what its reads widen it to)", read)
+                            f"{' or '.join(choices)} (the operand's type, or what its reads widen it to"
+                            + ("; ui8: its i8 shifted by 128)" if str(source) == "i8" and "ui8" in choices else ")"),
+                            read)
         if widen is None or chosen == widen[1]:
             return None, None
+        if str(chosen) == "ui8" and str(source) == "i8":
+            return chosen, arith_ext.ExtUIOp
         return chosen, (widen[0] if chosen == source else arith_ext.ExtSIOp)
 
     def _panel_dim(
@@ -442,10 +460,13 @@ class LoomPackPass(ModulePass):
             new = retarget_load(read, buffer, *index)
             for cast in casts:  # the buffer's elements are widened already (or part of the way)
                 if plan.read_cast is not None and plan.widen is not None:
-                    rest = plan.read_cast(new.result, plan.widen[1])
-                    rest.location = cast.location
-                    cast.parent_block().insert_op_before(rest, cast)
-                    cast.results[0].replace_all_uses_with(rest.results[0])
+                    rest: list[Operation] = [plan.read_cast(new.result, plan.widen[1])]
+                    if plan.shifted:  # zero-extended minus the shift: the operand's value
+                        rest += [shift := constant(SHIFT, plan.widen[1]), arith.SubiOp(rest[0], shift)]
+                    for o in rest:
+                        o.location = cast.location
+                        cast.parent_block().insert_op_before(o, cast)
+                    cast.results[0].replace_all_uses_with(rest[-1].results[0])
                 else:
                     cast.results[0].replace_all_uses_with(new.result)
                 cast.detach()
@@ -464,7 +485,9 @@ class LoomPackPass(ModulePass):
                        f"panel's rows (the dot-product layout)")
             if plan.tail:
                 layout += f", a tile's last group of {plan.tail} padded with zeros"
-        if element != mtype.get_element_type():
+        if plan.shifted:
+            layout += f", shifted by +{SHIFT} to {element} as it is copied (read back zero-extended, minus {SHIFT})"
+        elif element != mtype.get_element_type():
             layout += f", widened from {mtype.get_element_type()} to {element} as it is copied"
         size = element.bitwidth // 8 * math.prod([*slots, *plan.shape])
         remark(
@@ -592,7 +615,15 @@ class LoomPackPass(ModulePass):
             load = (affine.VectorLoadOp(plan.memref, indices, at, VectorType(source, [lanes])) if lanes
                     else affine.LoadOp(plan.memref, indices, at))
             copied: list[Operation] = [load]
-            if plan.widen and plan.element != source:
+            if plan.shifted:  # v + SHIFT as an unsigned byte (LLVM: a xor of the sign bit)
+                assert plan.widen is not None and plan.element is not None
+                wide = plan.widen[1]
+                copied += [extended := arith_ext.ExtSIOp(load.result, VectorType(wide, [lanes]) if lanes else wide),
+                           shift := _splat(SHIFT, VectorType(wide, [lanes]) if lanes else wide),
+                           moved := arith.AddiOp(extended, shift),
+                           arith_ext.TruncIOp(moved.result, VectorType(plan.element, [lanes]) if lanes
+                                              else plan.element)]
+            elif plan.widen and plan.element != source:
                 cast, to = plan.widen
                 element = plan.element or to
                 copied.append(cast(load.result, VectorType(element, [lanes]) if lanes else element))
@@ -634,6 +665,13 @@ def _grouped(plan: _Plan, exprs: list[AffineExpr], operands: list[SSAValue],
     p, k, j = exprs
     g = plan.group
     return [p, k // g, j * g + (k % g if within is None else within)], operands
+
+
+def _splat(value: int, t: Attribute) -> arith.ConstantOp:
+    """An integer constant of scalar or vector type `t` (every lane `value`)."""
+    if isinstance(t, VectorType):
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * t.get_shape()[0]))
+    return constant(value, t)
 
 
 def _widening(loads: list[affine.LoadOp]) -> tuple[type[Operation], Attribute] | None:

@@ -8,7 +8,7 @@
 // NO-PANEL: error: loom-pack: option 'group' must be a positive integer, with 'panel', got 2 without 'panel'
 
 // An i8 operand widened to i32 can be packed as i8, i16 or i32, not f64.
-// ELEMENT: refuse-group.mlir:[[# @LINE + 11]]:13: error: loom-pack: cannot pack B (%b) of nest 'matmul': option 'element' is f64, but its buffer can hold i8 or i16 or i32 (the operand's type, or what its reads widen it to)
+// ELEMENT: refuse-group.mlir:[[# @LINE + 11]]:13: error: loom-pack: cannot pack B (%b) of nest 'matmul': option 'element' is f64, but its buffer can hold i8 or i16 or ui8 or i32 (the operand's type, or what its reads widen it to; ui8: its i8 shifted by 128)
 // k tiled by 3: a tile ends 1 past a group (3) or at 7 - k_t, which may be anywhere in one
 // (k_t is a multiple of 3, not of 2), so no copy knows where to pad.
 // ODD: refuse-group.mlir:[[# @LINE + 8]]:13: error: loom-pack: cannot pack B (%b) of nest 'matmul': option 'group' is 2, but a tile of loop %k does not start a group, or its end is not a known number of elements past whole groups (tile 3; tile k from 0 by a multiple of 2)

@@ -1,0 +1,79 @@
+"""Reads of a buffer in the dot-product layout (loom-pack's `group=G`): each panel row
+holds G consecutive k of a column side by side, read at `[..., e floordiv G, r + e mod G]`
+with `e` the k offset in the tile. loom-dot puts such reads on the dot-product
+instructions; loom-compensate finds the s8 x s8 statement whose operands are read so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import affine
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineMap
+
+from passes.analysis.affine_forms import LinearForm, expr_form, map_forms, sum_of, sum_terms, value_form
+from passes.analysis.loop_utils import used_positions, value_name
+
+
+class NotGrouped(Exception):
+    """Why a read (a statement) is not in the grouped layout."""
+
+
+@dataclass
+class GroupedRead:
+    """A read in the grouped layout: its map with `e mod G` dropped (the group's start)."""
+
+    load: affine.LoadOp
+    start: AffineMap
+    e: LinearForm
+
+
+def grouped_read(load: affine.LoadOp) -> tuple[GroupedRead, int]:
+    """A read `[..., e floordiv G, r + e mod G]` as (its group start `[..., e floordiv G, r]`, G)."""
+    m = load.map.data
+    values = [value_form(v) for v in load.indices]
+    what = f"the read of {value_name(load.memref)}"
+    quotient, terms = (m.results[-2], sum_terms(m.results[-1])) if len(m.results) >= 2 else (None, [])
+    mods = [t for t in terms if isinstance(t[1], AffineBinaryOpExpr) and t[1].kind == AffineBinaryOpKind.Mod]
+    if not (isinstance(quotient, AffineBinaryOpExpr) and quotient.kind == AffineBinaryOpKind.FloorDiv
+            and isinstance(quotient.rhs, AffineConstantExpr) and len(mods) == 1 and mods[0][0] == 1
+            and isinstance(mods[0][1].rhs, AffineConstantExpr) and mods[0][1].rhs.value == quotient.rhs.value):
+        raise NotGrouped(f"{what} is not in groups (no `e floordiv G, r + e mod G` subscripts)")
+    g = quotient.rhs.value
+    e = expr_form(quotient.lhs, values, m.num_dims)
+    if e is None or e != expr_form(mods[0][1].lhs, values, m.num_dims):
+        raise NotGrouped(f"{what} is not in groups (its floordiv and mod are of different expressions)")
+    rest = sum_of([t for t in terms if t is not mods[0]])
+    start = AffineMap(m.num_dims, m.num_symbols, (*m.results[:-1], rest))
+    if map_forms(AffineMap(m.num_dims, m.num_symbols, (rest,)), list(load.indices))[0] is None:
+        raise NotGrouped(f"{what} has a last subscript that is not linear beside e mod {g}")
+    return GroupedRead(load, start, e), g
+
+
+def moves_with(m: AffineMap, operands: list, iv: object, skip: int | None = None) -> bool:
+    """Whether a subscript of `m` (but the one at `skip`, counted from the end: -1 the
+    last) may change with `iv`: a linear one with a coefficient for it, any other that
+    reads it (directly or through an affine.apply)."""
+    forms = map_forms(m, operands)
+    for index, (expr, form) in enumerate(zip(m.results, forms)):
+        if skip is not None and index == len(forms) + skip:
+            continue
+        if form is not None and form.coeff(iv):
+            return True
+        if form is None and any(reads_iv(operands[p], iv) for p in used_positions([expr], m.num_dims)):
+            return True
+    return False
+
+
+def ignores(op: Operation, iv: object) -> bool:
+    """Whether `op` is an affine load or store whose subscripts do not read `iv` (an
+    operand its map leaves unused)."""
+    return isinstance(op, affine.LoadOp | affine.StoreOp) and not moves_with(op.map.data, list(op.indices), iv)
+
+
+def reads_iv(value: object, iv: object) -> bool:
+    """Whether an index value is `iv` or is computed from it by affine.apply ops."""
+    if value is iv:
+        return True
+    owner = getattr(value, "owner", None)
+    return isinstance(owner, affine.ApplyOp) and any(reads_iv(v, iv) for v in owner.mapOperands)
