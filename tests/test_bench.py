@@ -230,7 +230,7 @@ def test_torch_column(monkeypatch, tmp_path, capsys):
     assert not bench_plot or (tmp_path / "torch.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("dtype, unit", [("bf16", "GFLOP/s"), ("int8", "GOP/s")])
+@pytest.mark.parametrize("dtype, unit", [("bf16", "GFLOP/s"), ("int8", "GOP/s"), ("s8", "GOP/s")])
 def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
     """--dtype: Loom's kernel of the type beside its f32 kernel (torch hidden: its columns are
     absent), checked (int8 exactly), a share of the type's peak; a wrong result exits 1."""
@@ -239,7 +239,7 @@ def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
     argv = ["--shapes", "--dtype", dtype, "--shapes-list", "3x5x7,17", "--pipeline", "naive", *FAST]
     assert loom_bench.main(argv) == 0
     out, err = capsys.readouterr()
-    assert f"{dtype} peak: 100.0 {unit} on {peak.dot_path(dtype).describe()}" in out
+    assert f"{dtype} peak: 100.0 {unit} on {peak.dot_path(low_precision.PEAK_TYPES.get(dtype, dtype)).describe()}" in out
     assert (f"| shape M×N×K | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 | Loom/fastest peer | "
             "share of peak | check |") in out
     rows = [line for line in out.splitlines() if line.startswith(("| 3x5x7 |", "| 17x17x17 |"))]
@@ -249,7 +249,7 @@ def test_low_precision_shapes(dtype, unit, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert [(r["label"], r["ops"]) for r in data["rows"]] == [("3x5x7", 210), ("17x17x17", 2 * 17**3)]
     assert all(r["ok"] and r["dtype"] == dtype and r["peers"] == {} for r in data["rows"])
-    assert all(r["bound"] == 0 for r in data["rows"]) == (dtype == "int8")
+    assert all(r["bound"] == 0 for r in data["rows"]) == (dtype != "bf16")
     real = low_precision.Problem
 
     def wrong(*args):  # the reference off by one in a corner: the row is a MISMATCH
@@ -315,10 +315,11 @@ def test_requantized_conv(layout, monkeypatch, capsys):
 @pytest.mark.parametrize("transposed", [False, True])
 def test_low_precision_peers_compute_the_same_product(transposed):
     """torch's kernels, where installed, compute the product the row times (int8: `_int_mm`
-    on A shifted to s8, the dynamically quantized Linear within its quantization error);
+    on A shifted to s8, s8: on A as it is, the dynamically quantized Linear within its
+    quantization error);
     `transposed`: B is W.T, W the argument (x @ w.T)."""
     torch = pytest.importorskip("torch")
-    for dtype in ("bf16", "int8"):
+    for dtype in ("bf16", "int8", "s8"):
         problem = low_precision.Problem((24, 16, 32), dtype, np.random.default_rng(0), transposed)
         assert problem.b.shape == ((16, 32) if transposed else (32, 16))
         peers = low_precision.torch_peers(problem, 1)
@@ -326,8 +327,8 @@ def test_low_precision_peers_compute_the_same_product(transposed):
             got = peers["torch bf16 matmul"]().float().numpy()
             np.testing.assert_allclose(got, problem.want, rtol=1e-2, atol=0.1)
             continue
-        shifted = (problem.a.astype(np.int64) - 128) @ problem.matrix(problem.b).astype(np.int64)
-        np.testing.assert_array_equal(peers["torch _int_mm"]().numpy(), shifted)
+        signed = problem.a.astype(np.int64) - (128 if dtype == "int8" else 0)  # (s8: A as it is)
+        np.testing.assert_array_equal(peers["torch _int_mm"]().numpy(), signed @ problem.matrix(problem.b).astype(np.int64))
         linear = peers["torch dynamic int8 Linear"]().numpy()
         assert np.abs(linear - problem.want).max() <= 0.02 * np.abs(problem.want).max()
     for layout in ("nchw", "nhwc"):  # torch's bf16 conv2d; no int8 peer

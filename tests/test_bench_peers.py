@@ -37,20 +37,22 @@ def _runtimes():
     pytest.importorskip("openvino")
 
 
-@pytest.mark.parametrize("dtype", ["f32", "bf16", "int8"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "int8", "s8"])
 def test_matmul_peers_compute_the_product(dtype):
     _runtimes()
     rng = np.random.default_rng(0)
     if dtype == "int8":  # 7-bit A: ONNX Runtime's u8 x s8 pair sums saturate at 16 bits beyond it (on AVX2)
         a, b = rng.integers(0, 128, (37, 29)).astype(np.uint8), rng.integers(-128, 128, (29, 19)).astype(np.int8)
+    elif dtype == "s8":  # (7-bit magnitudes likewise)
+        a, b = rng.integers(-64, 64, (37, 29)).astype(np.int8), rng.integers(-128, 128, (29, 19)).astype(np.int8)
     else:
         a, b = rng.standard_normal((37, 29)).astype(np.float32), rng.standard_normal((29, 19)).astype(np.float32)
     want = a.astype(np.float64) @ b.astype(np.float64)
     found = peers.kernel_peers("matmul", a, b, dtype, 1)
     names = [p.name for p in found]
-    assert len(found) == {"f32": 2, "bf16": 1, "int8": 2}[dtype], names
+    assert len(found) == {"f32": 2, "bf16": 1, "int8": 2, "s8": 2}[dtype], names
     for p in found:
-        bound = 0.0 if dtype == "int8" else (1e-5 if "ran f32" in p.name or dtype == "f32" else 2e-2) * np.abs(want).max()
+        bound = 0.0 if dtype in ("int8", "s8") else (1e-5 if "ran f32" in p.name or dtype == "f32" else 2e-2) * np.abs(want).max()
         assert p.check(want) <= bound, p.name
 
 

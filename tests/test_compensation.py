@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from kernels import matmul, quantized_matmul
+from kernels import conv2d, matmul, quantized_matmul
 from targets import TARGETS, planning_for
 
 import compiler
 from passes.support.diagnostics import LoomError
+from passes.support.target import host
 
 AVX2 = TARGETS["avx2"] + ",bf16_dot=0,int8_dot=0"
 #: loom-interchange's order from the tiled band (i_t, j_t, k_t, i_r, j_r, i, j, k) to the
@@ -26,7 +28,7 @@ ORDERS = {"panels": ("0,2,1,4,3,7,5,6", 3, 1), "blis": ("1,2,0,3,4,7,5,6", 1, 2)
 dim = st.sampled_from([1, 3, 4, 5, 8, 13, 16, 17, 31, 64])
 
 
-def _ints(rng: np.random.Generator, shape: tuple[int, int], extremes: bool) -> np.ndarray:
+def _ints(rng: np.random.Generator, shape: tuple[int, ...], extremes: bool) -> np.ndarray:
     if extremes:
         return rng.choice(np.array([-128, 127], np.int8), size=shape)
     return rng.integers(-128, 128, size=shape).astype(np.int8)
@@ -117,3 +119,21 @@ def test_a_quantized_layer_keeps_its_fused_epilogue():
             rng.integers(-5000, 5000, n).astype(np.int32), rng.uniform(1e-4, 1e-3, n).astype(np.float32),
             rng.integers(-3, 3, n).astype(np.int32), np.array(0.05, np.float32), np.array(7, np.int32))
     np.testing.assert_array_equal(kernel(*args), compiler.reference(src, *args))
+
+
+@pytest.mark.skipif(not host().int8_dot, reason="the host has no VNNI")
+@pytest.mark.parametrize("layout, x_shape, w_shape, y_shape, padding", [
+    ("nchw", (1, 64, 14, 14), (64, 64, 3, 3), (1, 64, 14, 14), (1, 1)),
+    ("nhwc", (2, 14, 14, 32), (3, 3, 32, 64), (2, 14, 14, 64), (1, 1)),
+])
+def test_the_host_runs_s8_convolutions_exactly(layout, x_shape, w_shape, y_shape, padding):
+    """s8 activations x s8 filters on the host's own plan (im2col or direct, its tile): the
+    filter or the patches shifted as A, the other's column sums taken out; bit for bit
+    Loom's int64 reference, at the extremes too."""
+    src = conv2d(x_shape, w_shape, y_shape, (1, 1), padding, (1, 1), np.int8, np.int8, np.int32, layout=layout)
+    kernel = compiler.compile(src, pipeline="default", remarks=True)
+    assert any("[loom-compensate]" in r for r in kernel.remarks), kernel.remarks
+    rng = np.random.default_rng(3)
+    for extremes in (False, True):
+        x, w = _ints(rng, x_shape, extremes), _ints(rng, w_shape, extremes)
+        np.testing.assert_array_equal(kernel(x, w), compiler.reference(src, x, w))

@@ -3,14 +3,14 @@
     loom-bench --stages [--sizes 8,32,128] [--repeat N] [--budget S] [--json] [--show-ir]
     loom-bench --shapes [--shapes-list 64,128x768x3072,...] [--pipeline P] [--repeat N]
                         [--budget S] [--rounds R] [--threads T] [--transposed] [--json] [--plot out.png]
-    loom-bench --shapes --dtype bf16|int8 [--shapes-list ...] [--pipeline P] [--repeat N] [--budget S]
+    loom-bench --shapes --dtype bf16|int8|s8 [--shapes-list ...] [--pipeline P] [--repeat N] [--budget S]
                         [--rounds R] [--threads T] [--transposed] [--json]
     loom-bench --ablation [--shapes-list 1024,127x255x511] [--repeat N] [--budget S] [--json]
     loom-bench --compile [--examples F1,F2|none] [--chain 1000,...] [--matmul 1024|none]
                          [--pipeline P] [--json]
     loom-bench --conv [--layers resnet|family|all] [--layout nchw|nhwc] [--threads T] [--rounds R] [--repeat N]
                       [--budget S] [--json] [--plot out.png]
-    loom-bench --conv --dtype bf16|int8 [--requantize] [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
+    loom-bench --conv --dtype bf16|int8|s8 [--requantize] [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
     loom-bench --model resnet18,mlp [--dtype bf16] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
@@ -34,8 +34,8 @@ sleep, so that one library's idle threads, still spinning, do not share the core
 the next one's (OpenBLAS's spin for about 0.1 s after a call). `--transposed` passes B
 as the transpose of an N x K array W (`x @ w.T`, a linear layer's weight as torch stores
 it), to Loom (a strided view, never copied by the caller), numpy and torch alike.
-`--dtype bf16` (bf16 A and B, f32 C) or `--dtype int8` (u8 A, s8 B, i32 C, exact) times
-Loom's low-precision matmul beside Loom's f32 matmul of the same shape and torch's bf16
+`--dtype bf16` (bf16 A and B, f32 C), `--dtype int8` (u8 A, s8 B, i32 C, exact) or `--dtype
+s8` (s8 A and B, i32 C, exact: `_int_mm`'s types) times Loom's low-precision matmul beside Loom's f32 matmul of the same shape and torch's bf16
 matmul, `_int_mm` and dynamically quantized Linear (tools/bench/low_precision.py; default
 shapes: 1024, 2048, 128x3072x768, 197x768x768), each a share of the type's peak.
 
@@ -186,8 +186,9 @@ def parse_args(argv):
                         "thread (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     p.add_argument("--show-ir", action="store_true", help="--stages: print each stage's loop nest (at the smallest N)")
-    p.add_argument("--dtype", choices=("f32", "bf16", "int8"), default="f32",
-                   help="--shapes, --conv: the element type (bf16: bf16 x bf16 -> f32; int8: u8 x s8 -> i32); "
+    p.add_argument("--dtype", choices=("f32", "bf16", "int8", "s8"), default="f32",
+                   help="--shapes, --conv: the element type (bf16: bf16 x bf16 -> f32; int8: u8 x s8 -> i32; "
+                        "s8: s8 x s8 -> i32); "
                         "--model: bf16 runs model.to(torch.bfloat16) on bf16 inputs")
     p.add_argument("--peers", action="store_true",
                    help="--shapes, --conv, --model: time ONNX Runtime and OpenVINO beside them (one-node ONNX graphs; "
@@ -257,8 +258,8 @@ def _parse_model_args(p, args) -> None:
     if not names or unknown:
         p.error(f"--model: unknown model {', '.join(unknown) or repr(args.model)} (expected {', '.join(MODELS)})")
     args.model = names
-    if args.dtype == "int8":
-        p.error("--model runs f32 or bf16 models: --dtype int8 applies to --shapes and --conv")
+    if args.dtype in ("int8", "s8"):
+        p.error(f"--model runs f32 or bf16 models: --dtype {args.dtype} applies to --shapes and --conv")
     for flag in ("batches", "threads_list"):
         try:
             values = [int(v) for v in getattr(args, flag).split(",")]

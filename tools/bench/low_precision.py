@@ -9,6 +9,8 @@ low-precision kernels, in one process.
   to i32). torch: `_int_mm` (s8 x s8 -> i32, on A shifted to s8: the same work) where
   its shape rules allow it (M > 16, K and N multiples of 8), and a dynamically quantized
   `Linear` (f32 in and out, int8 weights: what users of torch quantization run).
+- s8: A and B int8 (`_int_mm`'s own types; on VNNI Loom shifts A by +128 and takes 128 x
+  B's column sums back out: loom-compensate), the same peers, the same int8 peak.
 
 conv2d (the `--conv` layers): X and W of the type, Y f32 or i32, checked in the same way
 (the bound of C*R*S terms); torch: its bf16 `conv2d` (int8: none, torch's quantized
@@ -50,7 +52,10 @@ from tools.bench.conv import LAYERS, Layer, conv_source, layer_shapes, torch_con
 #: the shapes issue 28's targets name: square, and a transformer's projections
 DTYPE_SHAPES: list[Shape] = [(1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (197, 768, 768)]
 #: the element types of A, B and C per `--dtype`
-TYPES = {"bf16": ("bf16", "bf16", "f32"), "int8": ("ui8", "i8", "i32")}
+TYPES = {"bf16": ("bf16", "bf16", "f32"), "int8": ("ui8", "i8", "i32"), "s8": ("i8", "i8", "i32")}
+#: the peak a type's figures are a share of (s8 x s8 runs on the int8 units: vpdpbusd with
+#: A shifted, loom-compensate)
+PEAK_TYPES = {"s8": "int8"}
 
 
 class Problem:
@@ -73,13 +78,14 @@ class Problem:
     def _draw(self, rng: np.random.Generator, a_shape, b_shape) -> None:
         """Random A and B (X and W) of the type, the same values in float32, the reference
         and its bound: bf16 normal, within the f32 bound of the reduction's terms; u8 x s8
-        over their whole ranges, exact (float64 holds every sum of these sizes exactly),
-        wrapped to i32 as Loom's sums wrap."""
+        (s8 x s8) over their whole ranges, exact (float64 holds every sum of these sizes
+        exactly), wrapped to i32 as Loom's sums wrap."""
         if self.dtype == "bf16":
             bf16 = dtype_named("bfloat16")
             self.a, self.b = rng.standard_normal(a_shape).astype(bf16), rng.standard_normal(b_shape).astype(bf16)
         else:
-            self.a = rng.integers(0, 256, a_shape).astype(np.uint8)
+            self.a = (rng.integers(-128, 128, a_shape).astype(np.int8) if self.dtype == "s8"
+                      else rng.integers(0, 256, a_shape).astype(np.uint8))
             self.b = rng.integers(-128, 128, b_shape).astype(np.int8)
         self.a32, self.b32 = self.a.astype(np.float32), self.b.astype(np.float32)
         exact = self.product(self.a.astype(np.float64), self.b.astype(np.float64))
@@ -230,9 +236,10 @@ def torch_peers(problem: Problem, threads: int) -> dict[str, Callable[[], object
         ta = torch_from_numpy(torch, problem.a)
         return {"torch bf16 matmul": lambda: torch.matmul(ta, tb)}
     peers: dict[str, Callable[[], object]] = {}
-    if m > 16 and k % 8 == 0 and n % 8 == 0:
-        shifted = torch.from_numpy((problem.a.astype(np.int16) - 128).astype(np.int8))
-        peers["torch _int_mm"] = lambda: torch._int_mm(shifted, tb)
+    if m > 16 and k % 8 == 0 and n % 8 == 0:  # (s8 x s8: u8 A shifted by -128 for it, the same work)
+        signed = torch.from_numpy(problem.a if problem.dtype == "s8" else
+                                  (problem.a.astype(np.int16) - 128).astype(np.int8))
+        peers["torch _int_mm"] = lambda: torch._int_mm(signed, tb)
     linear = torch.nn.Linear(k, n, bias=False)
     with torch.no_grad():
         linear.weight.copy_(torch.from_numpy(np.ascontiguousarray(problem.matrix(problem.b32).T)))
@@ -371,9 +378,9 @@ def markdown(rows: list[Row], conv: bool = False) -> str:
     if not rows:
         return ""
     dtype, threads = rows[0].dtype, rows[0].threads
-    unit = "GOP/s" if dtype == "int8" else "GFLOP/s"
+    unit = "GFLOP/s" if dtype == "bf16" else "GOP/s"
     names = list(dict.fromkeys(name for r in rows for name in r.peers))
-    peak = peak_gflops(dtype, threads)
+    peak = peak_gflops(PEAK_TYPES.get(dtype, dtype), threads)
     out = [f"| {'layer' if conv else 'shape M×N×K'} | Loom {dtype} {unit} | Loom f32 GFLOP/s | {dtype}/f32 |"
            + "".join(f" {name} {unit} |" for name in names) + " Loom/fastest peer | share of peak | check |",
            "|---|---:|---:|---:|" + "---:|" * len(names) + "---:|---:|---|"]
@@ -402,12 +409,12 @@ def mode(args) -> int:
                rounds=args.rounds, threads=args.threads, on_row=None if args.json else _progress, layers=layers,
                layout=args.layout, with_runtimes=args.peers, transposed=args.transposed, requantize=args.requantize)
     machine = bench_machine()
-    path = dot_path(args.dtype)
+    path = dot_path(PEAK_TYPES.get(args.dtype, args.dtype))
     if args.json:
         print(json.dumps({"machine": machine, "instruction": path.describe(), "rows": as_json(rows)}, indent=1))
     else:
-        print(f"machine: {machine}\n{args.dtype} peak: {peak_gflops(args.dtype, args.threads):.1f} "
-              f"{'GOP/s' if args.dtype == 'int8' else 'GFLOP/s'} on {path.describe()} (compiler/measure/peak.py; "
+        print(f"machine: {machine}\n{args.dtype} peak: {peak_gflops(PEAK_TYPES.get(args.dtype, args.dtype), args.threads):.1f} "
+              f"{'GFLOP/s' if args.dtype == 'bf16' else 'GOP/s'} on {path.describe()} (compiler/measure/peak.py; "
               "the kernel's own path: --remarks)\n"
               f"pipeline: {args.pipeline}, threads: {args.threads}{', ' + args.layout.upper() if args.conv else ''}"
               + (", B = W.T (x @ w.T, W an N x K array)" if args.transposed else "")

@@ -132,7 +132,8 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
                  conv: tuple | None = None) -> list[Peer]:
     """The runtimes' kernels of `a @ b` (op "matmul") or of the NCHW conv2d of `a` with the
     FCRS filter `b` (op "conv2d", `conv` = (strides, padding, dilations)), a of the input type
-    of `dtype` ("f32", "bf16": bf16 values given as f32 arrays, "int8": u8 a, s8 b)."""
+    of `dtype` ("f32", "bf16": bf16 values given as f32 arrays, "int8": u8 a, s8 b, "s8":
+    s8 a and b)."""
     peers: list[Peer] = []
     if not _installed("onnx"):  # (the graphs are built with it)
         return peers
@@ -161,7 +162,7 @@ def kernel_peers(op: str, a: np.ndarray, b: np.ndarray, dtype: str, threads: int
                         helper.make_node("DequantizeLinear", ["B", "scale", "zb"], ["Bf"]),
                         helper.make_node(kind, ["Af", "Bf"], ["Y"], **attrs)],
                        {"A": a}, "Y", np.float32, out_shape,
-                       {"B": b, "scale": one, "za": np.array(0, np.uint8), "zb": np.array(0, np.int8)})
+                       {"B": b, "scale": one, "za": np.array(0, a.dtype), "zb": np.array(0, np.int8)})
         run, ran = _openvino(model, [a], threads, "f32")
         peers.append(Peer(f"OpenVINO int8 {kind} (ran {_precision_name(ran)})", run))
     return peers
