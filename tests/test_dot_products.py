@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from kernels import assert_within_bound, matmul, quantized_matmul, ty
+from kernels import assert_within_bound, conv2d, matmul, quantized_matmul, ty
 from targets import TARGETS, asm_for_cpu, is_x86_64, planning_for
 from xdsl.dialects.builtin import VectorType, i16, i32
 from xdsl.dialects.test import TestOp
@@ -173,6 +173,72 @@ def test_the_host_dot_products_are_exact(m, n, k, types, extremes, threads):
     if m * k + k * n > 8192 and m >= 4 and n >= 16:  # (packed, a register tile's rows and a vector's columns)
         assert any(f"{name} on 512-bit vectors" in r for r in _dot_remarks(kernel)), kernel.remarks
         assert any("[loom-compensate]" in r for r in kernel.remarks) == (types == (np.int8, np.int8))
+
+
+@pytest.mark.skipif(not (HOST.int8_dot and HOST.bf16_dot), reason="the host has no VNNI or no AVX512-BF16")
+@settings(max_examples=14, deadline=None)
+@given(c=st.sampled_from([4, 6, 8, 64]), f=st.sampled_from([16, 40, 64]), hw=st.sampled_from([(5, 7), (14, 14)]),
+       window=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]), batch=st.sampled_from([1, 2]),
+       threads=st.sampled_from([1, 2]),
+       types=st.sampled_from([(np.uint8, np.int8), (np.int8, np.uint8), ("bf16", "bf16")]), extremes=st.booleans())
+def test_the_host_reads_nhwc_windows_in_place_on_dot_products(c, f, hw, window, stride, batch, threads, types,
+                                                              extremes):
+    """An NHWC convolution whose C is whole groups runs directly, its windows read
+    in place in groups (a window row's taps are one run of S*C elements) on vdpbf16ps or
+    vpdpbusd, the filter packed in groups: exact for int8 (at the extremes too), within the
+    f32 bound of C*R*S terms for bf16; C = 6 is no whole quads (int8: im2col instead)."""
+    x_type, w_type = types
+    (h, w), r = hw, window
+    pad = (r // 2, r // 2)
+    ho, wo = (h + 2 * pad[0] - r) // stride + 1, (w + 2 * pad[1] - r) // stride + 1
+    x_shape, w_shape, y_shape = (batch, h, w, c), (r, r, c, f), (batch, ho, wo, f)
+    rng = np.random.default_rng(c * 7 + f + h)
+    if x_type == "bf16":
+        src = conv2d(x_shape, w_shape, y_shape, (stride, stride), pad, (1, 1), ml_dtypes.bfloat16,
+                     ml_dtypes.bfloat16, np.float32, layout="nhwc")
+        x = rng.standard_normal(x_shape).astype(ml_dtypes.bfloat16)
+        wt = rng.standard_normal(w_shape).astype(ml_dtypes.bfloat16)
+    else:
+        src = conv2d(x_shape, w_shape, y_shape, (stride, stride), pad, (1, 1), x_type, w_type, np.int32,
+                     layout="nhwc")
+        x, wt = _ints(rng, x_shape, x_type, extremes), _ints(rng, w_shape, w_type, extremes)
+    kernel = compiler.compile(src, pipeline="default", num_threads=threads, remarks=True)
+    ref = compiler.reference(src, x, wt)
+    if x_type == "bf16":
+        assert_within_bound(kernel(x, wt), ref, c * r * r, np.float32)
+    else:
+        np.testing.assert_array_equal(kernel(x, wt), ref)
+    in_place = any(": direct: " in m and "reading the windows in place, in groups" in m for m in kernel.remarks)
+    assert in_place == ((r > 1 or stride > 1) and c % (2 if x_type == "bf16" else 4) == 0), kernel.remarks
+
+
+def test_nhwc_windows_are_read_in_place_only_where_their_groups_are_whole():
+    """Planned for a target with VNNI and AVX512-BF16: a stride-1 NHWC 3x3 conv in bf16, u8 x
+    s8 or s8 x u8 runs directly on the dot-product instruction, its windows read in place;
+    s8 x s8 (A shifted as it is packed), a stride of 2 (the phases' planes), a dilation,
+    NCHW or C = 6 in quads take im2col, as before."""
+    def plan(x_type, w_type, c=64, strides=(1, 1), dilations=(1, 1), layout="nhwc") -> str:
+        x_shape, w_shape = ((1, 14, 14, c), (3, 3, c, 32)) if layout == "nhwc" else ((1, c, 14, 14), (32, c, 3, 3))
+        ho = (14 + 2 - 2 * dilations[0] - 1) // strides[0] + 1
+        y_shape = (1, ho, ho, 32) if layout == "nhwc" else (1, 32, ho, ho)
+        y_type = np.float32 if x_type is ml_dtypes.bfloat16 else np.int32
+        src = conv2d(x_shape, w_shape, y_shape, strides, (1, 1), dilations, x_type, w_type, y_type, layout=layout)
+        ctx = make_context()
+        module = parse_module(ctx, src, "test.mlir")
+        with planning_for(DOT512), collect() as remarks:
+            build(resolve("default")).apply(ctx, module)
+        module.verify()
+        [choice] = [str(r) for r in remarks if r.pass_name == "loom-default" and "] conv2d " in str(r)]
+        return choice
+
+    bf16 = ml_dtypes.bfloat16
+    assert "direct: bf16 input, vdpbf16ps reading the windows in place, in groups" in plan(bf16, bf16)
+    assert "direct: ui8 input, vpdpbusd reading the windows in place, in groups" in plan(np.uint8, np.int8)
+    assert "direct: i8 input, vpdpbusd reading the windows in place, in groups" in plan(np.int8, np.uint8)
+    assert "direct: bf16 input, vdpbf16ps reading the windows in place" in plan(bf16, bf16, strides=(2, 2))
+    for other in (plan(np.int8, np.int8), plan(bf16, bf16, dilations=(2, 2)), plan(np.uint8, np.int8, c=6),
+                  plan(bf16, bf16, layout="nchw")):
+        assert "im2col: " in other and "in place, in groups" not in other, other
 
 
 # --------------------------------------------------------------------------------------

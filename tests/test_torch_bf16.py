@@ -178,6 +178,9 @@ def test_loom_bench_times_a_bfloat16_model(capsys):
     assert loom_bench.main(argv) == 0
     out = capsys.readouterr().out
     assert "inference, bf16" in out and "| mlp | bf16 | 1 | 1 |" in out and "| ok |" in out
+    assert loom_bench.main([*argv, "--freeze"]) == 0  # (the parameters folded once, never checked)
+    out = capsys.readouterr().out
+    assert "torch_backend, freeze=True), inference, bf16" in out and "| ok |" in out
 
 
 def test_bfloat16_parameters_changed_in_place_are_folded_again():

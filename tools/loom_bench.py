@@ -13,7 +13,7 @@
     loom-bench --conv --dtype bf16|int8|s8 [--requantize] [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
-    loom-bench --model resnet18,mlp [--dtype bf16] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
+    loom-bench --model resnet18,mlp [--dtype bf16] [--freeze] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
                        [--budget S] [--json]
     (--shapes, --conv and --model take --peers: ONNX Runtime and OpenVINO beside them)
 
@@ -91,6 +91,8 @@ process, interleaved, medians of rounds; the table gives eager/Loom, the relativ
 how many ATen ops ran in Loom, and the compile time (first call) cold and warm from the
 disk cache. `--dtype bf16` runs the models converted with `model.to(torch.bfloat16)` on
 bf16 inputs, in Loom and in torch eager (checked within 2e-2 relative of torch's bf16 run).
+`--freeze` compiles with `freeze=True`: the parameters folded once and never checked again,
+as the runtimes' compiled models assume (by default every call compares them bit for bit).
 
 `--peers` adds ONNX Runtime and OpenVINO (the `anchors` extra; tools/bench/peers.py) to
 `--shapes`, `--conv` (any `--dtype`) and `--model`, in the same process and rounds: kernels
@@ -193,6 +195,8 @@ def parse_args(argv):
     p.add_argument("--peers", action="store_true",
                    help="--shapes, --conv, --model: time ONNX Runtime and OpenVINO beside them (one-node ONNX graphs; "
                         "models through torch.onnx.export), where installed: pip install 'loomir[anchors]'")
+    p.add_argument("--freeze", action="store_true",
+                   help="--model: compile with freeze=True (the parameters folded once, never checked again)")
     p.add_argument("--transposed", action="store_true",
                    help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
     p.add_argument("--requantize", action="store_true",
@@ -208,7 +212,7 @@ def parse_args(argv):
     for flag, value, modes in (("--sizes", args.sizes, ("stages",)), ("--show-ir", args.show_ir, ("stages",)),
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
-                               ("--transposed", args.transposed, ("shapes",)),
+                               ("--transposed", args.transposed, ("shapes",)), ("--freeze", args.freeze, ("model",)),
                                ("--requantize", args.requantize, ("conv",)),
                                ("--peers", args.peers, ("shapes", "conv", "model")),
                                ("--dtype", args.dtype != "f32", ("shapes", "conv", "model")),

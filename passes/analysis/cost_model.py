@@ -319,7 +319,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
     # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
     even = threads == 1 or (n % nr == 0 and (n // nr) % threads == 0)
-    if panels and plan.pack and plan.rows_tiled and not in_place and m <= plan.mc and even:
+    if panels and plan.pack and plan.rows_tiled and in_place in ("", "A") and m <= plan.mc and even:
         # NC: the columns of a thread; then a k block's working set in L2: A's block,
         # B's panel and, when K is split, the thread's part of C, which every k block
         # reads and writes again
@@ -327,6 +327,8 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         kc, e = plan.kc, element_bytes
         while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
+        if in_place:
+            return replace(own, panels=True, nc=nc, kc=kc, in_place=in_place, pack_a=False)
         return replace(own, panels=True, nc=nc, kc=kc)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
@@ -400,7 +402,8 @@ class ConvChoice:
 
 
 def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", strided: bool = False, *,
-                  direct: bool = True, im2col: bool = True, low_precision: str = "") -> ConvChoice:
+                  direct: bool = True, im2col: bool = True, low_precision: str = "",
+                  dot_in_place: str = "") -> ConvChoice:
     """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
     copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
     convolution throws away the share `wasted` of its computed pixels. Each strategy's
@@ -415,7 +418,11 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
     window's element at every read of it in place. Measured (znver3, one thread, the
     layers of `loom-bench --conv`, GOP/s direct -> im2col): u8 x s8 3x3 C64 56^2 36 -> 72,
     3x3 C128 28^2 44 -> 97, the 7x7/2 stem 32 -> 62, 1x1 C64 94 -> 101; bf16 38 -> 61,
-    63 -> 71, 20 -> 62, 66 -> 66; 3x3 C256 and C512 took im2col already."""
+    63 -> 71, 20 -> 62, 66 -> 66; 3x3 C256 and C512 took im2col already. `dot_in_place`:
+    the dot-product instruction that reads the direct convolution's windows in place, in
+    groups (an NHWC window row's taps are one run of S*C elements, C whole groups; no
+    dilation; loom-dot): then no element is widened either way, and the estimates decide (bf16 3x3 C64 56^2 NHWC, znver4, one thread: im2col 137.5 GFLOP/s, its copy and
+    packing a fifth of the time)."""
     per_element = IM2COL_ELEMENT_FMAS[layout]
     im2col_cost = per_element / f if copied else 0.0
     penalty = DIRECT_PENALTY[layout] + (STRIDED_PENALTY[layout] if strided else 0.0)
@@ -427,10 +434,12 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
                    f"{per_element} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
     if not direct:
         return ConvChoice("im2col", "the direct convolution not allowed here; " + estimate)
-    if low_precision and im2col:
+    if low_precision and im2col and not dot_in_place:
         return ConvChoice("im2col", f"{low_precision} input: im2col's packing widens each element once (in groups "
                           f"along k for a dot-product instruction), the direct convolution at every read; "
                           + estimate)
+    if dot_in_place:
+        estimate = f"{low_precision} input, {dot_in_place} reading the windows in place, in groups; " + estimate
     if not im2col:
         return ConvChoice("direct", "im2col not allowed here; " + estimate)
     return ConvChoice("direct" if direct_cost < im2col_cost else "im2col", estimate)

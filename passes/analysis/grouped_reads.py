@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import affine
-from xdsl.ir import Operation
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineMap
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineMap
 
-from passes.analysis.affine_forms import LinearForm, expr_form, map_forms, sum_of, sum_terms, value_form
+from dialects.layout import static_strides
+from passes.analysis.affine_forms import LinearForm, expr_form, known_multiple, map_forms, sum_of, sum_terms, value_form
 from passes.analysis.loop_utils import used_positions, value_name
 
 
@@ -77,3 +78,54 @@ def reads_iv(value: object, iv: object) -> bool:
         return True
     owner = getattr(value, "owner", None)
     return isinstance(owner, affine.ApplyOp) and any(reads_iv(v, iv) for v in owner.mapOperands)
+
+
+def contiguous_group(load: affine.LoadOp, kv: SSAValue, g: int, start: LinearForm) -> GroupedRead:
+    """A read in place whose G elements at each group's start are adjacent in memory (an
+    NHWC direct convolution's window, tap (r, s) and channel c at `... + (k floordiv SC) * X
+    + k mod SC`, SC a multiple of G; with a stride, tap row r's plane `(k floordiv SC) mod
+    sh` beside it): the last subscript, of unit stride, moves by 1 per k of the loop `kv`
+    (which runs from `start`, stepping by 1) through kv itself or one `(kv + rest) mod D`,
+    and every other term of it and every other subscript reads kv only inside a `(kv +
+    rest) floordiv D`, constant over a group, with D a multiple of G and `start + rest`
+    one too (no group straddles a change of the quotient). Its vector of G lanes is read at
+    the group's start with the read's own map. NotGrouped says why not (without naming
+    the read)."""
+    m = load.map.data
+    layout = static_strides(load.memref.type)
+    if layout is None or layout[0][-1] != 1:
+        raise NotGrouped("its last dimension is not of unit stride")
+    values = [value_form(v) for v in load.indices]
+
+    def aligned(factor: AffineBinaryOpExpr) -> bool:
+        """`(kv + rest) floordiv D` or `mod D` with D a multiple of G, `start + rest` too."""
+        inner = expr_form(factor.lhs, values, m.num_dims)
+        return (inner is not None and inner.coeff(kv) == 1 and isinstance(factor.rhs, AffineConstantExpr)
+                and factor.rhs.value % g == 0 and known_multiple(inner.substitute(kv, start)) % g == 0)
+
+    def constant(expr: AffineExpr) -> bool:
+        """Whether `expr` takes one value over each group of G k."""
+        if isinstance(expr, AffineBinaryOpExpr):
+            if expr.kind == AffineBinaryOpKind.FloorDiv and aligned(expr):
+                return True
+            return constant(expr.lhs) and constant(expr.rhs)
+        positions = used_positions([expr], m.num_dims)
+        return not any(reads_iv(load.indices[p], kv) for p in positions)
+
+    if not all(constant(e) for e in m.results[:-1]):
+        raise NotGrouped("k moves a subscript other than its last but by the quotient of whole groups")
+    stride = 0
+    for coeff, factor in sum_terms(m.results[-1]):
+        if factor is None or constant(factor):
+            continue
+        form = expr_form(factor, values, m.num_dims)
+        if form is not None:
+            stride += coeff * form.coeff(kv)
+        elif isinstance(factor, AffineBinaryOpExpr) and factor.kind == AffineBinaryOpKind.Mod and aligned(factor):
+            stride += coeff
+        else:
+            raise NotGrouped(f"it reads k other than linearly or through a floordiv or mod where a group of {g} "
+                             "may straddle the quotient's change")
+    if stride != 1:
+        raise NotGrouped(f"its stride along k is {stride}, not 1")
+    return GroupedRead(load, m, LinearForm.of(kv))

@@ -80,15 +80,31 @@ from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from passes.support.diagnostics import LoomError
-from passes.support.target import openmp_runtime
-from passes.support.remarks import remark, scope
-from passes.support.target import Target, host
 from dialects import arith_ext
 from dialects.layout import contiguous, dimension_last, static_strides
 from dialects.x86vector import INSTRUCTIONS, Instruction
+from passes.analysis.affine_forms import LinearForm
+from passes.analysis.cost_model import (
+    MIN_PARALLEL_WORK,
+    MV_K_JAM,
+    MatmulPlan,
+    choose_conv2d,
+    plan_matmul,
+)
+from passes.analysis.grouped_reads import NotGrouped, contiguous_group
+from passes.analysis.loop_utils import (
+    TAG,
+    constant_trip_count,
+    iv_name,
+    loops_of_nest,
+    nest_tag,
+    outermost_nests,
+    perfect_band,
+    select_nests,
+    tagged_nests,
+    unlowered_loom_op,
+)
 from passes.conversion.convert_loom_to_affine import copy_nest
-from passes.analysis.cost_model import MIN_PARALLEL_WORK, MV_K_JAM, MatmulPlan, choose_conv2d, plan_matmul
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
 from passes.schedule import loom_direct_conv, loom_im2col
 from passes.schedule.loom_compensate import LoomCompensatePass
@@ -106,18 +122,9 @@ from passes.schedule.loom_transpose_copy import LoomTransposeCopyPass
 from passes.schedule.loom_unroll_jam import LoomUnrollJamPass
 from passes.schedule.loom_vectorize import LoomVectorizePass
 from passes.schedule.loop_transforms import retarget_load
-from passes.analysis.loop_utils import (
-    TAG,
-    constant_trip_count,
-    iv_name,
-    loops_of_nest,
-    nest_tag,
-    outermost_nests,
-    perfect_band,
-    select_nests,
-    tagged_nests,
-    unlowered_loom_op,
-)
+from passes.support.diagnostics import LoomError
+from passes.support.remarks import remark, scope
+from passes.support.target import Target, host, openmp_runtime
 
 #: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
 MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "fuse-pack", "parallel")
@@ -190,7 +197,8 @@ class LoomDefaultPass(ModulePass):
         element = str(conv.x.type.get_element_type())
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
                                conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip,
-                               low_precision=element if element in ("bf16", "i8", "ui8") else "")
+                               low_precision=element if element in ("bf16", "i8", "ui8") else "",
+                               dot_in_place=_windows_in_groups(conv, nest, target, skip))
         element = conv.y.type.get_element_type().bitwidth // 8
         direct = choice.strategy == "direct"
         strategy = loom_direct_conv if direct else loom_im2col
@@ -606,6 +614,38 @@ def _instruction(nest: affine.ForOp, target: Target) -> Instruction | str:
     return INSTRUCTIONS["vpmaddwd"]
 
 
+#: the instructions that may read A in place, in groups (its own elements: not vpmaddwd's
+#: i16 pairs of widened bytes, nor s8 x s8's A shifted as it is packed)
+IN_PLACE_INSTRUCTIONS = ("vdpbf16ps", "vpdpbusd", "vpdpbusd.swapped")
+
+
+def _windows_in_groups(conv: loom_im2col.Conv2DNest, nest: affine.ForOp, target: Target, skip: set[str]) -> str:
+    """The dot-product instruction that would read a direct convolution's windows in place
+    in groups (`dot_products`, `grouped_reads.contiguous_group`), or "": NHWC, no dilation
+    (a window row's S*C taps are one run, in a plane of their own per phase of the
+    strides), C whole groups, and an instruction that reads A's own elements."""
+    instruction = _instruction(nest, target)
+    if (not isinstance(instruction, Instruction) or instruction.key not in IN_PLACE_INSTRUCTIONS
+            or _sources(nest) == ["i8", "i8"] or conv.layout != "nhwc" or conv.dilations != (1, 1)
+            or conv.c % instruction.group or {"pack", "vectorize"} & skip):
+        return ""
+    return instruction.name
+
+
+def _a_in_groups(nest: affine.ForOp, group: int) -> bool:
+    """Whether the textbook matmul nest's A (read in place: a direct convolution's windows)
+    has each group of `group` k adjacent (`grouped_reads.contiguous_group`)."""
+    band = perfect_band(nest)
+    loads = [o for o in band[-1].body.block.ops if isinstance(o, affine.LoadOp)]
+    if not loads:
+        return False
+    try:
+        contiguous_group(loads[0], band[-1].body.block.args[0], group, LinearForm())
+    except NotGrouped:
+        return False
+    return True
+
+
 def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> DotProducts | str:
     """The dot-product instruction a low-precision matmul nest's register tile runs on, or
     why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
@@ -620,7 +660,10 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
         return instruction
     dot = DotProducts(instruction, compensated=_sources(nest) == ["i8", "i8"] and instruction.key == "vpdpbusd")
     g = instruction.group
-    if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and plan.pack_a) or plan.in_place:
+    windows = (plan.in_place == "A" and not dot.compensated and instruction.key in IN_PLACE_INSTRUCTIONS
+               and _a_in_groups(nest, g))
+    if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and (plan.pack_a or windows)) or (
+            plan.in_place and not windows):
         return f"{dot.instruction.name} not used: both operands must be packed in panels"
     if plan.kc < plan.k and plan.kc % g:
         return f"{dot.instruction.name} not used: KC={plan.kc} is not a multiple of its groups of {g}"

@@ -72,8 +72,9 @@ def build_model(name: str, batch: int):
     raise ValueError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}")
 
 
-def _build(model, x, threads: int):
-    """torch.compile with Loom's backend and the first call: (compiled, its program, seconds)."""
+def _build(model, x, threads: int, freeze: bool = False):
+    """torch.compile with Loom's backend and the first call: (compiled, its program, seconds).
+    `freeze`: the parameters folded once and never checked again (`torch_backend(freeze=True)`)."""
     import torch
 
     from compiler import torch_backend
@@ -81,14 +82,16 @@ def _build(model, x, threads: int):
 
     torch._dynamo.reset()
     start = time.perf_counter()
-    fast = torch.compile(model, backend=functools.partial(torch_backend, num_threads=threads), dynamic=False)
+    fast = torch.compile(model, backend=functools.partial(torch_backend, num_threads=threads, freeze=freeze),
+                         dynamic=False)
     with recording() as ran:
         fast(x)
     return fast, ran, time.perf_counter() - start
 
 
 def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
-                  cache_folder: str, dtype: str = "f32", with_runtimes: bool = False) -> ModelRow:
+                  cache_folder: str, dtype: str = "f32", with_runtimes: bool = False,
+                  freeze: bool = False) -> ModelRow:
     import torch
 
     torch.set_num_threads(threads)
@@ -97,9 +100,9 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
         model, x = model.to(torch.bfloat16), x.to(torch.bfloat16)
     os.environ["LOOM_CACHE_DIR"] = cache_folder
     kernel_cache.clear()  # nothing from memory: cold compiles, warm loads from disk
-    _, _, cold = _build(model, x, threads)
+    _, _, cold = _build(model, x, threads, freeze)
     kernel_cache.clear()
-    fast, ran, warm = _build(model, x, threads)
+    fast, ran, warm = _build(model, x, threads, freeze)
     with torch.no_grad():
         got, want = fast(x), model(x)
     rel = float((got.double() - want.double()).abs().max() / want.double().abs().max())
@@ -117,7 +120,8 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
 
 def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads: Sequence[int] = (1, 2),
                budget: float = 2.0, repeat: int = 20, rounds: int = 5, dtype: str = "f32",
-               with_runtimes: bool = False, on_row: Callable[[ModelRow], None] | None = None) -> list[ModelRow]:
+               with_runtimes: bool = False, on_row: Callable[[ModelRow], None] | None = None,
+               freeze: bool = False) -> list[ModelRow]:
     import torch
 
     rows = []
@@ -128,7 +132,8 @@ def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads
                 for batch in batches:
                     for t in threads:
                         rows.append(measure_model(name, batch, t, budget=budget, repeat=repeat, rounds=rounds,
-                                                  cache_folder=folder, dtype=dtype, with_runtimes=with_runtimes))
+                                                  cache_folder=folder, dtype=dtype, with_runtimes=with_runtimes,
+                                                  freeze=freeze))
                         if on_row:
                             on_row(rows[-1])
         finally:
@@ -175,13 +180,14 @@ def model_mode(args) -> int:
 
     rows = run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
                       repeat=args.repeat, rounds=args.rounds, dtype=args.dtype, with_runtimes=args.peers,
-                      on_row=None if args.json else progress)
+                      on_row=None if args.json else progress, freeze=args.freeze)
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": models_json(rows)}, indent=1))
     else:
         print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
-              f"torch_backend), inference, {args.dtype}, {args.rounds} round{'s' * (args.rounds != 1)}"
+              f"torch_backend{', freeze=True' if args.freeze else ''}), inference, {args.dtype}, "
+              f"{args.rounds} round{'s' * (args.rounds != 1)}"
               + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown_models(rows))
     return 0 if all(r.ok for r in rows) else 1

@@ -168,3 +168,36 @@ func.func @zero_padded_tail(%c: memref<12x8xi32>) {
   memref.dealloc %bp : memref<2x16xi16>
   func.return
 }
+
+// -----
+
+// A read in place (an NHWC direct convolution's windows: tap r at `(k floordiv 32) * 64`,
+// channel and column tap at `k mod 32`, 32 a multiple of 2): each pair of k is adjacent, so
+// its group is read where it lies, with the read's own map, and only B is packed. bf16 on
+// vdpbf16ps (the AVX2 target has none: left as it is, the remark says why).
+// CHECK-LABEL: func.func @windows_in_place
+// CHECK: remark: [loom-dot] nest 'matmul' not rewritten: vdpbf16ps is not on target avx2 (bf16_dot=0)
+// DOT-LABEL: func.func @windows_in_place
+// DOT:      affine.for %k = 0 to 64 step 2 {
+// DOT:        %[[A:.*]] = affine.vector_load %x[%i * 32 + %k floordiv 32 * 64 + %k mod 32] : memref<512xbf16>, vector<2xbf16>
+// DOT-NEXT:   %[[B:.*]] = affine.vector_load %bp[%k floordiv 2, %j * 2] : memref<32x16xbf16>, vector<16xbf16>
+// DOT:        x86vector.dot "vdpbf16ps" %{{.*}}, %[[A]], %[[B]] : vector<2xbf16>, vector<16xbf16> -> vector<8xf32>
+func.func @windows_in_place(%x: memref<512xbf16>, %c: memref<8x8xf32>) {
+  %bp = memref.alloc() {alignment = 64 : i64} : memref<32x16xbf16>
+  affine.for %k = 0 to 64 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %a = affine.load %x[%i * 32 + %k floordiv 32 * 64 + %k mod 32] : memref<512xbf16>
+        %b = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<32x16xbf16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xf32>
+        %wa = arith.extf %a : bf16 to f32
+        %wb = arith.extf %b : bf16 to f32
+        %p = arith.mulf %wa, %wb : f32
+        %s = arith.addf %acc, %p : f32
+        affine.store %s, %c[%i, %j] : memref<8x8xf32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %bp : memref<32x16xbf16>
+  func.return
+}

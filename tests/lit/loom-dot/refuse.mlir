@@ -207,3 +207,27 @@ func.func @s8_read_unsigned(%ap: memref<2x24xi8>, %bp: memref<2x32xui8>, %c: mem
   } {loom.tag = "matmul"}
   func.return
 }
+
+// -----
+
+// A read in place whose pairs may straddle a change of `k floordiv 3` (3 is no multiple of
+// 2: k = 2, 3 are taps of two window rows, far apart): not read as a group.
+// CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-dot: nest 'matmul' not rewritten: the read of %x is not in groups (no `e floordiv G, r + e mod G` subscripts), nor read in place in groups of 2 (it reads k other than linearly or through a floordiv or mod where a group of 2 may straddle the quotient's change)
+// SKIP: remark: [loom-dot] nest 'matmul' not rewritten: the read of %x is not in groups {{.*}}, nor read in place in groups of 2
+func.func @straddling(%x: memref<512xi16>, %bp: memref<3x16xi16>, %c: memref<8x8xi32>) {
+  affine.for %k = 0 to 6 {
+    affine.for %i = 0 to 8 {
+      affine.for %j = 0 to 8 {
+        %a = affine.load %x[%i * 32 + %k floordiv 3 * 64 + %k mod 3] : memref<512xi16>
+        %b = affine.load %bp[%k floordiv 2, %j * 2 + %k mod 2] : memref<3x16xi16>
+        %acc = affine.load %c[%i, %j] : memref<8x8xi32>
+        %wa = arith_ext.extsi %a : i16 to i32
+        %wb = arith_ext.extsi %b : i16 to i32
+        %p = arith.muli %wa, %wb : i32
+        %s = arith.addi %acc, %p : i32
+        affine.store %s, %c[%i, %j] : memref<8x8xi32>
+      }
+    }
+  } {loom.tag = "matmul"}
+  func.return
+}
