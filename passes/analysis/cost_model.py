@@ -235,6 +235,13 @@ MEASURED_PANEL_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4,
 #: 225 and 8x32 210 at 1024^3; 4x96 and 5x64 no faster); bf16 GFLOP/s (vdpbf16ps) 8x48 /
 #: 4x64: 193 / 216, 208 / 206, 200 / 206, 175 / 185
 MEASURED_DOT_TILES: dict[str, tuple[int, int]] = {"znver4": (4, 64)}
+#: the same where A is read in place (a direct convolution's windows) and MR does not
+#: divide M but this tile's rows do: the rows left over would be a copy of their own that
+#: reads B unpacked, all of it again. ResNet's 7x7 maps at batch 1 (M = 49), bf16 NHWC on
+#: vdpbf16ps, znver4, one thread, in one process, GFLOP/s 4x64 / 7x32 / 7x48 / 5x48:
+#: 3x3 C512 170 / 180 / 183 / 148, 3x3/2 C256 -> 512 185 / 190 / 193 / 159 (3x3 C64 56^2,
+#: whose 3136 rows 4 divides, 226 / 223 / 204 / 94)
+MEASURED_DOT_ROW_TILES: dict[str, tuple[int, int]] = {"znver4": (7, 48)}
 
 
 def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False,
@@ -351,12 +358,22 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
                  packed_bytes: int, dot: bool) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e, windows, dot)
+    rows = MEASURED_DOT_ROW_TILES.get(target.cpu)
+    if dot and windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
+        mr, nr = rows
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
     # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
+    accumulators = mr * -(-nr // target.lanes(e))
     nr = max(1, min(nr, n))
     w = target.lanes(e)
     if dot and nr == n and n > w:  # whole vectors, the dot product's columns (loom-dot); the rest peeled
         nr = n // w * w
+    if dot and nr % w == 0 and nr // w * mr < accumulators:
+        # a narrow matmul on a dot-product instruction (whole vectors: the dot path): as many
+        # accumulators as the measured tile, in more rows, for the instructions' latency
+        # (bf16 32768x16x27, a 3-channel conv's im2col, znver4, one thread: 4x16, 4
+        # accumulators, 20 GFLOP/s; 16x16, 56)
+        mr = accumulators // (nr // w)
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
     # rows of i32 (u8 x s8 197x768x768, znver3, one thread: MC 126 -> 192, 1.08-1.12x; KC
