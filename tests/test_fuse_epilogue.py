@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernels import assert_within_bound, small_ints, ty
+from targets import TARGETS, planning_for
 
 import compiler
 from dialects.layout import reshape_strides
 from dialects.loom import conv2d_output_hw
-from kernels import assert_within_bound, small_ints, ty
+from passes.support.target import host
 from tools.bench.conv import layer_shapes
 from tools.bench.low_precision import requantized_source
-from targets import TARGETS, planning_for
-
 
 #: sizes with 1, primes and sizes no register or cache tile divides
 SIZES = st.sampled_from([1, 2, 3, 5, 7, 13, 16, 17, 31, 48, 67])
@@ -504,10 +504,9 @@ def test_fusion_bench_rows_check_and_print(monkeypatch, capsys):
     come fused and checked, the table and the JSON print. Speed is never asserted."""
     import json
 
-    from tools.bench import fusion as bench
-
-    from tools.bench import conv as bench_conv
     from tools import loom_bench
+    from tools.bench import conv as bench_conv
+    from tools.bench import fusion as bench
 
     monkeypatch.setattr(bench, "FUSION_DENSE", [(5, 6, 7)])
     monkeypatch.setitem(bench_conv.LAYERS["all"], "tiny", (1, 2, 5, 5, 3, 3, 3, (1, 1), (1, 1), (1, 1)))
@@ -761,6 +760,24 @@ def test_a_quantized_conv2d_layer_is_one_nest(layout, pipeline, layer, seed):
     args = _quantized_args(np.random.default_rng(seed), x_shape, w_shape, f, c * r * s, bias)
     np.testing.assert_array_equal(kern(*args), compiler.reference(src, *args))
     _one_nest(kern, "add (line 3), dequantize (line 4), quantize (line 5)")
+
+
+@pytest.mark.skipif(not host().int8_dot, reason="the host has no VNNI")
+@pytest.mark.parametrize("layer", [(1, 64, 7, 7, 112, 3, 3, 1, 1), (1, 64, 14, 14, 96, 3, 3, 2, 1),
+                                   (2, 8, 7, 7, 48, 3, 3, 1, 1)])
+def test_a_quantized_layer_on_seven_rows_is_one_nest(layer):
+    """NHWC quantized layers whose pixels 7 divides but 4 does not (ResNet's 7x7 maps):
+    the windows read in place by vpdpbusd in a register tile of 7 rows
+    (`cost_model.MEASURED_DOT_ROW_TILES`), the requantize epilogue in the one nest, exact."""
+    n, c, h, w, f, r, s, stride, pad = layer
+    full = (n, c, h, w, f, r, s, (stride, stride), (pad, pad), (1, 1))
+    src = requantized_source(full, "nhwc", 3)
+    kern = compiler.compile(src, pipeline="default", remarks=True)
+    x_shape, w_shape, _ = layer_shapes(full, "nhwc")
+    args = _quantized_args(np.random.default_rng(1), x_shape, w_shape, f, c * r * s, (1, 1, f))
+    np.testing.assert_array_equal(kern(*args), compiler.reference(src, *args))
+    _one_nest(kern, "add (line 3), dequantize (line 4), quantize (line 5)")
+    assert any("] matmul" in x and "register tile 7x" in x for x in kern.remarks), kern.remarks
 
 
 @settings(max_examples=6, deadline=None)

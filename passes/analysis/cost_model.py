@@ -326,7 +326,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
     # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
     even = threads == 1 or (n % nr == 0 and (n // nr) % threads == 0)
-    if panels and plan.pack and plan.rows_tiled and in_place in ("", "A") and m <= plan.mc and even:
+    if panels and plan.pack and plan.rows_tiled and not in_place and m <= plan.mc and even:
         # NC: the columns of a thread; then a k block's working set in L2: A's block,
         # B's panel and, when K is split, the thread's part of C, which every k block
         # reads and writes again
@@ -334,8 +334,6 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         kc, e = plan.kc, element_bytes
         while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
-        if in_place:
-            return replace(own, panels=True, nc=nc, kc=kc, in_place=in_place, pack_a=False)
         return replace(own, panels=True, nc=nc, kc=kc)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
@@ -368,11 +366,13 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     w = target.lanes(e)
     if dot and nr == n and n > w:  # whole vectors, the dot product's columns (loom-dot); the rest peeled
         nr = n // w * w
-    if dot and nr % w == 0 and nr // w * mr < accumulators:
+    if dot and nr % w == 0 and nr // w * mr < accumulators and m % (accumulators // (nr // w)) == 0:
         # a narrow matmul on a dot-product instruction (whole vectors: the dot path): as many
         # accumulators as the measured tile, in more rows, for the instructions' latency
         # (bf16 32768x16x27, a 3-channel conv's im2col, znver4, one thread: 4x16, 4
-        # accumulators, 20 GFLOP/s; 16x16, 56)
+        # accumulators, 20 GFLOP/s; 16x16, 56), where they divide the rows (a copy of the
+        # rows left over would split the register tile's writes of C, which a fused
+        # epilogue then cannot tell apart)
         mr = accumulators // (nr // w)
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
