@@ -359,11 +359,11 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     rows = MEASURED_DOT_ROW_TILES.get(target.cpu)
     if dot and windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
         mr, nr = rows
+    w = target.lanes(e)
+    accumulators = mr * -(-nr // w)
     # a narrow matmul (a peeled copy's last columns): its own width, one panel; extents of
     # 0 (loom-default does not schedule such a nest) still give a plan, of sizes >= 1
-    accumulators = mr * -(-nr // target.lanes(e))
     nr = max(1, min(nr, n))
-    w = target.lanes(e)
     if dot and nr == n and n > w:  # whole vectors, the dot product's columns (loom-dot); the rest peeled
         nr = n // w * w
     if dot and nr % w == 0 and nr // w * mr < accumulators and m % (accumulators // (nr // w)) == 0:
@@ -438,8 +438,9 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
     63 -> 71, 20 -> 62, 66 -> 66; 3x3 C256 and C512 took im2col already. `dot_in_place`:
     the dot-product instruction that reads the direct convolution's windows in place, in
     groups (an NHWC window row's taps are one run of S*C elements, C whole groups; no
-    dilation; loom-dot): then no element is widened either way, and the estimates decide (bf16 3x3 C64 56^2 NHWC, znver4, one thread: im2col 137.5 GFLOP/s, its copy and
-    packing a fifth of the time)."""
+    dilation; loom-dot): then no element is widened either way, and the estimates decide
+    (bf16 3x3 C64 56^2 NHWC, znver4, one thread: im2col 137.5 GFLOP/s, its copy and packing
+    a fifth of the time; direct 212.9)."""
     per_element = IM2COL_ELEMENT_FMAS[layout]
     im2col_cost = per_element / f if copied else 0.0
     penalty = DIRECT_PENALTY[layout] + (STRIDED_PENALTY[layout] if strided else 0.0)

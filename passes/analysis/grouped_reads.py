@@ -9,10 +9,24 @@ from dataclasses import dataclass
 
 from xdsl.dialects import affine
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineExpr,
+    AffineMap,
+)
 
 from dialects.layout import static_strides
-from passes.analysis.affine_forms import LinearForm, expr_form, known_multiple, map_forms, sum_of, sum_terms, value_form
+from passes.analysis.affine_forms import (
+    LinearForm,
+    expr_form,
+    known_multiple,
+    map_forms,
+    sum_of,
+    sum_terms,
+    value_form,
+)
 from passes.analysis.loop_utils import used_positions, value_name
 
 

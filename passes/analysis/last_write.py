@@ -36,7 +36,14 @@ from xdsl.ir import Operation, SSAValue
 
 from dialects.layout import VIEW_OPS, memref_root
 from dialects.loom import PrefetchOp
-from passes.analysis.affine_forms import FootprintError, LinearForm, form_range, iv_bounds, map_forms, value_form
+from passes.analysis.affine_forms import (
+    FootprintError,
+    LinearForm,
+    form_range,
+    iv_bounds,
+    map_forms,
+    value_form,
+)
 from passes.analysis.loop_utils import (
     AFFINE_STORES,
     LOADS,

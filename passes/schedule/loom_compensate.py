@@ -67,14 +67,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, IntegerType, MemRefType, Signedness, i32
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    Signedness,
+    i32,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dialects import arith_ext
 from passes.analysis.affine_forms import LinearForm, affine_exprs, sum_of, sum_terms
-from passes.analysis.grouped_reads import GroupedRead, NotGrouped, grouped_read, ignores, moves_with
-from passes.analysis.loop_utils import enclosing_loops, iv_name, nest_tag, step_of, value_name
+from passes.analysis.grouped_reads import (
+    GroupedRead,
+    NotGrouped,
+    grouped_read,
+    ignores,
+    moves_with,
+)
+from passes.analysis.loop_utils import (
+    enclosing_loops,
+    iv_name,
+    nest_tag,
+    step_of,
+    value_name,
+)
 from passes.conversion.convert_loom_to_affine import constant
 from passes.schedule.loom_pack import SHIFT
 from passes.schedule.loop_transforms import build_affine_nest, drop_unused_operands

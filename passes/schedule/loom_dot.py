@@ -90,6 +90,14 @@ from passes.analysis.affine_forms import (
     residue,
     tiles_are_full,
 )
+from passes.analysis.grouped_reads import (
+    GroupedRead,
+    NotGrouped,
+    contiguous_group,
+    grouped_read,
+    ignores,
+    moves_with,
+)
 from passes.analysis.loop_utils import (
     constant_trip_count,
     enclosing_loops,
@@ -97,7 +105,6 @@ from passes.analysis.loop_utils import (
     nest_tag,
     step_of,
 )
-from passes.analysis.grouped_reads import GroupedRead, NotGrouped, contiguous_group, grouped_read, ignores, moves_with
 from passes.schedule.loom_pack import ZERO_PADDED
 from passes.schedule.loop_transforms import rebuild_loop
 from passes.schedule.nest_pass import NestPass
@@ -127,7 +134,7 @@ class _Dot:
 
 
 @dataclass(frozen=True)
-class LoomDotPass(NestPass[_Dot]):
+class LoomDotPass(NestPass[list[_Dot]]):
     name = "loom-dot"
 
     width: int | None = None

@@ -140,16 +140,28 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, DenseIntOrFPElementsAttr, IntegerType, MemRefType, ModuleOp, Signedness, UnitAttr, VectorType
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    UnitAttr,
+    VectorType,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from passes.support.diagnostics import LoomError, op_location
-from passes.support.remarks import remark
-from passes.support.units import format_bytes
 from dialects import arith_ext
-from dialects.layout import VIEW_OPS, may_alias, memref_root, static_strides, unknown_origin
+from dialects.layout import (
+    VIEW_OPS,
+    may_alias,
+    memref_root,
+    static_strides,
+    unknown_origin,
+)
 from passes.analysis.affine_forms import (
     FootprintDim,
     FootprintError,
@@ -161,8 +173,6 @@ from passes.analysis.affine_forms import (
     prune_bounds,
     residue,
 )
-from passes.conversion.convert_loom_to_affine import constant, zero_of
-from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
 from passes.analysis.loop_utils import (
     SelectionError,
     constant_bounds,
@@ -174,6 +184,11 @@ from passes.analysis.loop_utils import (
     step_of,
     value_name,
 )
+from passes.conversion.convert_loom_to_affine import constant, zero_of
+from passes.schedule.loop_transforms import LoopBounds, build_affine_nest, retarget_load
+from passes.support.diagnostics import LoomError, op_location
+from passes.support.remarks import remark
+from passes.support.units import format_bytes
 
 #: how the remarks name the operands of the ops Loom knows
 OPERAND_LETTERS = {"matmul": "ABC", "conv2d": "XWY"}
