@@ -27,7 +27,12 @@ from passes.analysis.affine_forms import (
     sum_terms,
     value_form,
 )
-from passes.analysis.loop_utils import used_positions, value_name
+from passes.analysis.loop_utils import (
+    enclosing_loops,
+    iv_name,
+    used_positions,
+    value_name,
+)
 
 
 class NotGrouped(Exception):
@@ -143,3 +148,24 @@ def contiguous_group(load: affine.LoadOp, kv: SSAValue, g: int, start: LinearFor
     if stride != 1:
         raise NotGrouped(f"its stride along k is {stride}, not 1")
     return GroupedRead(load, m, LinearForm.of(kv))
+
+
+def group_loop(store: affine.StoreOp, e: LinearForm, loads: list[affine.LoadOp]) -> affine.ForOp:
+    """The loop the groups of a statement's reads are along: the innermost loop around
+    `store` in `e`, with coefficient 1 and no iter_args, its iv read by `loads` alone
+    (beside accesses whose subscripts leave it out), a perfect nest from it down to the
+    statement (loom-dot's k, loom-compensate's). NotGrouped says why not."""
+    loops = enclosing_loops(store)
+    inside = [loop for loop in loops if e.coeff(loop.body.block.args[0])]
+    if not inside:
+        raise NotGrouped("its groups are not along a loop")
+    k = inside[-1]
+    kv = k.body.block.args[0]
+    if e.coeff(kv) != 1 or k.inits:
+        raise NotGrouped(f"loop %{iv_name(k)} walks its groups by {e.coeff(kv)} or carries values")
+    if any(u.operation not in loads and not ignores(u.operation, kv) for u in kv.uses):
+        raise NotGrouped(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
+    for loop in loops[loops.index(k):-1]:
+        if len(list(loop.body.block.ops)) != 2:
+            raise NotGrouped(f"loop %{iv_name(loop)} holds more than the next loop")
+    return k

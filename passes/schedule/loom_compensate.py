@@ -84,8 +84,8 @@ from passes.analysis.affine_forms import LinearForm, affine_exprs, sum_of, sum_t
 from passes.analysis.grouped_reads import (
     GroupedRead,
     NotGrouped,
+    group_loop,
     grouped_read,
-    ignores,
     moves_with,
 )
 from passes.analysis.loop_utils import (
@@ -171,7 +171,10 @@ class LoomCompensatePass(NestPass[_Compensation]):
         e = plan.b.e
 
         def column_sum(m: dict[SSAValue, SSAValue]) -> list[Operation]:
-            exprs, operands = affine_exprs([_renamed(e, m)])
+            at = e
+            for old, new in m.items():
+                at = at.substitute(old, LinearForm.of(new))
+            exprs, operands = affine_exprs([at])
             h = affine.LoadOp(shift, operands, AffineMapAttr(AffineMap(len(operands), 0, (exprs[0] // g, exprs[0] % g))))
             read = plan.b.load
             b = _compact(affine.LoadOp(read.memref, [m.get(v, v) for v in read.indices], read.map))
@@ -252,7 +255,7 @@ def _match(nest: affine.ForOp) -> _Compensation:
     b_buffer = b_read.load.memref
     if not isinstance(b_buffer.owner, memref.AllocOp):
         raise _Misfit(f"{value_name(b_buffer)} is not a buffer of loom-pack's")
-    k = _k_loop(store, b_read, [a_read.load, b_read.load])
+    k = group_loop(store, b_read.e, [a_read.load, b_read.load])
     loops = enclosing_loops(store)
     writes = _writes(b_buffer, nest)
     if not writes:
@@ -284,25 +287,6 @@ def _is_shifted(op: Operation | None) -> bool:
             and isinstance(s.value, IntegerAttr) and s.value.value.data == SHIFT)
 
 
-def _k_loop(store: affine.StoreOp, b: GroupedRead, loads: list[affine.LoadOp]) -> affine.ForOp:
-    """The loop the groups are along (the innermost one in e), its iv read by the grouped
-    reads alone, a perfect nest from it down to the statement."""
-    loops = enclosing_loops(store)
-    inside = [loop for loop in loops if b.e.coeff(_iv(loop))]
-    if not inside:
-        raise _Misfit("its groups are not along a loop")
-    k = inside[-1]
-    kv = _iv(k)
-    if b.e.coeff(kv) != 1 or k.inits:
-        raise _Misfit(f"loop %{iv_name(k)} is not the groups' k")
-    if any(u.operation not in loads and not ignores(u.operation, kv) for u in kv.uses):
-        raise _Misfit(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
-    for loop in loops[loops.index(k):-1]:
-        if len(list(loop.body.block.ops)) != 2:
-            raise _Misfit(f"loop %{iv_name(loop)} holds more than the next loop")
-    return k
-
-
 def _writes(buffer: SSAValue, nest: affine.ForOp) -> list[Operation]:
     return [u.operation for u in buffer.uses
             if isinstance(u.operation, affine.StoreOp | affine.VectorStoreOp) and nest.is_ancestor(u.operation)]
@@ -312,18 +296,11 @@ def _reader(loops: list[affine.ForOp], writes: list[Operation]) -> affine.ForOp 
     """The loop around the statement that follows B's copy in the copy's block."""
     for loop in loops:
         block = loop.parent_block()
-        if block is not None and all(_top(w, block) is not None for w in writes):
-            tops = [_top(w, block) for w in writes]
-            if all(block.get_operation_index(t) < block.get_operation_index(loop) for t in tops):  # type: ignore[arg-type]
-                return loop
+        assert block is not None
+        tops = [block.find_ancestor_op_in_block(w) for w in writes]
+        if all(t is not None and block.get_operation_index(t) < block.get_operation_index(loop) for t in tops):
+            return loop
     return None
-
-
-def _top(op: Operation, block: Block) -> Operation | None:
-    """The ancestor of `op` (or op) whose block is `block`."""
-    while op is not None and op.parent_block() is not block:
-        op = op.parent_op()  # type: ignore[assignment]
-    return op
 
 
 def _uses(loop: affine.ForOp, other: affine.ForOp) -> bool:
@@ -340,13 +317,6 @@ def _compact(op: affine.LoadOp | affine.StoreOp) -> affine.LoadOp | affine.Store
     iv of the loops around it, the k loop's among them, which a copy outside it lacks)."""
     drop_unused_operands(op)
     return op
-
-
-def _renamed(form: LinearForm, mapping: dict[SSAValue, SSAValue]) -> LinearForm:
-    coeffs: dict[SSAValue, int] = {}
-    for v, a in form.coeffs.items():
-        coeffs[mapping.get(v, v)] = coeffs.get(mapping.get(v, v), 0) + a
-    return LinearForm(coeffs, form.const)
 
 
 def _clone_loops(loops: Sequence[affine.ForOp], body: Callable[[dict[SSAValue, SSAValue]], list[Operation]],

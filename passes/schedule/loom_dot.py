@@ -94,13 +94,12 @@ from passes.analysis.grouped_reads import (
     GroupedRead,
     NotGrouped,
     contiguous_group,
+    group_loop,
     grouped_read,
-    ignores,
     moves_with,
 )
 from passes.analysis.loop_utils import (
     constant_trip_count,
-    enclosing_loops,
     iv_name,
     nest_tag,
     step_of,
@@ -244,8 +243,6 @@ def _match(store: affine.StoreOp, width: int, target: Target) -> _Dot:
     k, upper = _k_loop(store, e, g, loads)
     kv = k.body.block.args[0]
     if len(grouped) == 1:  # the other read in place, where its groups lie side by side (A's)
-        if upper is not None:
-            raise _Misfit(f"loop %{iv_name(k)} ends inside a group, past which a read in place has no zeros")
         other, why = next((x, r) for x, r in zip(loads, parsed) if isinstance(r, NotGrouped))
         lower = map_forms(k.lowerBoundMap.data, list(k.lowerBoundOperands))[0]
         assert lower is not None  # (_k_loop)
@@ -281,44 +278,33 @@ def _pair(values, kind):  # noqa: ANN001, ANN202 - (the operand of `kind`'s op, 
 
 def _k_loop(store: affine.StoreOp, e: LinearForm, g: int,
             loads: list[affine.LoadOp]) -> tuple[affine.ForOp, list[LinearForm] | None]:
-    """The loop the groups are along: the innermost loop around the statement in e
-    (coefficient 1), stepping by 1 from where e is a multiple of G, its iv read by the two
-    reads alone, a perfect nest down to the statement; and its upper bound rounded up to
-    whole groups where a tile ends inside one (a known number of elements past whole
-    groups) and the reads are of buffers that loom-pack padded with zeros there (None
-    where it runs in whole groups)."""
-    loops = enclosing_loops(store)
-    inside = [l for l in loops if e.coeff(l.body.block.args[0])]
-    if not inside:
-        raise _Misfit("its groups are not along a loop")
-    k = inside[-1]
+    """The loop the groups are along (`grouped_reads.group_loop`), stepping by 1 from
+    where e is a multiple of G; and its upper bound rounded up to whole groups where a
+    tile ends inside one (a known number of elements past whole groups) and the reads are
+    of buffers that loom-pack padded with zeros there (None where it runs in whole
+    groups)."""
+    k = group_loop(store, e, loads)
     kv = k.body.block.args[0]
     lower = map_forms(k.lowerBoundMap.data, list(k.lowerBoundOperands))
-    if e.coeff(kv) != 1 or step_of(k) != 1 or k.inits or len(lower) != 1 or lower[0] is None:
+    if step_of(k) != 1 or len(lower) != 1 or lower[0] is None:
         raise _Misfit(f"loop %{iv_name(k)} does not step by 1 from one lower bound")
     if known_multiple(e.substitute(kv, lower[0])) % g:
         raise _Misfit(f"loop %{iv_name(k)} does not start a group of {g}")
-    upper = None
-    if not tiles_are_full(k, g):
-        ends = map_forms(k.upperBoundMap.data, list(k.upperBoundOperands))
-        tails = [None if u is None else residue(u - lower[0], g) for u in ends]
-        # a product of integers is 0 where one factor is (any bytes in the other buffer,
-        # which holds whole groups too: loom-compensate's row of shifts); of floats, only
-        # where both are (0 x inf is NaN)
-        marked = [isinstance(r.memref.owner, memref.AllocOp) and ZERO_PADDED in r.memref.owner.attributes
-                  for r in loads]
-        allocated = all(isinstance(r.memref.owner, memref.AllocOp) for r in loads)
-        padded = all(marked) or (allocated and any(marked) and isinstance(store.value.type, IntegerType))
-        if None in tails or not padded:
-            raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}, nor to a known place in a group "
-                          "of buffers padded with zeros to whole groups")
-        upper = [u + (g - r if r else 0) for u, r in zip(ends, tails)]  # type: ignore[operator]
-    if any(u.operation not in loads and not ignores(u.operation, kv) for u in kv.uses):
-        raise _Misfit(f"loop %{iv_name(k)}'s iv is used beside the grouped reads")
-    for loop in loops[loops.index(k):-1]:
-        if len(list(loop.body.block.ops)) != 2:
-            raise _Misfit(f"loop %{iv_name(loop)} holds more than the next loop")
-    return k, upper
+    if tiles_are_full(k, g):
+        return k, None
+    ends = map_forms(k.upperBoundMap.data, list(k.upperBoundOperands))
+    tails = [None if u is None else residue(u - lower[0], g) for u in ends]
+    # a product of integers is 0 where one factor is (any bytes in the other buffer,
+    # which holds whole groups too: loom-compensate's row of shifts); of floats, only
+    # where both are (0 x inf is NaN); a read in place has no zeros past the end
+    marked = [isinstance(r.memref.owner, memref.AllocOp) and ZERO_PADDED in r.memref.owner.attributes
+              for r in loads]
+    allocated = all(isinstance(r.memref.owner, memref.AllocOp) for r in loads)
+    padded = all(marked) or (allocated and any(marked) and isinstance(store.value.type, IntegerType))
+    if None in tails or not padded:
+        raise _Misfit(f"loop %{iv_name(k)} does not run in whole groups of {g}, nor to a known place in a group "
+                      "of buffers padded with zeros to whole groups")
+    return k, [u + (g - r if r else 0) for u, r in zip(ends, tails)]  # type: ignore[operator]
 
 
 def _instruction(a: affine.LoadOp, b: affine.LoadOp, a_cast: Operation, b_cast: Operation,
