@@ -242,6 +242,15 @@ MEASURED_DOT_TILES: dict[str, tuple[int, int]] = {"znver4": (4, 64)}
 #: 3x3 C512 170 / 180 / 183 / 148, 3x3/2 C256 -> 512 185 / 190 / 193 / 159 (3x3 C64 56^2,
 #: whose 3136 rows 4 divides, 226 / 223 / 204 / 94)
 MEASURED_DOT_ROW_TILES: dict[str, tuple[int, int]] = {"znver4": (7, 48)}
+#: the dot-product instructions whose KC (A's sliver in L1) and NC (B's block in L3) are
+#: sized by the packed element, not C's: they read their operands' own elements. znver4,
+#: one thread, in one process, KC/MC/NC from C's i32 -> from the bytes: u8 x s8 2048^3
+#: 1536/512/512 -> 2048/384/2048, 374-376 -> 429-433 GOP/s; bf16 1536/256/512 ->
+#: 2048/256/1024, 203 -> 214 GFLOP/s. vpmaddwd's i16 pairs of widened bytes keep C's
+#: (znver3: its KC doubled ran 2048^3 at 0.95-0.97x), and so do a direct convolution's
+#: windows read in place (bf16 3x3 C512 7^2 NHWC: KC 872 -> 1536, 192 -> 182 GFLOP/s;
+#: int8 401 -> 396 GOP/s; the layers whose K fits one block alike)
+SIZED_BY_PACKED = ("vdpbf16ps", "vpdpbusd")
 
 
 def register_tile(target: Target, element_bytes: int = FLOAT, windows: bool = False,
@@ -305,7 +314,7 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
                 in_place: str = "", panels: bool = False, threads: int = 1, a_rows: bool = True,
-                packed_bytes: int | None = None, dot: bool = False) -> MatmulPlan:
+                packed_bytes: int | None = None, dot: str = "") -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
     `panels`: the panel order may be chosen (the packing and its fusion not left out),
@@ -313,8 +322,8 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     `a_rows`: A's rows are contiguous (unit stride along k), so that a plan may read them
     in place (`A_IN_PLACE`; the panel order then with `MEASURED_PANEL_TILES`' tile);
     `packed_bytes`: the size of A's packed elements where it is not C's (a dot-product
-    layout's i16 or bytes), which sizes A's block in L2 (MC); `dot`: the register tile runs
-    on a dot-product instruction (`MEASURED_DOT_TILES`)."""
+    layout's i16 or bytes), which sizes A's block in L2 (MC); `dot`: the dot-product
+    instruction the register tile runs on (`MEASURED_DOT_TILES`; `SIZED_BY_PACKED`)."""
     plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A", packed_bytes or element_bytes, dot)
     a_in_place = a_rows and not in_place and element_bytes in A_IN_PLACE.get(target.cpu, ())
     # the panel order's own tile, where one was measured
@@ -353,9 +362,9 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
 
 
 def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool,
-                 packed_bytes: int, dot: bool) -> MatmulPlan:
+                 packed_bytes: int, dot: str) -> MatmulPlan:
     e = element_bytes
-    mr, nr = register_tile(target, e, windows, dot)
+    mr, nr = register_tile(target, e, windows, bool(dot))
     rows = MEASURED_DOT_ROW_TILES.get(target.cpu)
     if dot and windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
         mr, nr = rows
@@ -374,12 +383,16 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
         # rows left over would split the register tile's writes of C, which a fused
         # epilogue then cannot tell apart)
         mr = accumulators // (nr // w)
-    kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * e) // 8 * 8)))
+    # the bytes of A's sliver and B's block: packed where A is
+    sized = packed_bytes if dot in SIZED_BY_PACKED and not windows else e
+    kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * sized) // 8 * 8)))
+    if sized != e:  # k blocks of one size (2048 in 1536 + 512 left the last block a third as long)
+        kc = min(k, -(-k // -(-k // kc) // 8) * 8)
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
     # rows of i32 (u8 x s8 197x768x768, znver3, one thread: MC 126 -> 192, 1.08-1.12x; KC
     # doubled as well: 2048^3 0.95-0.97x, so KC stays sized by C's element)
     mc = _fit(m, 3 * target.l2 // 4 // (kc * packed_bytes), mr)
-    nc = _even_blocks(n, _fit(n, target.l3 // 8 // (kc * e), nr), nr)
+    nc = _even_blocks(n, _fit(n, target.l3 // 8 // (kc * sized), nr), nr)
     if (m * k + k * n) * e <= target.l1:
         return MatmulPlan(m, n, k, mr, nr, max(1, m), max(1, n), max(1, k), w, False, "A and B fit in L1 together", e)
     if m < mr:  # rows of B streamed: MV_J_VECTORS vectors of C's row per step, whatever the tile

@@ -255,7 +255,8 @@ class LoomDefaultPass(ModulePass):
         in_place = loom_direct_conv.windows_operand(nest)
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
-        grouped = isinstance(_instruction(nest, target), Instruction)
+        instruction = _instruction(nest, target)
+        grouped = isinstance(instruction, Instruction)
         a_rows = _a_rows_contiguous(nest)
 
         def plan_of(sub: affine.ForOp, packed: int | None = None, pack_a: bool = grouped) -> MatmulPlan:
@@ -265,7 +266,8 @@ class LoomDefaultPass(ModulePass):
             found = _matmul_shape(sub)
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
-                               a_rows=a_rows and not pack_a, packed_bytes=packed, dot=grouped)
+                               a_rows=a_rows and not pack_a, packed_bytes=packed,
+                               dot=instruction.name if isinstance(instruction, Instruction) else "")
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
