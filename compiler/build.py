@@ -20,6 +20,7 @@ from io import StringIO
 
 from xdsl.dialects import affine, func, llvm, memref, vector
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DictionaryAttr,
     IntegerAttr,
     MemRefType,
@@ -40,6 +41,7 @@ from compiler.jit.kernel import (
     AllocationSite,
     ArgSpec,
     Kernel,
+    ProfileSlot,
     array_data_offset,
     objects_wrapper,
 )
@@ -55,6 +57,7 @@ from dialects.loom import (
     type_names,
 )
 from passes import pipelines
+from passes.conversion.loom_profile import PROFILE_ATTR
 from passes.conversion.to_llvm.abi import ALLOC_SITE, STATUS, memref_layout
 from passes.pipelines import Callback
 from passes.support.diagnostics import LoomError, op_location
@@ -232,7 +235,7 @@ def _check_threads(module: ModuleOp) -> None:
 
 
 def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threads: int | None, remarks: bool,
-          stages: bool, filename: str, timings: Timings | None) -> Kernel:
+          stages: bool, filename: str, timings: Timings | None, profile: bool = False) -> Kernel:
     """The kernel compile() makes of `source` (see compiler.driver.compile: the arguments
     are its own, checked there)."""
     with timed(timings, "parse+verify"):
@@ -250,7 +253,7 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
                 kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = print_module(mod)
 
         passes = pipelines.build(pipeline, _pass_clock(timings, record if stages else None), literal=False,
-                                 num_threads=num_threads)
+                                 num_threads=num_threads, profile=profile)
     with collect() as collected:
         passes.apply(make_context(), module)
     _check_threads(module)
@@ -260,8 +263,9 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
     with timed(timings, "LLVM emission"):
         llvm_ir = to_llvm_ir(module)
         returns_status, sites = _failure_table(module, name)
+    slots = _profile_slots(module, name) if profile else None
     offset = array_data_offset()
-    arity = len(inputs) + len(outputs)
+    arity = len(inputs) + len(outputs) + (slots is not None)
     wrapper = objects_wrapper(name, arity, returns_status, offset) if offset is not None else ""
     jit_module = compile_ir(llvm_ir + wrapper, timings)
     return Kernel(
@@ -281,8 +285,20 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
         target=jit_module.cpu,
         returns_status=returns_status,
         allocation_sites=sites,
+        profile_slots=slots,
         _module=jit_module,
     )
+
+
+def _profile_slots(module: ModuleOp, entry: str) -> tuple[ProfileSlot, ...]:
+    """What each of the entry's timers (loom-profile) times, or a LoomError where the
+    pipeline did not let the pass see the function (lowered to LLVM in one pass)."""
+    described = module.attributes.get(PROFILE_ATTR)
+    slots = described.data.get(entry) if isinstance(described, DictionaryAttr) else None
+    if not isinstance(slots, ArrayAttr):
+        raise LoomError(f"profile=True: loom-profile did not see @{entry} on memrefs (the pipeline runs the pass "
+                        "after the lowering to LLVM): leave it out, and compile() runs it after the schedule")
+    return tuple(ProfileSlot(s.data["tag"].data, s.data["location"].data) for s in slots.data)
 
 
 def _pass_clock(timings: Timings | None, then: Callback | None) -> Callback | None:

@@ -128,6 +128,7 @@ def compile(
     filename: str = "<source>",
     timings: Timings | None = None,
     cache: bool = True,
+    profile: bool = False,
 ) -> Kernel:
     """Compile a loom function to machine code.
 
@@ -150,6 +151,10 @@ def compile(
     LLVM load at the first compile that misses both caches (compiler/build.py).
     `cache=False` neither uses nor fills either cache.
 
+    `profile=True` times each loop nest of the kernel as it runs (loom-profile, after the
+    schedule): `kernel.profile()` then says where its calls spent their time, nest by
+    nest. A profiled kernel is kept in the memory cache only, never on disk.
+
     `timings`, a dict, receives the CPU and wall seconds of each stage, in order:
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
     pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
@@ -166,15 +171,21 @@ def compile(
     text = _source_text(source)
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, got {cache!r}")
+    if not isinstance(profile, bool):
+        raise TypeError(f"profile must be True or False, got {profile!r}")
     key = _cache_key(text, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
                      filename=filename)
-    cached, disk_key = _cached(key) if cache and timings is None else (None, None)
+    if profile:  # another kernel (it takes its counters), in memory only
+        key = (*key, "profile")
+        cached, disk_key = (kernel_cache.get(key) if cache and timings is None else None), None
+    else:
+        cached, disk_key = _cached(key) if cache and timings is None else (None, None)
     if cached is not None:
         return cached
     from compiler import build  # xDSL, the passes and LLVM: only now (see the module's docstring)
 
     kernel = build.build(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks,
-                         stages=stages, filename=filename, timings=timings)
+                         stages=stages, filename=filename, timings=timings, profile=profile)
     if cache and timings is None:
         kernel_cache.put(key, kernel)
         if disk_key is not None:

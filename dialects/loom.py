@@ -1047,5 +1047,28 @@ class PrefetchOp(IRDLOperation):
         printer.print_attribute(self.memref.type)
 
 
+@irdl_op_definition
+class TicksOp(IRDLOperation):
+    """The CPU's cycle counter (x86's time-stamp counter, a constant rate): LLVM's
+    `llvm.readcyclecounter`. What `loom-profile` times each loop nest with.
+
+    ```mlir
+    %t = loom.ticks : i64
+    ```
+
+    No memory-effect trait: each read is a moment of its own, never merged with another
+    (cse) nor moved across the ops around it.
+    """
+
+    name = "loom.ticks"
+
+    result = result_def(i64)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[i64])
+
+
 Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
-                       PrefetchOp], [])
+                       PrefetchOp, TicksOp], [])

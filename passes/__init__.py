@@ -17,6 +17,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-bufferize": "conversion.loom_bufferize:LoomBufferizePass",
     "convert-loom-to-affine": "conversion.convert_loom_to_affine:ConvertLoomToAffinePass",
     "loom-outline": "schedule.loom_outline:LoomOutlinePass",
+    "loom-profile": "conversion.loom_profile:LoomProfilePass",
     "loom-lower-affine": "conversion.loom_lower_affine:LoomLowerAffinePass",
     "loom-lower-parallel": "conversion.loom_lower_parallel:LoomLowerParallelPass",
     "loom-convert-to-llvm": "conversion.loom_convert_to_llvm:LoomConvertToLLVMPass",

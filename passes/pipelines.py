@@ -70,6 +70,15 @@ def with_threads(specs: list[ArgSpec], num_threads: int | None) -> list[ArgSpec]
             if p.name in THREADED_PASSES and "num-threads" not in p.parameters else p for p in specs]
 
 
+def with_profile(specs: list[ArgSpec]) -> list[ArgSpec]:
+    """`specs` with loom-profile before the lowering to LLVM (on the scheduled nests),
+    where the pipeline does not run it itself (compile(profile=True))."""
+    if any(p.name == "loom-profile" for p in specs):
+        return specs
+    at = next((i for i, p in enumerate(specs) if p.name == TO_LLVM[0]), len(specs))
+    return [*specs[:at], ArgSpec("loom-profile", {}), *specs[at:]]
+
+
 def completed(pipeline: str) -> list[ArgSpec]:
     """The passes of `complete(pipeline)`, the pipeline parsed once."""
     if not pipeline.strip():
@@ -189,10 +198,10 @@ class LoomPipeline(PassPipeline):
 
 
 def build(spec: str, callback: Callback | None = None, *, literal: bool = True,
-          num_threads: int | None = None) -> PassPipeline:
+          num_threads: int | None = None, profile: bool = False) -> PassPipeline:
     """Parse a pass-list string against all passes (Loom's and xDSL's); `literal=False`
     completes it first (see `complete`); `num_threads` goes to the passes that take it
-    (`with_threads`)."""
+    (`with_threads`); `profile`: loom-profile runs after the schedule (`with_profile`)."""
     from passes import get_all_passes
 
     if literal:
@@ -200,6 +209,8 @@ def build(spec: str, callback: Callback | None = None, *, literal: bool = True,
     else:
         specs = completed(spec)
     specs = with_threads(specs, num_threads)
+    if profile:
+        specs = with_profile(specs)
     available = get_all_passes()
     try:
         passes = tuple(available[p.name]().from_pass_spec(p) for p in specs)

@@ -186,6 +186,49 @@ def _layout_message(where: str, spec: ArgSpec, arr: np.ndarray) -> str:
             "pass a view with exactly those strides into a larger array, and copy the results from it")
 
 
+@dataclass(frozen=True)
+class ProfileSlot:
+    """What one timer of a profiled kernel times (passes/conversion/loom_profile.py): a
+    loop nest, by the op it came from (its `loom.tag`) and its source location."""
+
+    tag: str
+    location: str
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """A slot's measurements since the kernel was made (or `reset_profile`): how often
+    its nest ran and the seconds it took in all."""
+
+    tag: str
+    location: str
+    calls: int
+    seconds: float
+
+
+_tick_rate: list[float] = []
+
+
+def tick_rate() -> float:
+    """The cycle counter's ticks per second (`loom.ticks`, x86's constant-rate
+    time-stamp counter), measured once per process against `time.perf_counter` over 50 ms."""
+    if not _tick_rate:
+        import time
+
+        from compiler.jit.engine import compile_ir  # LLVM: loaded already where a kernel is profiled
+
+        module = compile_ir("declare i64 @llvm.readcyclecounter()\n"
+                            "define i64 @ticks() {\n  %t = call i64 @llvm.readcyclecounter()\n  ret i64 %t\n}\n")
+        ticks = ctypes.CFUNCTYPE(ctypes.c_int64)(module.function_address("ticks"))
+        t0, c0 = time.perf_counter(), ticks()
+        while time.perf_counter() - t0 < 0.05:
+            pass
+        t1, c1 = time.perf_counter(), ticks()
+        module.close()
+        _tick_rate.append((c1 - c0) / (t1 - t0))
+    return _tick_rate[0]
+
+
 @dataclass(repr=False)
 class Kernel:
     """A compiled entry function. Call it with the input arrays; it returns the result
@@ -216,6 +259,9 @@ class Kernel:
     """The entry function returns a status (it may fail to allocate a temporary)."""
     allocation_sites: dict[int, AllocationSite] = field(default_factory=dict)
     """Status k -> the allocation that failed."""
+    profile_slots: tuple[ProfileSlot, ...] | None = None
+    """A profiled kernel's timers (compile(profile=True)); None for a kernel that is not.
+    Its entry takes their counters after the arrays, and each call passes the kernel's own."""
     _module: object = None  # keeps the JIT'd code alive
     objects_address: int = 0
     """The address of the function exported beside the entry that takes the arrays as
@@ -230,6 +276,8 @@ class Kernel:
         self._parallel = "@GOMP_parallel(" in self.llvm_ir
         _parallel_made[0] |= self._parallel
         self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
+        slots = len(self.profile_slots) if self.profile_slots is not None else 0
+        self._counters = np.zeros((slots, 2), np.int64) if self.profile_slots is not None else None
         self._direct = all(s.contiguous for s in self.inputs)  # from_buffer takes every array
         # cffi rather than ctypes: a call costs well under a microsecond of Python
         self._cfunc = _ffi.cast(_c_type(self, "void *"), self.address)
@@ -239,6 +287,21 @@ class Kernel:
         args = ", ".join(f"{s.name}: {s.short()}" for s in self.inputs)
         results = ", ".join(s.short() for s in self.outputs) or "None"
         return f"<Kernel @{self.entry}({args}) -> {results}, pipeline={self.pipeline!r}, target={self.target!r}>"
+
+    def profile(self) -> list[ProfileRow]:
+        """Each timed nest's calls and seconds since the kernel was made or the last
+        `reset_profile()`, in the order the nests run (compile(profile=True))."""
+        if self._counters is None:
+            raise ValueError(f"@{self.entry} was not compiled with profile=True: it has no timers")
+        rate = tick_rate()
+        return [ProfileRow(slot.tag, slot.location, int(calls), ticks / rate)
+                for slot, (ticks, calls) in zip(self.profile_slots, self._counters.tolist())]
+
+    def reset_profile(self) -> None:
+        """Zero the timers' counters."""
+        if self._counters is None:
+            raise ValueError(f"@{self.entry} was not compiled with profile=True: it has no timers")
+        self._counters[...] = 0
 
     def asm(self) -> str:
         """The machine code, as assembly text: LLVM's listing of the optimized IR, for the
@@ -338,10 +401,11 @@ class Kernel:
             _warn_forked()
         ins = self.check(arrays)
         outs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+        counters = [] if self._counters is None else [_ffi.from_buffer(self._counters)]
         if self._direct:
-            status = self._cfunc(*[_ffi.from_buffer(a) for a in (*ins, *outs)])
+            status = self._cfunc(*[_ffi.from_buffer(a) for a in (*ins, *outs)], *counters)
         else:
-            status = self._cfunc(*self._pointers(ins), *[_ffi.from_buffer(a) for a in outs])
+            status = self._cfunc(*self._pointers(ins), *[_ffi.from_buffer(a) for a in outs], *counters)
         if status:
             raise self._allocation_error(status)
         if not outs:
@@ -351,7 +415,8 @@ class Kernel:
 
 def _c_type(kernel: Kernel, argument: str) -> str:
     """The C type of a pointer to the kernel's function, each array an `argument`."""
-    arguments = ", ".join([argument] * (len(kernel.inputs) + len(kernel.outputs))) or "void"
+    arity = len(kernel.inputs) + len(kernel.outputs) + (kernel.profile_slots is not None)
+    arguments = ", ".join([argument] * arity) or "void"
     return f"{'int' if kernel.returns_status else 'void'} (*)({arguments})"
 
 
@@ -379,7 +444,9 @@ def _fast_call(kernel: Kernel):
     outs = [f"o{i}" for i in range(len(kernel.outputs))]
     for i, spec in enumerate(kernel.outputs):
         env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
-    pointers = ", ".join(f"fb({v})" for v in (*names, *outs))
+    if kernel._counters is not None:
+        env["P"] = kernel._counters
+    pointers = ", ".join(f"fb({v})" for v in (*names, *outs, *(["P"] if kernel._counters is not None else [])))
     lines = ["def call(kernel, arrays, miss):",  # the kernel passed in: no cycle through its own function
              *(["    if forked[0]:", "        warn_forked()"] if kernel._parallel else []),
              f"    if len(arrays) != {len(names)}:",

@@ -25,7 +25,8 @@ What is lowered: func.func/return/call; arith constants, integer and float arith
 casts; math ops (llvm intrinsic ops where xDSL has them, `llvm.call_intrinsic` with a
 mangled name otherwise, libm calls for erf/cbrt/…); cf.br/cond_br; memref
 load/store/alloc/alloca/dealloc/dim and static views (subview, reinterpret_cast, cast,
-collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); the 1-D vector
+collapse/expand_shape, assume_alignment); loom.prefetch (llvm.prefetch); loom.ticks
+(llvm.readcyclecounter); the 1-D vector
 ops loom-vectorize emits: vector.load/store (an llvm.load/store of the vector type,
 element-aligned), maskedload/maskedstore (llvm.intr.masked.load/store), broadcast
 (insertelement + shufflevector), fma (llvm.intr.fma), create_mask (icmp of a lane-number
@@ -85,6 +86,7 @@ from passes.conversion.to_llvm.memref import (
     DimLowering,
     LoadStoreLowering,
     PrefetchLowering,
+    TicksLowering,
     ViewLowering,
 )
 from passes.conversion.to_llvm.vector import (
@@ -133,6 +135,7 @@ class LoomConvertToLLVMPass(ModulePass):
             BranchLowering(),
             LoadStoreLowering(),
             PrefetchLowering(),
+            TicksLowering(),
             AllocLowering(externals),
             ViewLowering(),
             DimLowering(),

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from dialects.loom import PrefetchOp
+from dialects.loom import PrefetchOp, TicksOp
 from passes.conversion.to_llvm.abi import (
     ALLOC_SITE,
     HEAP_ALIGNMENT,
@@ -111,6 +111,15 @@ class PrefetchLowering(Lowering):
         flags = [int(bool(op.is_write.value.data)), op.locality.value.data, 1]
         args = [ptr, *(r.result(llvm.ConstantOp(IntegerAttr(f, i32), i32)) for f in flags)]
         r.rewriter.replace(op, llvm.CallIntrinsicOp("llvm.prefetch.p0", args, []), [])
+
+
+class TicksLowering(Lowering):
+    """loom.ticks → llvm.readcyclecounter (rdtsc on x86)."""
+
+    sources = (TicksOp,)
+
+    def lower(self, op: TicksOp, r: Rewrite) -> None:
+        r.replace(r.result(llvm.CallIntrinsicOp("llvm.readcyclecounter", [], [i64])))
 
 
 def _heap_bytes(layout: MemrefLayout, align: int) -> int:
