@@ -196,12 +196,10 @@ class ProfileSlot:
 
 
 @dataclass(frozen=True)
-class ProfileRow:
+class ProfileRow(ProfileSlot):
     """A slot's measurements since the kernel was made (or `reset_profile`): how often
     its nest ran and the seconds it took in all."""
 
-    tag: str
-    location: str
     calls: int
     seconds: float
 
@@ -276,8 +274,8 @@ class Kernel:
         self._parallel = "@GOMP_parallel(" in self.llvm_ir
         _parallel_made[0] |= self._parallel
         self._written = tuple(i for i, s in enumerate(self.inputs) if s.in_place)
-        slots = len(self.profile_slots) if self.profile_slots is not None else 0
-        self._counters = np.zeros((slots, 2), np.int64) if self.profile_slots is not None else None
+        # a profiled kernel's timers' counters (ticks, calls), passed after the arrays
+        self._counters = None if self.profile_slots is None else np.zeros((len(self.profile_slots), 2), np.int64)
         self._direct = all(s.contiguous for s in self.inputs)  # from_buffer takes every array
         # cffi rather than ctypes: a call costs well under a microsecond of Python
         self._cfunc = _ffi.cast(_c_type(self, "void *"), self.address)
@@ -444,9 +442,10 @@ def _fast_call(kernel: Kernel):
     outs = [f"o{i}" for i in range(len(kernel.outputs))]
     for i, spec in enumerate(kernel.outputs):
         env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
+    counters = []
     if kernel._counters is not None:
-        env["P"] = kernel._counters
-    pointers = ", ".join(f"fb({v})" for v in (*names, *outs, *(["P"] if kernel._counters is not None else [])))
+        env["P"], counters = kernel._counters, ["P"]
+    pointers = ", ".join(f"fb({v})" for v in (*names, *outs, *counters))
     lines = ["def call(kernel, arrays, miss):",  # the kernel passed in: no cycle through its own function
              *(["    if forked[0]:", "        warn_forked()"] if kernel._parallel else []),
              f"    if len(arrays) != {len(names)}:",

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, MemRefType, ModuleOp, StringAttr, TensorType, i64
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 
 from dialects.loom import TicksOp
 from passes.support.diagnostics import LoomError, op_location
@@ -103,25 +104,27 @@ def _instrument(fn: func.FuncOp, module: ModuleOp) -> list[DictionaryAttr]:
         start = TicksOp()
         rewriter.insert_op(start, InsertPoint.before(nest))
         stop = TicksOp()
-        row = arith.ConstantOp.from_int_and_width(slot, IndexType())
-        zero = arith.ConstantOp.from_int_and_width(0, IndexType())
-        one = arith.ConstantOp.from_int_and_width(1, IndexType())
+        row, ticks, calls = (arith.ConstantOp.from_int_and_width(i, IndexType()) for i in (slot, 0, 1))
         spent = arith.SubiOp(stop.result, start.result)
-        ticks = memref.LoadOp.get(counters, [row.result, zero.result])
-        more = arith.AddiOp(ticks.res, spent.result)
-        calls = memref.LoadOp.get(counters, [row.result, one.result])
         once = arith.ConstantOp.from_int_and_width(1, i64)
-        counted = arith.AddiOp(calls.res, once.result)
-        ops = [stop, row, zero, one, spent, ticks, more, memref.StoreOp.get(more.result, counters, [row.result, zero.result]),
-               calls, once, counted, memref.StoreOp.get(counted.result, counters, [row.result, one.result])]
+        ops = [stop, row, ticks, calls, spent, *_add(counters, row, ticks, spent), once, *_add(counters, row, calls, once)]
         rewriter.insert_op(ops, InsertPoint.after(nest))
         described.append(DictionaryAttr({"tag": StringAttr(_tag(nest, module)),
                                          "location": StringAttr(op_location(nest) or "")}))
     return described
 
 
+def _add(counters: SSAValue, row: Operation, column: Operation, value: Operation) -> list[Operation]:
+    """`counters[row, column] += value`."""
+    at = [row.results[0], column.results[0]]
+    old = memref.LoadOp.get(counters, at)
+    new = arith.AddiOp(old.res, value.results[0])
+    return [old, new, memref.StoreOp.get(new.result, counters, at)]
+
+
 def _function(module: ModuleOp, name: str) -> func.FuncOp | None:
-    return next((f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == name), None)
+    found = SymbolTable.lookup_symbol(module, name)
+    return found if isinstance(found, func.FuncOp) else None
 
 
 def _private(fn: func.FuncOp | None) -> bool:

@@ -267,7 +267,7 @@ class LoomDefaultPass(ModulePass):
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
                                a_rows=a_rows and not pack_a, packed_bytes=packed,
-                               dot=instruction.name if isinstance(instruction, Instruction) else "")
+                               dot=instruction.name if grouped else "")
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):
