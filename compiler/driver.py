@@ -174,9 +174,8 @@ def compile(
     if not isinstance(profile, bool):
         raise TypeError(f"profile must be True or False, got {profile!r}")
     key = _cache_key(text, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
-                     filename=filename)
-    if profile:  # another kernel (it takes its counters), in memory only
-        key = (*key, "profile")
+                     filename=filename, profile=profile)
+    if profile:  # in memory only
         cached, disk_key = (kernel_cache.get(key) if cache and timings is None else None), None
     else:
         cached, disk_key = _cached(key) if cache and timings is None else (None, None)
@@ -209,10 +208,12 @@ def _source_text(source: str | ModuleOp) -> str:
 
 def _cache_key(source: str | ModuleOp, *, entry: str | None = None, pipeline: str = "default",
                num_threads: int | None = None, remarks: bool = False, stages: bool = False,
-               filename: str = "<source>", cache: bool = True) -> tuple:
-    """compile()'s cache key for its arguments (the same defaults; `cache` is not part of it)."""
-    return (_source_text(source), filename, entry, pipeline, num_threads, remarks, stages,
-            os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
+               filename: str = "<source>", cache: bool = True, profile: bool = False) -> tuple:
+    """compile()'s cache key for its arguments (the same defaults; `cache` is not part of it;
+    a profiled kernel is another kernel: it takes its counters)."""
+    key = (_source_text(source), filename, entry, pipeline, num_threads, remarks, stages,
+           os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
+    return (*key, "profile") if profile else key
 
 
 def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> int:
@@ -227,7 +228,7 @@ def compile_in_parallel(jobs: Sequence[dict], processes: int | None = None) -> i
 
     todo = []
     for job in jobs:
-        if not job.get("cache", True):
+        if not job.get("cache", True) or job.get("profile"):  # (a profiled kernel is never on disk)
             continue
         kernel, disk_key = _cached(_cache_key(**job))
         if kernel is None and disk_key is not None:

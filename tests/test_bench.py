@@ -102,6 +102,7 @@ def test_parse_shapes_list_and_defaults():
     (["--conv", "--dtype", "bf16", "--plot", "x.png"], "--dtype bf16 has no plot: drop --plot"),
     (["--conv", "--requantize"], "--requantize quantizes int8 layers: add --dtype int8"),
     (["--shapes", "--freeze"], "--freeze applies to --model only"),
+    (["--conv", "--profile"], "--profile applies to --model only"),
     (["--model", "mlp", "--dtype", "s8"], "--model runs f32 or bf16 models: --dtype s8 applies to"),
     (["--shapes", "--dtype", "int8", "--requantize"], "--requantize applies to --conv only"),
     (["--shapes", "--dtype", "f16"], "invalid choice: 'f16'"),

@@ -13,8 +13,8 @@
     loom-bench --conv --dtype bf16|int8|s8 [--requantize] [--layers ...] [--layout ...] [--threads T] [--rounds R] [--json]
     loom-bench --peak [--threads T] [--json]
     loom-bench --fusion [--rounds R] [--repeat N] [--budget S] [--json]
-    loom-bench --model resnet18,mlp [--dtype bf16] [--freeze] [--batches 1,8] [--threads-list 1,2] [--rounds R] [--repeat N]
-                       [--budget S] [--json]
+    loom-bench --model resnet18,mlp [--dtype bf16] [--freeze] [--profile] [--batches 1,8] [--threads-list 1,2]
+                       [--rounds R] [--repeat N] [--budget S] [--json]
     (--shapes, --conv and --model take --peers: ONNX Runtime and OpenVINO beside them)
 
 `--stages` retells the classic report on CPU matmul optimizations with Loom's passes:
@@ -93,9 +93,13 @@ disk cache. `--dtype bf16` runs the models converted with `model.to(torch.bfloat
 bf16 inputs, in Loom and in torch eager (checked within 2e-2 relative of torch's bf16 run).
 `--freeze` compiles with `freeze=True`: the parameters folded once and never checked again,
 as the runtimes' compiled models assume (by default every call compares them bit for bit).
+`--profile` adds, per row, where a call of the model spends its time (`compiler.explain(fast, x,
+profile=True)`, compiler/explain/torch.py): each Loom kernel's loop nests by layer with their
+GFLOP/s and share of the FMA peak, each op torch runs, the crossings between the two.
 
 `--peers` adds ONNX Runtime and OpenVINO (the `anchors` extra; tools/bench/peers.py) to
-`--shapes`, `--conv` (any `--dtype`) and `--model`, in the same process and rounds: kernels
+`--shapes`, `--conv` (any `--dtype`) and `--model` (and there inductor, `torch.compile` with
+`freezing`), in the same process and rounds: kernels
 as one-node ONNX graphs with the weight a constant (`MatMul`/`Conv`; int8: ONNX Runtime's
 `MatMulInteger`/`ConvInteger` and OpenVINO's int8 on a `DequantizeLinear` graph; bf16:
 OpenVINO's bf16 precision hint, named with the precision it ran), models through
@@ -197,6 +201,8 @@ def parse_args(argv):
                         "models through torch.onnx.export), where installed: pip install 'loomir[anchors]'")
     p.add_argument("--freeze", action="store_true",
                    help="--model: compile with freeze=True (the parameters folded once, never checked again)")
+    p.add_argument("--profile", action="store_true",
+                   help="--model: each row's profile: the time of each layer, torch op and crossing in a call")
     p.add_argument("--transposed", action="store_true",
                    help="--shapes: B is the transpose of an N x K array (x @ w.T), for Loom, numpy and torch")
     p.add_argument("--requantize", action="store_true",
@@ -213,6 +219,7 @@ def parse_args(argv):
                                ("--shapes-list", args.shapes_list, ("shapes", "ablation")),
                                ("--pipeline", args.pipeline, ("shapes", "compile")), ("--plot", args.plot, ("shapes", "conv")),
                                ("--transposed", args.transposed, ("shapes",)), ("--freeze", args.freeze, ("model",)),
+                               ("--profile", args.profile, ("model",)),
                                ("--requantize", args.requantize, ("conv",)),
                                ("--peers", args.peers, ("shapes", "conv", "model")),
                                ("--dtype", args.dtype != "f32", ("shapes", "conv", "model")),

@@ -59,6 +59,7 @@ with the conversion to write.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -94,9 +95,29 @@ class TraceAttributeError(TraceError, AttributeError):
     AttributeError still, so that `hasattr` and `getattr(x, name, default)` work."""
 
 
+_located = threading.local()  # the location `located()` gives the ops traced on this thread
+
+
+@contextlib.contextmanager
+def located(location: str):
+    """The ops traced inside the block carry `location` (`name:line:col`) in place of the
+    user's expression: a front end that traces from another program's nodes (the torch
+    backend: the module each ATen node came from) names them by what the user knows."""
+    previous = getattr(_located, "location", None)
+    _located.location = location
+    try:
+        yield
+    finally:
+        _located.location = previous
+
+
 def _user_location() -> str | None:
     """`file:line:col` of the innermost frame outside this module and the code Loom
-    generates (a kernel's call, `<loom kernel @f>`): the user's expression."""
+    generates (a kernel's call, `<loom kernel @f>`): the user's expression (or the
+    location `located()` gives)."""
+    given = getattr(_located, "location", None)
+    if given is not None:
+        return given
     frame = inspect.currentframe()
     while frame is not None and (frame.f_code.co_filename.startswith("<loom ")
                                  or os.path.abspath(frame.f_code.co_filename) == _HERE):
@@ -848,7 +869,7 @@ class JitFunction:
     last is always kept."""
 
     def __init__(self, fn: Callable, *, pipeline: str = "default", num_threads: int | None = None,
-                 remarks: bool = False, cache: bool = True):
+                 remarks: bool = False, cache: bool = True, profile: bool = False):
         if not callable(fn):
             raise TypeError(f"@loom.jit decorates a function, got {type(fn).__name__}")
         self.fn = fn
@@ -856,6 +877,7 @@ class JitFunction:
         self.num_threads = num_threads
         self.remarks = remarks
         self.cache = cache
+        self.profile = profile
         # signature -> its specialization, while the kernel cache holds it (or it was called last)
         self._specializations: weakref.WeakValueDictionary[tuple, Specialization] = weakref.WeakValueDictionary()
         self._token = object()  # the kernel cache's key for a specialization: (token, signature)
@@ -1032,7 +1054,7 @@ class JitFunction:
         # the ops carry the user's locations; the text's own lines are named as the trace's
         filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
         return dict(source=text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
-                    filename=filename, cache=self.cache)
+                    filename=filename, cache=self.cache, profile=self.profile)
 
     def _compile(self, args: tuple) -> Specialization:
         text, extras, single = self._trace(args)
@@ -1042,9 +1064,12 @@ class JitFunction:
 
 
 def jit(fn: Callable | None = None, *, pipeline: str = "default", num_threads: int | None = None,
-        remarks: bool = False, cache: bool = True):
+        remarks: bool = False, cache: bool = True, profile: bool = False):
     """Compile a numpy-like function with Loom: `@loom.jit` or `@loom.jit(pipeline=...,
-    num_threads=..., remarks=..., cache=...)`. See this module's docstring."""
+    num_threads=..., remarks=..., cache=..., profile=...)`. See this module's docstring;
+    `profile=True` compiles kernels that time their loop nests (`compile(profile=True)`:
+    `fn.kernel(*args).profile()`)."""
+    options = dict(pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache, profile=profile)
     if fn is None:
-        return lambda f: JitFunction(f, pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache)
-    return JitFunction(fn, pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache)
+        return lambda f: JitFunction(f, **options)
+    return JitFunction(fn, **options)

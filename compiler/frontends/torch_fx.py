@@ -52,6 +52,7 @@ import contextlib
 import functools
 import inspect
 import operator
+import re
 import threading
 import time
 from collections import Counter
@@ -124,6 +125,30 @@ def _tensor(node) -> torch.Tensor:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
+
+
+def layer_name(n: torch.fx.Node) -> str:
+    """The model's name for the module an ATen node came from (`layer1.0.conv1`, from the
+    node's `nn_module_stack`, which the capture keeps), else the node's own name."""
+    stack = n.meta.get("nn_module_stack")
+    if stack:
+        path = re.sub(r"^L\['\w+'\]\.?", "", list(stack.values())[-1][0])  # (dynamo's name of the root: self, fn)
+        if path:
+            return path
+    return n.name
+
+
+def node_flops(n: torch.fx.Node) -> int:
+    """The multiply-adds x 2 of a conv2d or matmul node (what the FMA peak is about); 0 for
+    any other op."""
+    if n.target not in COMPUTE:
+        return 0
+    out = _tensor(n)
+    if n.target is CONV:
+        w = _tensor(n.args[1])
+        return 2 * out.numel() * w[0].numel()  # (C / groups) x kh x kw per output
+    a = n.args[1] if n.target is aten.addmm.default else n.args[0]  # (addmm's first is the bias)
+    return 2 * out.numel() * _tensor(a).shape[-1]  # K
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -361,6 +386,7 @@ class LoomPartition(torch.nn.Module):
         self._constant_arrays: dict[torch.fx.Node, tuple[np.ndarray, ...]] = {c.node: () for c in self.constants}
         self._folded_from: dict[torch.fx.Node, list[np.ndarray]] = {}
         self.last_arrays: list[np.ndarray] | None = None
+        self._profiled: F.JitFunction | None = None
 
     # ---- planning ---------------------------------------------------------------------
 
@@ -441,7 +467,8 @@ class LoomPartition(torch.nn.Module):
         folded = {node: tuple(next(constants) for _ in made) for node, made in self._constant_arrays.items()}
         for n in self.graph_nodes:
             if n not in self.folded_casts:
-                env[n] = self._op(n, env, folded)
+                with F.located(f"{layer_name(n)}:1:1"):  # (the profile's and the errors' name for its ops)
+                    env[n] = self._op(n, env, folded)
         values = [env[r] for r in self.results]
         self.result_shapes = [v.shape for v in values]  # the reshapes left to torch (views there)
         self.result_nhwc = [v.nhwc for v in values]  # NHWC arrays, seen by torch as channels_last NCHW
@@ -618,6 +645,13 @@ class LoomPartition(torch.nn.Module):
             self._failed(e)
             return None
 
+    def profiled(self) -> F.JitFunction:
+        """The kernel's @compiler.jit function with profile=True: each of its loop nests
+        timed (`compiler.explain(..., profile=True)`); compiled at its first call."""
+        if self._profiled is None:
+            self._profiled = F.jit(self._body_fn, **self._options, profile=True)
+        return self._profiled
+
     def build(self) -> None:
         """Compile the kernel for the prepared example (from the disk cache where
         compile_in_parallel put it); a failure keeps the torch fallback (and says why)."""
@@ -646,7 +680,10 @@ class LoomPartition(torch.nn.Module):
             return self.fallback(*tensors)
         arrays = self.arrays(tensors)
         self.last_arrays = arrays
-        result = self.jit(*arrays)
+        return self.torch_results(self.jit(*arrays))
+
+    def torch_results(self, result):
+        """The kernel's result as torch's: tensors viewing its arrays (NHWC ones as NCHW)."""
         results = (result,) if self.single else result
         outs = []
         for r, shape, nhwc in zip(results, self.result_shapes, self.result_nhwc):
@@ -688,7 +725,8 @@ class TorchProgram:
         programs = getattr(_recording, "programs", None)
         if programs is not None and self not in programs:
             programs.append(self)
-        return self.module(*args)
+        run = getattr(_recording, "runner", None)
+        return self.module(*args) if run is None else run(self, args)
 
     @property
     def ops(self) -> list[Placement]:
@@ -720,6 +758,18 @@ class TorchProgram:
 
 
 @contextlib.contextmanager
+def running_with(runner: Callable):
+    """Inside the block a TorchProgram runs as `runner(program, args)` says (an interpreter
+    that times each node: compiler/explain/torch.py) in place of its module."""
+    previous = getattr(_recording, "runner", None)
+    _recording.runner = runner
+    try:
+        yield
+    finally:
+        _recording.runner = previous
+
+
+@contextlib.contextmanager
 def recording():
     """The TorchPrograms that run inside the block, in the order they first ran."""
     ran: list[TorchProgram] = []
@@ -736,8 +786,13 @@ def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
     mutation is a copy_ back at the end), dead code gone. Traced on fake tensors: nothing
     runs, so no side effect happens (it happens at each call, once). Outside dynamo's tracing
     context, whose fake tensors have symbolic sizes: make_fx makes its own, of static sizes."""
-    with torch.no_grad(), torch._guards.tracing(None):
-        gm = make_fx(torch.func.functionalize(fn), tracing_mode="fake")(*inputs)
+    if isinstance(fn, torch.fx.GraphModule):
+        interpreter = torch.fx.Interpreter(fn)
+        run = lambda *a: interpreter.run(*a)
+    else:
+        run = fn
+    with torch.no_grad(), torch._guards.tracing(None), torch.fx.traceback.preserve_node_meta():
+        gm = make_fx(torch.func.functionalize(run), tracing_mode="fake")(*inputs)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm

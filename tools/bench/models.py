@@ -8,10 +8,13 @@ timed beside it: one process, interleaved, medians of rounds, inference (`torch.
 The compile time is the first call's, cold (an empty disk cache) and warm (the same
 program built again after `torch._dynamo.reset()` and an empty memory cache: every kernel
 from the disk cache). Needs torch (and torchvision for ResNet-18): the `bench` extra.
+`--peers` adds inductor (`torch.compile` with freezing) and the runtimes of tools/bench/peers.py,
+timed in the same rounds; `--profile` the model's profile per row (compiler/explain/torch.py).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -19,7 +22,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -46,9 +50,11 @@ class ModelRow:
     kernels: int
     cold: float  # seconds: torch.compile + first call, empty disk cache
     warm: float  # the same, every kernel from the disk cache
-    #: ONNX Runtime's and OpenVINO's median seconds and relative errors (of torch eager), by name (`--peers`)
+    #: inductor's, ONNX Runtime's and OpenVINO's median seconds and relative errors (of torch eager), by name
+    #: (`--peers`)
     peers: dict[str, float] = field(default_factory=dict)
     peer_errors: dict[str, float] = field(default_factory=dict)
+    profile: Any = None  # `--profile`: compiler.explain.torch.ModelProfile
 
     @property
     def ok(self) -> bool:
@@ -89,10 +95,24 @@ def _build(model, x, threads: int, freeze: bool = False):
     return fast, ran, time.perf_counter() - start
 
 
+def _inductor(model, x) -> anchors.Peer:
+    """torch.compile's own backend, with `freezing` (the parameters folded as constants, as
+    the runtimes do: the way inductor runs inference fastest), compiled now."""
+    import torch
+    from torch._inductor import config
+
+    compiled = torch.compile(copy.deepcopy(model), dynamic=False)
+    with config.patch(freezing=True):
+        compiled(x)  # (freezing is read when it compiles)
+    return anchors.Peer("inductor (freezing)", lambda: compiled(x).float())
+
+
 def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
                   cache_folder: str, dtype: str = "f32", with_runtimes: bool = False,
-                  freeze: bool = False) -> ModelRow:
+                  freeze: bool = False, profile: bool = False) -> ModelRow:
     import torch
+
+    from compiler.explain.torch import profile_model
 
     torch.set_num_threads(threads)
     model, x = build_model(name, batch)
@@ -106,7 +126,7 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     with torch.no_grad():
         got, want = fast(x), model(x)
     rel = float((got.double() - want.double()).abs().max() / want.double().abs().max())
-    runtimes = anchors.model_peers(model, x, threads, dtype) if with_runtimes else []
+    runtimes = [_inductor(model, x), *anchors.model_peers(model, x, threads, dtype)] if with_runtimes else []
     scale = float(want.double().abs().max())
     peer_errors = {p.name: p.check(want.double().numpy()) / scale for p in runtimes}
     timing = timed_rounds([lambda: fast(x), lambda: model(x), *(p.run for p in runtimes)], budget=budget,
@@ -115,13 +135,14 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     kernels = sum(1 for program in ran for p in program.partitions if p.error is None)
     return ModelRow(name, batch, threads, dtype, timing.median(0), timing.median(1), timing.ratios(1), rel,
                     sum(p.where == "loom" for p in placements), len(placements), kernels, cold, warm,
-                    {p.name: timing.median(2 + i) for i, p in enumerate(runtimes)}, peer_errors)
+                    {p.name: timing.median(2 + i) for i, p in enumerate(runtimes)}, peer_errors,
+                    profile_model(fast, x, calls=max(rounds, 3)) if profile else None)
 
 
 def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads: Sequence[int] = (1, 2),
                budget: float = 2.0, repeat: int = 20, rounds: int = 5, dtype: str = "f32",
                with_runtimes: bool = False, on_row: Callable[[ModelRow], None] | None = None,
-               freeze: bool = False) -> list[ModelRow]:
+               freeze: bool = False, profile: bool = False) -> list[ModelRow]:
     import torch
 
     rows = []
@@ -133,7 +154,7 @@ def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads
                     for t in threads:
                         rows.append(measure_model(name, batch, t, budget=budget, repeat=repeat, rounds=rounds,
                                                   cache_folder=folder, dtype=dtype, with_runtimes=with_runtimes,
-                                                  freeze=freeze))
+                                                  freeze=freeze, profile=profile))
                         if on_row:
                             on_row(rows[-1])
         finally:
@@ -162,7 +183,14 @@ def markdown_models(rows: list[ModelRow]) -> str:
 
 
 def models_json(rows: list[ModelRow]) -> list[dict]:
-    return [{**asdict(r), "speedup": float(np.median(r.speedups)), "ok": r.ok} for r in rows]
+    out = []
+    for r in rows:
+        row = {f.name: getattr(r, f.name) for f in fields(r) if f.name != "profile"}
+        if r.profile is not None:
+            row["profile"] = [{**asdict(line), "share_of_peak": r.profile.share_of_peak(line)}
+                              for line in r.profile.lines]
+        out.append({**row, "speedup": float(np.median(r.speedups)), "ok": r.ok})
+    return out
 
 
 def model_mode(args) -> int:
@@ -180,7 +208,7 @@ def model_mode(args) -> int:
 
     rows = run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
                       repeat=args.repeat, rounds=args.rounds, dtype=args.dtype, with_runtimes=args.peers,
-                      on_row=None if args.json else progress, freeze=args.freeze)
+                      on_row=None if args.json else progress, freeze=args.freeze, profile=args.profile)
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": models_json(rows)}, indent=1))
@@ -190,4 +218,7 @@ def model_mode(args) -> int:
               f"{args.rounds} round{'s' * (args.rounds != 1)}"
               + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown_models(rows))
+        for r in rows:
+            if r.profile is not None:
+                print(f"\n{r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}, {r.dtype}:\n{r.profile}")
     return 0 if all(r.ok for r in rows) else 1
