@@ -732,3 +732,14 @@ def test_matrix_vector_columns_split_only_into_equal_blocks():
     assert default._column_blocks(plan_matmul(1, 4080, 4096, AVX512_TARGET), set(), AVX512_TARGET) == 0
     assert default._column_blocks(plan_matmul(5, 224, 511, AVX2_TARGET), set(), AVX2_TARGET) == 112
 
+
+
+@pytest.mark.parametrize("k, tile", [(4608, (7, 32)), (2304, (7, 32)), (256, (4, 64))])
+def test_a_direct_conv_whose_rows_seven_divide_takes_seven_row_tiles_where_its_filter_outgrows_l2(k, tile):
+    """ResNet's 7x7 maps at batch 1: 49 rows, which 4 leaves one of, a copy that would read
+    the filter unpacked all over again; where the filter (K x 512 f32) is larger than L2
+    (1 MiB), 7x32 tiles (`MEASURED_WINDOW_ROW_TILES`); the 1x1 projection's 512 KiB keeps 4x64."""
+    znver4 = Target("znver4", 32768, 1 << 20, 32 << 20, 512, 32, True)
+    plan = plan_matmul(49, 512, k, znver4, in_place="A")
+    assert (plan.mr, plan.nr) == tile
+    assert (plan_matmul(56 * 56, 512, k, znver4, in_place="A").mr, plan_matmul(49, 512, k, znver4).mr) == (4, 8)

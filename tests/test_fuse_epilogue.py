@@ -807,3 +807,32 @@ def test_a_bf16_result_is_rounded_in_the_nest(m, n, k, seed):
     got = kern(a, b, bias)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(got.view(np.uint16), unfused(a, b, bias).view(np.uint16))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_an_f32_layer_on_seven_rows_with_a_filter_past_l2_takes_seven_row_tiles(monkeypatch, stride):
+    """f32 NHWC layers on ResNet's 7x7 maps whose filter is larger than L2 (here made 64 KiB,
+    planned as znver4): register tiles of 7 rows (`cost_model.MEASURED_WINDOW_ROW_TILES`), no
+    copy of the 49th row; within the f32 bound of the float64 reference, its bias and relu fused."""
+    monkeypatch.setenv("LOOM_TARGET", "cpu=znver4,l2=65536,vector_bits=512,vector_registers=32")
+    hw = 7 * stride
+    c, f = 64, 64  # K = 576, a 144 KiB filter
+    full = (1, c, hw, hw, f, 3, 3, (stride, stride), (1, 1), (1, 1))
+    x_shape, w_shape, y_shape = layer_shapes(full, "nhwc")
+    assert y_shape[1:3] == (7, 7)
+    src = f"""func.func @f(%x: tensor<{'x'.join(map(str, x_shape))}xf32>, %w: tensor<{'x'.join(map(str, w_shape))}xf32>,
+                  %b: tensor<{f}xf32>) -> tensor<{'x'.join(map(str, y_shape))}xf32> {{
+  %y = loom.conv2d %x, %w {{strides = array<i64: {stride}, {stride}>, padding = array<i64: 1, 1>, layout = "nhwc"}} : (tensor<{'x'.join(map(str, x_shape))}xf32>, tensor<{'x'.join(map(str, w_shape))}xf32>) -> tensor<{'x'.join(map(str, y_shape))}xf32>
+  %s = loom.add %y, %b : (tensor<{'x'.join(map(str, y_shape))}xf32>, tensor<{f}xf32>) -> tensor<{'x'.join(map(str, y_shape))}xf32>
+  %r = loom.relu %s : tensor<{'x'.join(map(str, y_shape))}xf32>
+  func.return %r : tensor<{'x'.join(map(str, y_shape))}xf32>
+}}"""
+    kern = compiler.compile(src, pipeline="default", remarks=True, cache=False)
+    rng = np.random.default_rng(stride)
+    args = [rng.standard_normal(s).astype(np.float32) for s in (x_shape, w_shape, (f,))]
+    ref = compiler.reference(src, *args)
+    bound = 4 * c * 9 * np.finfo(np.float32).eps * np.abs(ref).max()
+    assert np.abs(kern(*args) - ref).max() <= bound
+    _one_nest(kern, "add (line 4), relu (line 5)")
+    assert any("] matmul" in x and "register tile 7x32" in x for x in kern.remarks), kern.remarks
+    assert not any("peeled copy" in x for x in kern.remarks), kern.remarks

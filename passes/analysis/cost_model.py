@@ -242,6 +242,13 @@ MEASURED_DOT_TILES: dict[str, tuple[int, int]] = {"znver4": (4, 64)}
 #: 3x3 C512 170 / 180 / 183 / 148, 3x3/2 C256 -> 512 185 / 190 / 193 / 159 (3x3 C64 56^2,
 #: whose 3136 rows 4 divides, 226 / 223 / 204 / 94)
 MEASURED_DOT_ROW_TILES: dict[str, tuple[int, int]] = {"znver4": (7, 48)}
+#: the same for an f32 direct convolution, where B (the filter) is larger than L2: the
+#: leftover rows' copy would stream it all from L3 or memory again. ResNet-18's 7x7 maps at
+#: batch 1 (M = 49), NHWC, znver4, in one process, GFLOP/s 4x64 / 7x32 / 7x48, one thread:
+#: 3x3 C512 77.1 / 90.8 / 85.6, 3x3/2 C256 -> 512 83.2 / 90.5 / 88.5; two threads: 126.2 /
+#: 146.4 / 140.6, 136.0 / 146.7 / 144.0. Its 1x1/2 projection, whose 512 KiB filter fits L2:
+#: 90.2 / 87.2 / 89.2 (two threads 94.0 / 89.4 / 94.5), so it keeps 4x64
+MEASURED_WINDOW_ROW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (7, 32)}}
 #: the dot-product instructions whose KC (A's sliver in L1) and NC (B's block in L3) are
 #: sized by the packed element, not C's: they read their operands' own elements. znver4,
 #: one thread, in one process, KC/MC/NC from C's i32 -> from the bytes: u8 x s8 2048^3
@@ -365,8 +372,9 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
                  packed_bytes: int, dot: str) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e, windows, bool(dot))
-    rows = MEASURED_DOT_ROW_TILES.get(target.cpu)
-    if dot and windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
+    rows = (MEASURED_DOT_ROW_TILES.get(target.cpu) if dot else
+            MEASURED_WINDOW_ROW_TILES.get(target.cpu, {}).get(e) if k * n * e > target.l2 else None)
+    if windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
         mr, nr = rows
     w = target.lanes(e)
     accumulators = mr * -(-nr // w)
