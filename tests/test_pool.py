@@ -3,9 +3,13 @@ reused, small ones are not pooled; concurrent calls each get a buffer of their o
 `clear()` frees what is parked."""
 
 import ctypes
+import platform
+import subprocess
+import sys
 import threading
 
 import numpy as np
+import pytest
 
 import compiler
 from compiler.jit import pool
@@ -153,3 +157,84 @@ def test_at_most_slots_buffers_stay_parked_and_null_is_not_parked():
         give(p, n)
     assert pool.clear() == pool.SLOTS
     assert pool.clear() == 0
+
+
+def _relu_source(rows: int, cols: int) -> str:
+    t = f"tensor<{rows}x{cols}xf32>"
+    return f"func.func @f(%x: {t}) -> {t} {{\n  %y = loom.relu %x : {t}\n  func.return %y : {t}\n}}"
+
+
+def test_large_outputs_come_from_the_pool_and_go_back_when_the_array_dies():
+    kern = compiler.compile(_relu_source(256, 256))  # a 256 KiB output
+    x = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    pool.clear()
+    y = kern(x)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert y.flags.c_contiguous and y.flags.writeable and y.flags.aligned and y.ctypes.data % 64 == 0
+    first = y.ctypes.data
+    view = y[::2]  # a view keeps the buffer
+    del y
+    other = kern(x)
+    assert other.ctypes.data != first
+    np.testing.assert_array_equal(view, np.maximum(x, 0)[::2])
+    del view, other
+    # both parked again: the next calls get them back, no new memory
+    again = [kern(x), kern(x)]
+    assert first in {a.ctypes.data for a in again}
+    np.testing.assert_array_equal(again[0], again[1])
+
+
+def test_small_outputs_are_numpys_own():
+    kern = compiler.compile(_relu_source(8, 8))
+    y = kern(np.ones((8, 8), np.float32))
+    assert y.base is None and y.flags.owndata
+
+
+FAULTS = """
+import ctypes, resource, sys
+import numpy as np
+import compiler
+libc = ctypes.CDLL(None)
+libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD fixed: every large malloc maps fresh pages, freed ones go back
+t = "tensor<1024x2048xf32>"  # 8 MiB: 2048 pages
+kern = compiler.compile(f"func.func @f(%x: {t}) -> {t} {{\\n  %y = loom.relu %x : {t}\\n  func.return %y : {t}\\n}}")
+x = np.ones((1024, 2048), np.float32)
+use_torch = sys.argv[1] == "torch"
+if use_torch:
+    import torch
+    conv, image = torch.nn.Conv2d(64, 64, 3, padding=1), torch.randn(1, 64, 112, 112)
+def faults(fn):
+    spent = []
+    for _ in range(6):
+        if use_torch:
+            with torch.no_grad():
+                conv(image)  # torch allocates and frees its 3 MiB output
+        else:
+            np.ones(12 << 20, np.uint8)  # 12 MiB mapped, touched, unmapped
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        y = fn()
+        spent.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        del y
+    return sorted(spent[1:])  # (the first call maps what the pool then keeps)
+def plain():
+    y = np.empty((1024, 2048), np.float32)
+    y[...] = 1
+    return y
+print(faults(lambda: kern(x))[-1], faults(plain)[2])  # Loom's most, numpy's median
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt(M_MMAP_THRESHOLD) is glibc's")
+@pytest.mark.parametrize("between", ["numpy", "torch"])
+def test_outputs_do_not_fault_in_fresh_pages_between_other_code(between):
+    """Where the allocator hands back memory that other code freed (glibc with a fixed mmap
+    threshold: each 8 MiB array is fresh pages, faulted in as it is written; in a model, torch's ops
+    between Loom's calls), the pool's outputs stay mapped: no page faults per call."""
+    if between == "torch":
+        pytest.importorskip("torch")
+    run = subprocess.run([sys.executable, "-c", FAULTS, between], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    loom_faults, numpy_faults = map(int, run.stdout.split())
+    if numpy_faults < 64:  # (transparent huge pages: 2 MiB a fault)
+        pytest.skip(f"fresh pages cost numpy only {numpy_faults} faults here: nothing to avoid")
+    assert loom_faults <= 16, (loom_faults, numpy_faults)  # numpy's array: hundreds (516 on znver4's VM)

@@ -37,6 +37,7 @@ passes/conversion/loom_lower_parallel.py) is `parallel`. Two limits of libgomp's
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -127,6 +128,10 @@ class ArgSpec:
             object.__setattr__(self, "strides", c)
         contiguous = self.offset == 0 and _significant(self.shape, self.strides) == _significant(self.shape, c)
         object.__setattr__(self, "contiguous", contiguous)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def fits(self, a: np.ndarray) -> bool:
         """Whether `a`'s layout is the one the code addresses (dtype and shape checked
@@ -398,7 +403,7 @@ class Kernel:
         if self._parallel and _fork_unwarned[0]:
             _warn_forked()
         ins = self.check(arrays)
-        outs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+        outs = [_allocator(spec) for spec in self.outputs]
         counters = [] if self._counters is None else [_ffi.from_buffer(self._counters)]
         if self._direct:
             status = self._cfunc(*[_ffi.from_buffer(a) for a in (*ins, *outs)], *counters)
@@ -409,6 +414,31 @@ class Kernel:
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class _Allocator:
+    """How a call allocates the kernel's outputs: `np.empty`, or for an output of
+    `min_bytes` or more the buffer pool's `empty` (compiler/jit/pool.py, which sets itself
+    here: this module does not import it)."""
+
+    def __init__(self):
+        self.large, self.min_bytes = np.empty, 0
+
+    def of(self, spec: ArgSpec):
+        """The function that allocates this output: `(shape, dtype) -> array`."""
+        return self.large if spec.nbytes >= self.min_bytes and self.large is not np.empty else np.empty
+
+    def __call__(self, spec: ArgSpec) -> np.ndarray:
+        return self.of(spec)(spec.shape, spec.dtype)
+
+
+_allocator = _Allocator()
+
+
+def set_output_allocator(empty, min_bytes: int) -> None:
+    """Allocate the outputs of `min_bytes` or more with `empty(shape, dtype)` (the buffer
+    pool's), in the kernels made from now on and in every call of `Kernel._call`."""
+    _allocator.large, _allocator.min_bytes = empty, min_bytes
 
 
 def _c_type(kernel: Kernel, argument: str) -> str:
@@ -430,7 +460,7 @@ def _fast_call(kernel: Kernel):
     `objects_wrapper`'s function, the arrays go by their addresses (`id`, 28 ns each),
     not through cffi's `from_buffer` (200-320 ns each)."""
     names = [f"a{i}" for i in range(len(kernel.inputs))]
-    env: dict = {"ndarray": np.ndarray, "empty": np.empty, "fb": _ffi.from_buffer, "f": kernel._cfunc,
+    env: dict = {"ndarray": np.ndarray, "fb": _ffi.from_buffer, "f": kernel._cfunc,
                  "forked": _fork_unwarned, "warn_forked": _warn_forked}
     if kernel.objects_address:  # each array by its address (id), not through cffi's from_buffer
         env.update(f=_ffi.cast(_c_type(kernel, "intptr_t"), kernel.objects_address), fb=id)
@@ -441,7 +471,7 @@ def _fast_call(kernel: Kernel):
                      f"and a{i}.strides == T{i} and a{i}.flags.aligned")
     outs = [f"o{i}" for i in range(len(kernel.outputs))]
     for i, spec in enumerate(kernel.outputs):
-        env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype})
+        env.update({f"OS{i}": spec.shape, f"OD{i}": spec.dtype, f"new{i}": _allocator.of(spec)})
     counters = []
     if kernel._counters is not None:
         env["P"], counters = kernel._counters, ["P"]
@@ -453,7 +483,7 @@ def _fast_call(kernel: Kernel):
              *([f"    {', '.join(names)}, = arrays"] if names else []),
              f"    if not ({' and '.join(tests) or 'True'}):",
              "        return miss(arrays)",
-             *[f"    o{i} = empty(OS{i}, OD{i})" for i in range(len(outs))],
+             *[f"    o{i} = new{i}(OS{i}, OD{i})" for i in range(len(outs))],
              f"    status = f({pointers})" if kernel.returns_status else f"    f({pointers})",
              *(["    if status:", "        raise kernel._allocation_error(status)"] if kernel.returns_status else []),
              f"    return {', '.join(outs) if len(outs) > 1 else outs[0] if outs else 'None'}"]
