@@ -836,3 +836,27 @@ def test_an_f32_layer_on_seven_rows_with_a_filter_past_l2_takes_seven_row_tiles(
     _one_nest(kern, "add (line 4), relu (line 5)")
     assert any("] matmul" in x and "register tile 7x32" in x for x in kern.remarks), kern.remarks
     assert not any("peeled copy" in x for x in kern.remarks), kern.remarks
+
+
+def test_epilogues_fuse_in_a_function_long_enough_to_be_outlined():
+    """Eight layers of relu(x @ w + b): 32 nests, past loom-outline's 16, so each matmul
+    moves into a function with its zero fill, its add and its relu and the buffers between
+    them; the epilogue fuses there as in a short function."""
+    layers, n = 8, 24
+    t, wt = f"tensor<{n}x{n}xf32>", f"tensor<{n}x{n}xf32>"
+    args = ", ".join(f"%w{i}: {wt}, %b{i}: tensor<{n}xf32>" for i in range(layers))
+    lines = [f"func.func @mlp(%x0: {t}, {args}) -> {t} {{"]
+    for i in range(layers):
+        lines += [f"  %c{i} = loom.matmul %x{i}, %w{i} : ({t}, {wt}) -> {t}",
+                  f"  %s{i} = loom.add %c{i}, %b{i} : ({t}, tensor<{n}xf32>) -> {t}",
+                  f"  %x{i + 1} = loom.relu %s{i} : {t}"]
+    src = "\n".join([*lines, f"  func.return %x{layers} : {t}", "}"])
+    kern = compiler.compile(src, remarks=True, cache=False)
+    # one function for the eight layers (the same nests), its epilogue fused once for all
+    assert any("[loom-outline] 32 of 32 loop nests moved into 1 function" in r for r in kern.remarks), kern.remarks
+    assert [("fused add" in r and "relu" in r and "no longer written" in r) for r in fused(kern)] == [True]
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((n, n)).astype(np.float32)]
+    for _ in range(layers):
+        arrays += [(rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)]
+    assert_within_bound(kern(*arrays), compiler.reference(src, *arrays), layers * n, np.float32)

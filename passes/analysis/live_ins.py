@@ -6,6 +6,7 @@ them; loom-lower-parallel gives a parallel loop's body to threads with them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType
@@ -48,9 +49,9 @@ def use_inside(ops: Operation | Block, inside: dict[SSAValue, SSAValue]) -> None
                 op.operands[i] = value
 
 
-def _defined_inside(nest: Operation) -> set[SSAValue]:
+def _defined_inside(ops: Sequence[Operation]) -> set[SSAValue]:
     values: set[SSAValue] = set()
-    for op in nest.walk():
+    for op in (o for top in ops for o in top.walk()):
         values.update(op.results)
         for region in op.regions:
             for block in region.blocks:
@@ -58,12 +59,15 @@ def _defined_inside(nest: Operation) -> set[SSAValue]:
     return values
 
 
-def outline_inputs(nest: Operation, entry: Block, *, loop_values: bool = False) -> OutlineInputs | None:
-    """The nest's inputs, or None when a buffer it reads is not a whole buffer of the
-    function (an argument or an allocation) or a view of one. With `loop_values`, a
-    value of a loop around the nest (an iv, an iter_arg) that is not a memref is an
-    input too (loom-lower-parallel outlines loops nested in others)."""
-    inside = _defined_inside(nest)
+def outline_inputs(nest: Operation | Sequence[Operation], entry: Block, *,
+                   loop_values: bool = False) -> OutlineInputs | None:
+    """The inputs of the nest (or of the ops, moved together), or None when a buffer it
+    reads is not a whole buffer of the function (an argument or an allocation) or a view
+    of one. With `loop_values`, a value of a loop around the nest (an iv, an iter_arg)
+    that is not a memref is an input too (loom-lower-parallel outlines loops nested in
+    others)."""
+    ops = [nest] if isinstance(nest, Operation) else list(nest)
+    inside = _defined_inside(ops)
     found = OutlineInputs([], [])
     seen: set[SSAValue] = set()
 
@@ -91,7 +95,7 @@ def outline_inputs(nest: Operation, entry: Block, *, loop_values: bool = False) 
         found.arguments.append(value)
         return True
 
-    for op in nest.walk():
+    for op in (o for top in ops for o in top.walk()):
         if not all(visit(v) for v in op.operands):
             return None
     return found
