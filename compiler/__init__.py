@@ -36,8 +36,9 @@ _API = {
     "ArgSpec": "compiler.jit.kernel",
     "LoomError": "passes.support.diagnostics",
     "PIPELINES": "passes.pipelines",
-    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "matmul", "add", "multiply", "quantize",
-                     "dequantize", "transpose", "reshape", "broadcast_to", "contiguous"], "compiler.frontends.python"),
+    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "max_pool2d", "mean", "matmul", "add",
+                     "multiply", "quantize", "dequantize", "transpose", "reshape", "broadcast_to", "contiguous"],
+                    "compiler.frontends.python"),
 }
 
 __all__ = [*_API, "torch_backend", "from_torch"]

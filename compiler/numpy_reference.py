@@ -38,6 +38,25 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
 
 
+def max_pool2d(x: np.ndarray, window, strides, padding, nhwc: bool) -> np.ndarray:
+    """The greatest element of each window (NCHW, or NHWC), the border never chosen, a NaN
+    in a window its maximum."""
+    if nhwc:
+        return np.ascontiguousarray(max_pool2d(x.transpose(0, 3, 1, 2), window, strides, padding, False)
+                                    .transpose(0, 2, 3, 1))
+    n, c, h, w = x.shape
+    (r, s), (sh, sw), (ph, pw) = window, strides, padding
+    ho, wo = loom.conv2d_output_hw(h, w, r, s, strides, padding, (1, 1))
+    least = np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf
+    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), least, dtype=x.dtype)
+    xp[:, :, ph : ph + h, pw : pw + w] = x
+    out = np.full((n, c, ho, wo), least, dtype=x.dtype)
+    for ri in range(r):
+        for si in range(s):
+            out = np.maximum(out, xp[:, :, ri : ri + sh * (ho - 1) + 1 : sh, si : si + sw * (wo - 1) + 1 : sw])
+    return out
+
+
 def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:
     """The dtype the reference holds values of `element_type` in: int64 for the integers
     (exact; an i32 result is then wrapped as the kernel's arithmetic wraps), else `dtype`."""
@@ -88,6 +107,10 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
     elif isinstance(op, loom.Conv2DOp):
         conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
         value = conv(a[0], a[1], *op.conv_params())
+    elif isinstance(op, loom.MaxPool2DOp):
+        value = max_pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc")
+    elif isinstance(op, loom.MeanOp):
+        value = np.mean(a[0], axis=op.reduced(a[0].ndim), keepdims=True)
     elif isinstance(op, loom.AddOp):
         value = a[0] + a[1]
     elif isinstance(op, loom.MulOp):
@@ -164,6 +187,11 @@ def flops(fn: func.FuncOp) -> int:
         elif isinstance(op, loom.Conv2DOp):
             c, r, s = op.window()
             total += 2 * out * c * r * s
+        elif isinstance(op, loom.MaxPool2DOp):
+            (r, s), _, _ = op.pool_params()
+            total += out * r * s
+        elif isinstance(op, loom.MeanOp):
+            total += int(np.prod(op.ins[0].type.get_shape())) + out
         else:
             total += out
     return total
@@ -185,6 +213,9 @@ def reduction_length(fn: func.FuncOp) -> int:
         elif isinstance(op, loom.Conv2DOp):
             c, r, s = op.window()
             total += c * r * s
+        elif isinstance(op, loom.MeanOp):  # the sum, then the scale
+            shape = op.ins[0].type.get_shape()
+            total += int(np.prod([shape[d] for d in op.reduced(len(shape))])) + 1
         else:
             total += 1
     return max(total, 1)

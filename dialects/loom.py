@@ -529,6 +529,123 @@ class Conv2DOp(ContractionOp):
         return (n, f, ho, wo) if layout == "nchw" else (n, ho, wo, f)
 
 
+@irdl_op_definition
+class MaxPool2DOp(LoomComputeOp):
+    """2-D max pooling: the greatest element of each window of the spatial dimensions (NCHW
+    input, or NHWC with `layout = "nhwc"`), the padded border never chosen (torch's
+    `max_pool2d` with dilation 1 and ceil_mode false; a NaN in a window is its maximum).
+    `window` is required, `strides` default to it, `padding` (at most half the window, so
+    that every window holds an element of the input) to 0.
+
+    ```mlir
+    %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"} : tensor<1x112x112x64xf32> -> tensor<1x56x56x64xf32>
+    ```
+    """
+
+    name = "loom.max_pool2d"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+
+    window = opt_prop_def(Attribute)
+    strides = opt_prop_def(Attribute)
+    padding = opt_prop_def(Attribute)
+    layout = opt_prop_def(Attribute)
+
+    def _pair(self, name: str, least: int, default: tuple[int, int] | None) -> tuple[int, int]:
+        attr = self.properties.get(name)
+        if attr is None:
+            if default is None:
+                raise VerifyException(f"attribute '{name}' is required: array<i64: a, b> with a, b >= {least}")
+            return default
+        form = f"attribute '{name}' must be array<i64: a, b> with a, b >= {least}"
+        if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+            raise VerifyException(f"{form}, got {attr}")
+        vals = attr.get_values()
+        if len(vals) != 2 or min(vals) < least:
+            raise VerifyException(f"{form}, got {attr}")
+        return (int(vals[0]), int(vals[1]))
+
+    def pool_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """(window, strides, padding), defaults filled in and validated."""
+        window = self._pair("window", 1, None)
+        strides = self._pair("strides", 1, window)
+        padding = self._pair("padding", 0, (0, 0))
+        if any(2 * p > k for p, k in zip(padding, window)):
+            raise VerifyException(f"padding {list(padding)} is more than half the window {list(window)}: a window "
+                                  "would hold only the padded border")
+        return window, strides, padding
+
+    def layout_name(self) -> str:
+        """"nchw" (the default) or "nhwc"."""
+        attr = self.properties.get("layout")
+        if attr is None:
+            return "nchw"
+        if not isinstance(attr, StringAttr) or attr.data not in ("nchw", "nhwc"):
+            raise VerifyException(f'attribute \'layout\' must be "nchw" or "nhwc", got {attr}')
+        return attr.data
+
+    def verify_(self) -> None:
+        self.pool_params()
+        self.layout_name()
+        super().verify_()
+
+    def result_shape(self, shapes):
+        (x,) = shapes
+        (r, s), strides, padding = self.pool_params()
+        nhwc = self.layout_name() == "nhwc"
+        if len(x) != 4:
+            raise VerifyException(f"{self._describe(0)} must have rank 4 ({'NHWC' if nhwc else 'NCHW'}), got shape "
+                                  f"{_fmt_shape(x)}")
+        n, c, h, w = (x[0], x[3], x[1], x[2]) if nhwc else x
+        ho, wo = conv2d_output_hw(h, w, r, s, strides, padding, (1, 1))
+        if ho < 1 or wo < 1:
+            raise VerifyException(f"window {r}x{s} does not fit the padded input {h + 2 * padding[0]}x"
+                                  f"{w + 2 * padding[1]}")
+        return (n, ho, wo, c) if nhwc else (n, c, ho, wo)
+
+
+@irdl_op_definition
+class MeanOp(LoomComputeOp):
+    """The mean over `axes` (distinct, in range), each kept with size 1 (numpy's `keepdims`):
+    a global average pool is the mean over H and W. f32 or f64; summed in the element type,
+    then multiplied by 1 / (the count).
+
+    ```mlir
+    %m = loom.mean %x {axes = array<i64: 1, 2>} : tensor<8x7x7x512xf32> -> tensor<8x1x1x512xf32>
+    ```
+    """
+
+    name = "loom.mean"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+
+    axes = opt_prop_def(Attribute)
+
+    def reduced(self, rank: int) -> tuple[int, ...]:
+        """The axes, validated against the input's rank (negative ones counted from the end)."""
+        attr = self.properties.get("axes")
+        form = "attribute 'axes' must be array<i64: ...> of distinct axes of the input"
+        if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+            raise VerifyException(f"{form}, got {attr}")
+        axes = [int(a) for a in attr.get_values()]
+        if not axes or any(not -rank <= a < rank for a in axes):
+            raise VerifyException(f"{form} (rank {rank}), got {attr}")
+        normal = tuple(sorted(a % rank for a in axes))
+        if len(set(normal)) != len(normal):
+            raise VerifyException(f"{form}, got {attr}")
+        return normal
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        for what, t in ((self._describe(0), ins[0]), (which, out)):
+            if t not in (f32, f64):
+                raise VerifyException(f"{what} has element type {t}: {self.name} computes in f32 and f64")
+        if ins[0] != out:
+            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected {out} (the {which}'s)")
+
+    def result_shape(self, shapes):
+        (x,) = shapes
+        axes = self.reduced(len(x))
+        return tuple(1 if d in axes else n for d, n in enumerate(x))
+
+
 class ElementwiseBinaryOp(LoomComputeOp):
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
     IN_PLACE: ClassVar[bool] = True
@@ -1070,5 +1187,5 @@ class TicksOp(IRDLOperation):
         super().__init__(result_types=[i64])
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
                        PrefetchOp, TicksOp], [])

@@ -246,19 +246,58 @@ def test_alpha_and_beta_scale_their_own_operands():
 
 def test_an_unsupported_op_in_the_middle_splits_the_graph():
     torch.manual_seed(3)
-    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3),
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(8, 8, 3),
                           nn.Flatten(), nn.Linear(8 * 2 * 2, 10), nn.Softmax(dim=1)).eval()
     x = torch.randn(3, 4, 8, 8)
     program = loom.from_torch(model, (x,))
-    check(program(x), model, x, k=36 + 72 + 32)
+    check(program(x), model, x, k=36 + 4 + 72 + 32)
     assert len(program.partitions) == 2
     where = {p.op: p for p in program.placements}
-    assert where["aten.max_pool2d_with_indices"].where == "torch"
-    assert "no operation for aten.max_pool2d_with_indices" in where["aten.max_pool2d_with_indices"].reason
+    assert where["aten.avg_pool2d"].where == "torch"
+    assert "no operation for aten.avg_pool2d" in where["aten.avg_pool2d"].reason
     assert where["aten._softmax"].where == "torch"
     assert where["aten.addmm"].where == "loom"
     report = program.report()
     assert "in torch:" in report and "aten._softmax: Loom has no operation" in report
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_resnet_stem_and_head_with_their_pools_are_one_kernel(batch):
+    """conv, batch norm, relu, max pool (3x3/2, padded), conv, the global average pool
+    (adaptive_avg_pool2d: a mean over H and W), flatten, linear: every op in one Loom kernel,
+    the pools on NHWC arrays; within the f32 bound of float64."""
+    torch.manual_seed(5)
+    model = _randomize_bn(nn.Sequential(
+        nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(3, 2, 1),
+        nn.Conv2d(16, 24, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(24, 5))).eval()
+    x = torch.randn(batch, 3, 29, 31)
+    fast = torch.compile(model, backend=loom.torch_backend, dynamic=False)
+    with torchfx.recording() as ran, torch.no_grad():
+        out = fast(x)
+    check(out, model, x, k=147 + 144 + 8 * 8 + 24)
+    (program,) = ran
+    assert all(p.where == "loom" for p in program.ops), program.report()
+    assert len(program.partitions) == 1
+    ops = {p.op for p in program.ops}
+    assert {"aten.max_pool2d_with_indices", "aten.mean"} <= {o.split(".dim")[0] for o in ops}, ops
+
+
+def test_a_max_pool_whose_indices_are_used_stays_in_torch():
+    class Unpool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x):
+            y, i = nn.functional.max_pool2d(self.conv(x), 2, return_indices=True)
+            return nn.functional.max_unpool2d(y, i, 2)
+
+    model, x = Unpool().eval(), torch.randn(1, 3, 8, 8)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=27)
+    where = {p.op: p for p in program.placements}
+    assert where["aten.max_pool2d_with_indices"].where == "torch"
+    assert "indices are used" in where["aten.max_pool2d_with_indices"].reason
 
 
 def test_a_view_torch_takes_of_an_nhwc_result():
@@ -904,6 +943,44 @@ def test_random_conv_layers(n, c, f, hw, kernel, stride, padding, dilation, bias
     program = loom.from_torch(model, (x,))
     assert program.partitions and program.partitions[0].error is None
     check(program(x), model, x, k=c * kernel[0] * kernel[1] + 1)
+
+
+class _Pools(nn.Module):
+    def __init__(self, c, f, pool, mean):
+        super().__init__()
+        self.conv, self.pool, self.mean = nn.Conv2d(c, f, 3, padding=1), pool, mean
+
+    def forward(self, x):
+        y = self.pool(torch.relu(self.conv(x)))
+        if self.mean is None:
+            return y
+        dims, keep = self.mean
+        return y.mean(dims, keepdim=keep) + 1
+
+
+@settings(deadline=None, max_examples=25)
+@given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3]), f=st.sampled_from([1, 5, 16, 17]),
+       hw=st.tuples(st.integers(2, 11), st.integers(2, 11)), window=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       stride=st.sampled_from([None, 1, 2, (1, 2)]), data=st.data())
+def test_random_max_pools_and_means_match_eager(n, c, f, hw, window, stride, data):
+    """A conv then a max pool (any window, stride and padding up to half the window) and a
+    mean over some of its dimensions, kept or not, against torch eager: in one Loom kernel,
+    NHWC inside, the pool's maximum exactly torch's (the same f32 values)."""
+    padding = (data.draw(st.integers(0, window[0] // 2)), data.draw(st.integers(0, window[1] // 2)))
+    if any(d + 2 * p < k for d, p, k in zip(hw, padding, window)):
+        return
+    dims = data.draw(st.sampled_from([None, (2, 3), (-1, -2), (1,), (3,), (0, 2)]))
+    mean = None if dims is None else (dims, data.draw(st.booleans()))
+    torch.manual_seed(8)
+    model = _Pools(c, f, nn.MaxPool2d(window, stride, padding), mean).eval()
+    x = torch.randn(n, c, *hw)
+    program = loom.from_torch(model, (x,))
+    assert all(p.where == "loom" for p in program.ops), program.report()
+    check(program(x), model, x, k=c * 9 + 1 + hw[0] * hw[1])
+    if mean is None:  # the pool alone: exactly torch's maximum of the conv's values
+        conv = loom.from_torch(nn.Sequential(model.conv, nn.ReLU()).eval(), (x,))
+        with torch.no_grad():
+            assert torch.equal(program(x), model.pool(conv(x)))
 
 
 def test_small_integers_are_exact():

@@ -20,7 +20,7 @@ def _model():
     torch.manual_seed(0)
     return nn.Sequential(OrderedDict([
         ("conv1", nn.Conv2d(3, 8, 3, padding=1)), ("bn1", nn.BatchNorm2d(8)), ("relu1", nn.ReLU()),
-        ("pool", nn.MaxPool2d(2)),  # (in torch: Loom has no pooling op yet)
+        ("pool", nn.AvgPool2d(2)),  # (in torch: Loom has no average pool)
         ("conv2", nn.Conv2d(8, 16, 3, padding=1, bias=False)), ("relu2", nn.ReLU()),
         ("flat", nn.Flatten()), ("fc", nn.Linear(16 * 5 * 5, 10)),
     ])).eval()
@@ -42,14 +42,14 @@ def test_the_profile_names_each_layer_with_its_flops_and_each_op_torch_ran():
     assert loom_lines["fc"].flops == 2 * (2 * 10) * 400
     assert all(loom_lines[name].seconds > 0 and loom_lines[name].gflops() > 0 for name in ("conv1", "conv2", "fc"))
     torch_ops = [line.op for line in profile.lines if line.kind == "torch"]
-    assert any("max_pool2d" in op for op in torch_ops), torch_ops
+    assert any("avg_pool2d" in op for op in torch_ops), torch_ops
     kernels = {line.where for line in profile.lines if line.kind == "kernel"}
     assert len(kernels) == 2 and profile.crossings == 2 * len(kernels)  # (the pool splits them)
     # each kind's time adds up to the call's (the rest is "outside the graphs")
     assert {line.kind for line in profile.lines} <= set(KINDS)
     assert sum(line.seconds for line in profile.lines) == pytest.approx(profile.seconds, rel=1e-6)
     text = str(profile)
-    assert "profile: each of 3 calls of the model" in text and "conv2" in text and "max_pool2d" in text
+    assert "profile: each of 3 calls of the model" in text and "conv2" in text and "avg_pool2d" in text
 
 
 def test_explain_with_profile_gives_the_partitions_then_the_profile():
@@ -57,7 +57,7 @@ def test_explain_with_profile_gives_the_partitions_then_the_profile():
     fast = torch.compile(model, backend=loom.torch_backend, dynamic=False)
     text = loom.explain(fast, x, profile=True, calls=2)
     report, _, profile = text.partition("\n\nprofile: ")
-    assert "ATen ops:" in report and "max_pool2d" in report
+    assert "ATen ops:" in report and "avg_pool2d" in report
     assert profile.startswith("each of 2 calls of the model") and "conv1" in profile
 
 

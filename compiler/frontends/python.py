@@ -619,12 +619,61 @@ def _dtype(what: str, dtype) -> np.dtype:
         _fail(f"{what}: {dtype!r} is not a dtype ({e})", type_error=True)
 
 
-def _pair(name: str, value, least: int) -> tuple[int, int]:
+def _pair(name: str, value, least: int, op: str = "loom.conv2d") -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int | np.integer) else tuple(value) if isinstance(value, Sequence) else None
     if (pair is None or len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in pair)
             or min(pair) < least):
-        _fail(f"loom.conv2d: {name} must be an integer or a pair of integers >= {least}, got {value!r}")
+        _fail(f"{op}: {name} must be an integer or a pair of integers >= {least}, got {value!r}")
     return int(pair[0]), int(pair[1])
+
+
+def max_pool2d(x, window, *, stride=None, padding=0, layout: str = "nchw") -> Traced:
+    """2-D max pooling, as torch's `max_pool2d` (dilation 1, ceil_mode false): the greatest
+    element of each `window` of an NCHW (or `layout="nhwc"`: NHWC) array, `stride` the
+    window by default, `padding` at most half the window (the border never chosen; a NaN
+    in a window is its maximum). float32, float64 and int32."""
+    t = _traced(x, "loom.max_pool2d")
+    _elementwise_dtype(t, "loom.max_pool2d")
+    if layout not in ("nchw", "nhwc"):
+        _fail(f"loom.max_pool2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
+    op = "loom.max_pool2d"
+    win = _pair("window", window, 1, op)
+    strides = win if stride is None else _pair("stride", stride, 1, op)
+    pads = _pair("padding", padding, 0, op)
+    if t.ndim != 4:
+        _fail(f"loom.max_pool2d takes a 4-D {layout.upper()} array, got shape {t.shape}")
+    if any(2 * p > k for p, k in zip(pads, win)):
+        _fail(f"loom.max_pool2d: padding {pads} is more than half the window {win}")
+    n, c, h, w = (t.shape[0], t.shape[3], t.shape[1], t.shape[2]) if layout == "nhwc" else t.shape
+    ho, wo = conv2d_output_hw(h, w, win[0], win[1], strides, pads, (1, 1))
+    if ho < 1 or wo < 1:
+        _fail(f"loom.max_pool2d: the {win[0]}x{win[1]} window does not fit the padded {h + 2 * pads[0]}x"
+              f"{w + 2 * pads[1]} input")
+    shape = (n, ho, wo, c) if layout == "nhwc" else (n, c, ho, wo)
+    attrs = [f"window = {_array_attr(win)}", f"strides = {_array_attr(strides)}", f"padding = {_array_attr(pads)}",
+             *([f'layout = "{layout}"'] if layout != "nchw" else [])]
+    return t._function.op(f"loom.max_pool2d {t.name} {{{', '.join(attrs)}}} : {t.type} -> {_tensor(shape, t.dtype)}",
+                          shape, t.dtype)
+
+
+def mean(x, axis, *, keepdims: bool = False) -> Traced:
+    """`np.mean(x, axis=axis, keepdims=keepdims)` of a float32 or float64 array over the
+    axes given (an int or a tuple of them; negative from the end), summed in its dtype;
+    without keepdims the result is a reshape (no copy) of the kept one."""
+    t = _traced(x, "loom.mean")
+    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        _fail(f"loom.mean of {_an_array(t.dtype)}: it averages float32 and float64 arrays", type_error=True)
+    axes = (axis,) if isinstance(axis, int | np.integer) and not isinstance(axis, bool) else axis
+    if (not isinstance(axes, tuple) or not axes
+            or any(isinstance(a, bool) or not isinstance(a, int | np.integer) or not -t.ndim <= a < t.ndim for a in axes)
+            or len({int(a) % t.ndim for a in axes}) != len(axes)):
+        _fail(f"loom.mean: axis must be an axis or a tuple of distinct axes of the array of shape {t.shape}, "
+              f"got {axis!r}")
+    normal = sorted(int(a) % t.ndim for a in axes)
+    kept = tuple(1 if d in normal else n for d, n in enumerate(t.shape))
+    m = t._function.op(f"loom.mean {t.name} {{axes = {_array_attr(normal)}}} : {t.type} -> {_tensor(kept, t.dtype)}",
+                       kept, t.dtype)
+    return m if keepdims else reshape(m, tuple(n for d, n in enumerate(t.shape) if d not in normal))
 
 
 def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:

@@ -85,6 +85,11 @@ MATMULS = {aten.mm.default, aten.addmm.default, aten.bmm.default}
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
             aten.squeeze.dim, aten.squeeze.dims, aten.flatten.using_ints}
 CAST = aten._to_copy.default
+MAX_POOL = aten.max_pool2d_with_indices.default
+MEAN = aten.mean.dim
+POOLS = {MAX_POOL, MEAN}
+#: torch's dimension of an NCHW tensor -> its place in the NHWC array Loom holds
+_NHWC_DIM = {0: 0, 1: 3, 2: 1, 3: 2}
 _DTYPES = (torch.float32, torch.float64, torch.bfloat16)
 _FLOAT32 = {torch.float32, torch.bfloat16}  # Loom computes both in float32 (bfloat16 products summed in it)
 _NUMPY = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64),
@@ -166,6 +171,15 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
+def _pool_pair(a) -> tuple[int, int] | None:
+    """A pool's kernel_size, stride or padding as a pair (torch's one value for both), None
+    where torch leaves it out (an empty stride: the window's)."""
+    if a is None or isinstance(a, list | tuple) and not a:
+        return None
+    a = list(a) if isinstance(a, list | tuple) else [a]
+    return int(a[0]), int(a[-1])
+
+
 def _wide(traced):
     """A traced bfloat16 array as float32, which Loom's elementwise ops compute in (as torch
     does inside its bfloat16 kernels); any other array itself."""
@@ -213,10 +227,10 @@ class LoomSupport(OperatorSupportBase):
         target = node.target
         if target is operator.getitem:
             source = node.args[0]
-            if isinstance(source, torch.fx.Node) and source.target in BATCH_NORM and node.args[1] == 0:
+            if isinstance(source, torch.fx.Node) and source.target in BATCH_NORM | {MAX_POOL} and node.args[1] == 0:
                 return self._refusal(source)
             return "an item of a result torch computes"
-        if target not in COMPUTE | ELEMENTWISE | VIEWS | BATCH_NORM | {CAST}:
+        if target not in COMPUTE | ELEMENTWISE | VIEWS | BATCH_NORM | POOLS | {CAST}:
             return f"Loom has no operation for {_name(target)}"
         val = _tensor(node)
         if not isinstance(val, torch.Tensor):
@@ -252,6 +266,22 @@ class LoomSupport(OperatorSupportBase):
                 return "a grouped convolution (groups > 1; Loom's conv2d has groups = 1)"
             if _val(w).dim() != 4:
                 return f"a {_val(w).dim() - 2}-D convolution (Loom's conv2d is 2-D)"
+        if target is MAX_POOL:
+            dilation = node.args[4] if len(node.args) > 4 else 1
+            ceil = node.args[5] if len(node.args) > 5 else False
+            if ceil:
+                return "a max pool with ceil_mode=True (Loom's windows end inside the padded input)"
+            if any(d != 1 for d in (dilation if isinstance(dilation, list | tuple) else [dilation])):
+                return "a dilated max pool"
+            if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
+                return "a max pool whose indices are used (Loom computes the values alone)"
+            if _val(node.args[0]).dim() != 4:
+                return "a max pool of a tensor that is not 4-D (Loom's max_pool2d is NCHW)"
+        if target is MEAN:
+            if node.kwargs.get("dtype") is not None or len(node.args) > 3:
+                return "a mean that converts its dtype"
+            if not isinstance(node.args[1], list | tuple) or not node.args[1]:
+                return "a mean over every dimension"
         if target in BATCH_NORM:
             if target is aten.native_batch_norm.default and node.args[5]:
                 return "a batch norm in training mode (call model.eval())"
@@ -525,6 +555,23 @@ class LoomPartition(torch.nn.Module):
         if t is aten.relu.default:
             v = env[n.args[0]]
             return _Value(F.relu(_wide(v.traced)), nhwc=v.nhwc, shape=v.shape)
+        if t is MAX_POOL:
+            v = env[n.args[0]]
+            window, stride, padding = (_pool_pair(a) for a in [*n.args[1:4], None, None][:3])
+            x = _wide(v.traced if v.nhwc else v.applied())
+            return _Value(F.max_pool2d(x, window, stride=stride, padding=padding or 0,  # (stride: the window)
+                                       layout="nhwc" if v.nhwc else "nchw"), nhwc=v.nhwc)
+        if t is MEAN:
+            v = env[n.args[0]]
+            keep = bool(n.args[2]) if len(n.args) > 2 else False
+            rank = _val(n.args[0]).dim()
+            axes = tuple(sorted(int(d) % rank for d in n.args[1]))
+            if not v.nhwc:
+                return _Value(F.mean(_wide(v.applied()), axes, keepdims=keep))
+            m = F.mean(_wide(v.traced), tuple(_NHWC_DIM[d] for d in axes), keepdims=True)
+            if keep:
+                return _Value(m, nhwc=True)
+            return _Value(F.reshape(F.transpose(m, (0, 3, 1, 2)), tuple(_val(n).shape)))
         if t in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
             a, b = n.args[:2]
             alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)

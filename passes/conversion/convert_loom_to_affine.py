@@ -20,6 +20,13 @@ The nests are the textbook ones, the starting point of every schedule:
   `arith_ext.fptosi` and `trunci`) and
   `loom.dequantize` (widened, `subi`, `sitofp`, `mulf`): the same one nest, the scale
   and the zero point read at the channel's index (per channel) or once (per tensor);
+- `loom.max_pool2d`: Y filled with -inf (i32's least: `max_pool2d.init`), then n, oh, ow,
+  r, s, c (NHWC; NCHW: n, c, oh, ow, r, s) with `Y[...] = maximumf(Y[...], X[n, oh*sh + r
+  - ph, ow*sw + s - pw, c])` (a NaN wins; `maxsi` on i32), one nest per run of rows and
+  columns whose windows overhang the padding alike, over the taps inside the input: no
+  guard, so the channels vectorize;
+- `loom.mean`: a zero fill, a nest over X adding each element into Y at its kept indices
+  (`mean`), then Y multiplied by 1 / count (`mean.scale`);
 - `memref.copy` (from bufferization: `loom.contiguous`, a reshape that is not a view, a
   returned argument): a copy nest, each side read or written through its own layout.
 
@@ -245,6 +252,100 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     )]
 
 
+def fill_nest(out: SSAValue, value: float, tag: str) -> list[Operation]:
+    """`out` filled with `value`, a nest tagged `tag`."""
+    t = out.type
+    assert isinstance(t, MemRefType)
+    c = constant(value, t.get_element_type())
+    shape = t.get_shape()
+    return [c, *build_nest(shape, tag, lambda ivs: [store(c.result, out, ivs, dims(len(shape)))])]
+
+
+def lowest(element: Attribute) -> float:
+    """The least value of a max's element type: -inf, or i32's least."""
+    return -(2**31) if isinstance(element, IntegerType) else float("-inf")
+
+
+def window_runs(outputs: int, extent: int, window: int, stride: int, pad: int) -> list[tuple[int, int, int, int]]:
+    """The outputs of one spatial dimension in runs whose windows read the same taps
+    inside the input: (first output, count, first tap, end tap). The windows that overhang
+    the padded border get runs of their own, with fewer taps; the others share one."""
+    runs: list[list[int]] = []
+    for o in range(outputs):
+        lo, hi = max(0, pad - o * stride), min(window, extent + pad - o * stride)
+        if runs and runs[-1][2:] == [lo, hi]:
+            runs[-1][1] += 1
+        else:
+            runs.append([o, 1, lo, hi])
+    return [(o, n, lo, hi) for o, n, lo, hi in runs]
+
+
+def lower_max_pool2d(op: loom.MaxPool2DOp) -> list[Operation]:
+    """Y filled with -inf, then a nest per run of output rows and columns whose windows
+    read the same taps (`window_runs`): the padded border is never read, and no guard
+    keeps the channels from vectorizing."""
+    x, y = op.ins[0], op.outs[0]
+    (r_, s_), (sh, sw), (ph, pw) = op.pool_params()
+    nhwc = op.layout_name() == "nhwc"
+    element = y.type.get_element_type()
+    if nhwc:
+        n_, h_, w_, c_ = x.type.get_shape()
+        _, ho, wo, _ = y.type.get_shape()
+    else:
+        n_, c_, h_, w_ = x.type.get_shape()
+        _, _, ho, wo = y.type.get_shape()
+    greater = arith.MaxSIOp if isinstance(element, IntegerType) else arith.MaximumfOp  # (a NaN wins, as in torch)
+    ops = fill_nest(y, lowest(element), "max_pool2d.init")
+    for oh0, rows, r0, r1 in window_runs(ho, h_, r_, sh, ph):
+        for ow0, cols, s0, s1 in window_runs(wo, w_, s_, sw, pw):
+            if nhwc:
+                n, oh, ow, r, s, c = dims(6)
+                extents, names = [n_, rows, cols, r1 - r0, s1 - s0, c_], ["n", "oh", "ow", "r", "s", "c"]
+            else:
+                n, c, oh, ow, r, s = dims(6)
+                extents, names = [n_, c_, rows, cols, r1 - r0, s1 - s0], ["n", "c", "oh", "ow", "r", "s"]
+            ih, iw = (oh + oh0) * sh + r + (r0 - ph), (ow + ow0) * sw + s + (s0 - pw)
+            x_at, y_at = ([n, ih, iw, c], [n, oh + oh0, ow + ow0, c]) if nhwc else (
+                [n, c, ih, iw], [n, c, oh + oh0, ow + ow0])
+
+            def body(ivs, x_at=x_at, y_at=y_at):
+                lx, ly = load(x, ivs, x_at), load(y, ivs, y_at)
+                most = greater(ly.result, lx.result)
+                return [lx, ly, most, store(most.result, y, ivs, y_at)]
+
+            ops += build_nest(extents, "max_pool2d", body, names)
+    return ops
+
+
+def lower_mean(op: loom.MeanOp) -> list[Operation]:
+    """Y = 0; Y[kept] += X over X's own loop order (its last dimension innermost: a sum of
+    rows of vectors where the last dimension is kept); then Y *= 1 / count."""
+    x, y = op.ins[0], op.outs[0]
+    shape = x.type.get_shape()
+    axes = op.reduced(len(shape))
+    element = y.type.get_element_type()
+    y_at = [AffineExpr.constant(0) if d in axes else AffineExpr.dimension(d) for d in range(len(shape))]
+
+    def body(ivs):
+        lx, ly = load(x, ivs, dims(len(shape))), load(y, ivs, y_at)
+        total = arith.AddfOp(ly.result, lx.result)
+        return [lx, ly, total, store(total.result, y, ivs, y_at)]
+
+    count = 1
+    for d in axes:
+        count *= shape[d]
+    scale = constant(1.0 / count, element)
+    out_shape = y.type.get_shape()
+
+    def scaled(ivs):
+        ly = load(y, ivs, dims(len(out_shape)))
+        product = arith.MulfOp(ly.result, scale.result)
+        return [ly, product, store(product.result, y, ivs, dims(len(out_shape)))]
+
+    return [*zero_nest(y, "mean.init"), *build_nest(shape, "mean", body), scale,
+            *build_nest(out_shape, "mean.scale", scaled)]
+
+
 def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: tuple[int, int]) -> AffineSetAttr | None:
     """The condition that keeps the conv2d nest's input read at (ih, iw), expressions of
     its 7 ivs, inside the H x W input: a bound per padded side; None without padding."""
@@ -355,6 +456,10 @@ class LowerLoomOp(RewritePattern):
             _replace(rewriter, op, lower_matmul(op))
         elif isinstance(op, loom.Conv2DOp):
             _replace(rewriter, op, lower_conv2d(op))
+        elif isinstance(op, loom.MaxPool2DOp):
+            _replace(rewriter, op, lower_max_pool2d(op))
+        elif isinstance(op, loom.MeanOp):
+            _replace(rewriter, op, lower_mean(op))
         else:
             _replace(rewriter, op, lower_elementwise(op))
 

@@ -452,3 +452,51 @@ func.func @layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x
   %y = loom.conv2d %x, %w {layout = "chwn"} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %y : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @pool_no_window(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
+  // CHECK: error: 'loom.max_pool2d' op attribute 'window' is required: array<i64: a, b> with a, b >= 1
+  %y = loom.max_pool2d %x : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @pool_padding(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x5x5xf32> {
+  // CHECK: error: 'loom.max_pool2d' op padding [2, 2] is more than half the window [3, 3]: a window would hold only the padded border
+  %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 2, 2>} : tensor<1x3x8x8xf32> -> tensor<1x3x5x5xf32>
+  func.return %y : tensor<1x3x5x5xf32>
+}
+
+// -----
+
+func.func @pool_shape(%x: tensor<1x8x8x3xf32>) -> tensor<1x4x4x4xf32> {
+  // CHECK: error: 'loom.max_pool2d' op result has shape 1x4x4x4, expected 1x4x4x3 from the operand shapes (1x8x8x3)
+  %y = loom.max_pool2d %x {window = array<i64: 2, 2>, layout = "nhwc"} : tensor<1x8x8x3xf32> -> tensor<1x4x4x4xf32>
+  func.return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<3x8x8xf32>) -> tensor<3x4x4xf32> {
+  // CHECK: error: 'loom.max_pool2d' op operand #0 (input) must have rank 4 (NCHW), got shape 3x8x8
+  %y = loom.max_pool2d %x {window = array<i64: 2, 2>} : tensor<3x8x8xf32> -> tensor<3x4x4xf32>
+  func.return %y : tensor<3x4x4xf32>
+}
+
+// -----
+
+func.func @mean_axes(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // CHECK: error: 'loom.mean' op attribute 'axes' must be array<i64: ...> of distinct axes of the input (rank 2), got array<i64: 2>
+  %m = loom.mean %x {axes = array<i64: 2>} : tensor<2x3xf32> -> tensor<2x1xf32>
+  func.return %m : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @mean_int(%x: tensor<2x3xi32>) -> tensor<2x1xi32> {
+  // CHECK: error: 'loom.mean' op operand #0 (input) has element type i32: loom.mean computes in f32 and f64
+  %m = loom.mean %x {axes = array<i64: 1>} : tensor<2x3xi32> -> tensor<2x1xi32>
+  func.return %m : tensor<2x1xi32>
+}
