@@ -36,8 +36,8 @@ _API = {
     "ArgSpec": "compiler.jit.kernel",
     "LoomError": "passes.support.diagnostics",
     "PIPELINES": "passes.pipelines",
-    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "max_pool2d", "mean", "matmul", "add",
-                     "multiply", "quantize", "dequantize", "transpose", "reshape", "broadcast_to", "contiguous"],
+    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "max_pool2d", "avg_pool2d", "mean", "matmul",
+                     "add", "multiply", "quantize", "dequantize", "transpose", "reshape", "broadcast_to", "contiguous"],
                     "compiler.frontends.python"),
 }
 

@@ -38,23 +38,32 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
 
 
-def max_pool2d(x: np.ndarray, window, strides, padding, nhwc: bool) -> np.ndarray:
+def pool2d(x: np.ndarray, window, strides, padding, nhwc: bool, average: bool = False,
+           count_include_pad: bool = True) -> np.ndarray:
     """The greatest element of each window (NCHW, or NHWC), the border never chosen, a NaN
-    in a window its maximum."""
+    in a window its maximum; or with `average` each window's mean, over its area or (not
+    `count_include_pad`) over its elements inside the input."""
     if nhwc:
-        return np.ascontiguousarray(max_pool2d(x.transpose(0, 3, 1, 2), window, strides, padding, False)
-                                    .transpose(0, 2, 3, 1))
+        y = pool2d(x.transpose(0, 3, 1, 2), window, strides, padding, False, average, count_include_pad)
+        return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
     n, c, h, w = x.shape
     (r, s), (sh, sw), (ph, pw) = window, strides, padding
     ho, wo = loom.conv2d_output_hw(h, w, r, s, strides, padding, (1, 1))
-    least = np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf
-    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), least, dtype=x.dtype)
+    fill = 0 if average else np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf
+    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), fill, dtype=x.dtype)
     xp[:, :, ph : ph + h, pw : pw + w] = x
-    out = np.full((n, c, ho, wo), least, dtype=x.dtype)
+    inside = np.zeros((h + 2 * ph, w + 2 * pw))
+    inside[ph : ph + h, pw : pw + w] = 1
+    out = np.full((n, c, ho, wo), fill, dtype=x.dtype)
+    counts = np.zeros((ho, wo))
     for ri in range(r):
         for si in range(s):
-            out = np.maximum(out, xp[:, :, ri : ri + sh * (ho - 1) + 1 : sh, si : si + sw * (wo - 1) + 1 : sw])
-    return out
+            rows, cols = slice(ri, ri + sh * (ho - 1) + 1, sh), slice(si, si + sw * (wo - 1) + 1, sw)
+            out = out + xp[:, :, rows, cols] if average else np.maximum(out, xp[:, :, rows, cols])
+            counts += inside[rows, cols]
+    if not average:
+        return out
+    return out / (r * s if count_include_pad else counts)
 
 
 def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:
@@ -108,7 +117,9 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
         conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
         value = conv(a[0], a[1], *op.conv_params())
     elif isinstance(op, loom.MaxPool2DOp):
-        value = max_pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc")
+        value = pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc")
+    elif isinstance(op, loom.AvgPool2DOp):
+        value = pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc", True, op.counts_padding())
     elif isinstance(op, loom.MeanOp):
         value = np.mean(a[0], axis=op.reduced(a[0].ndim), keepdims=True)
     elif isinstance(op, loom.AddOp):
@@ -187,7 +198,7 @@ def flops(fn: func.FuncOp) -> int:
         elif isinstance(op, loom.Conv2DOp):
             c, r, s = op.window()
             total += 2 * out * c * r * s
-        elif isinstance(op, loom.MaxPool2DOp):
+        elif isinstance(op, loom.Pool2DOp):
             (r, s), _, _ = op.pool_params()
             total += out * r * s
         elif isinstance(op, loom.MeanOp):
@@ -213,7 +224,10 @@ def reduction_length(fn: func.FuncOp) -> int:
         elif isinstance(op, loom.Conv2DOp):
             c, r, s = op.window()
             total += c * r * s
-        elif isinstance(op, loom.MeanOp):  # the sum, then the scale
+        elif isinstance(op, loom.AvgPool2DOp):  # the sum, then the scale
+            (r, s), _, _ = op.pool_params()
+            total += r * s + 1
+        elif isinstance(op, loom.MeanOp):
             shape = op.ins[0].type.get_shape()
             total += int(np.prod([shape[d] for d in op.reduced(len(shape))])) + 1
         else:

@@ -529,20 +529,13 @@ class Conv2DOp(ContractionOp):
         return (n, f, ho, wo) if layout == "nchw" else (n, ho, wo, f)
 
 
-@irdl_op_definition
-class MaxPool2DOp(LoomComputeOp):
-    """2-D max pooling: the greatest element of each window of the spatial dimensions (NCHW
-    input, or NHWC with `layout = "nhwc"`), the padded border never chosen (torch's
-    `max_pool2d` with dilation 1 and ceil_mode false; a NaN in a window is its maximum).
-    `window` is required, `strides` default to it, `padding` (at most half the window, so
-    that every window holds an element of the input) to 0.
+class Pool2DOp(LoomComputeOp):
+    """What max_pool2d and avg_pool2d share: windows of the spatial dimensions (NCHW input,
+    or NHWC with `layout = "nhwc"`), `window` required, `strides` the window by default,
+    `padding` (at most half the window, so that every window holds an element of the input)
+    0 by default; dilation 1, and the windows end inside the padded input (torch's
+    ceil_mode false)."""
 
-    ```mlir
-    %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"} : tensor<1x112x112x64xf32> -> tensor<1x56x56x64xf32>
-    ```
-    """
-
-    name = "loom.max_pool2d"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
 
     window = opt_prop_def(Attribute)
@@ -601,6 +594,55 @@ class MaxPool2DOp(LoomComputeOp):
             raise VerifyException(f"window {r}x{s} does not fit the padded input {h + 2 * padding[0]}x"
                                   f"{w + 2 * padding[1]}")
         return (n, ho, wo, c) if nhwc else (n, c, ho, wo)
+
+
+@irdl_op_definition
+class MaxPool2DOp(Pool2DOp):
+    """2-D max pooling (`Pool2DOp`'s windows): the greatest element of each window, the
+    padded border never chosen (torch's `max_pool2d`; a NaN in a window is its maximum);
+    f32, f64 and i32.
+
+    ```mlir
+    %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"} : tensor<1x112x112x64xf32> -> tensor<1x56x56x64xf32>
+    ```
+    """
+
+    name = "loom.max_pool2d"
+
+
+@irdl_op_definition
+class AvgPool2DOp(Pool2DOp):
+    """2-D average pooling (`Pool2DOp`'s windows): each window's sum over its count, the
+    window's area, or with `count_include_pad = false` the elements inside the input
+    (torch's `avg_pool2d`); f32 and f64.
+
+    ```mlir
+    %y = loom.avg_pool2d %x {window = array<i64: 2, 2>} : tensor<1x64x8x8xf32> -> tensor<1x64x4x4xf32>
+    ```
+    """
+
+    name = "loom.avg_pool2d"
+
+    count_include_pad = opt_prop_def(Attribute)
+
+    def counts_padding(self) -> bool:
+        attr = self.properties.get("count_include_pad")
+        if attr is None:
+            return True
+        if not isinstance(attr, IntegerAttr) or attr.type != IntegerType(1):
+            raise VerifyException(f"attribute 'count_include_pad' must be true or false, got {attr}")
+        return bool(attr.value.data)
+
+    def verify_(self) -> None:
+        self.counts_padding()
+        super().verify_()
+
+    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
+        for what, t in ((self._describe(0), ins[0]), (which, out)):
+            if t not in (f32, f64):
+                raise VerifyException(f"{what} has element type {t}: {self.name} computes in f32 and f64")
+        if ins[0] != out:
+            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected {out} (the {which}'s)")
 
 
 @irdl_op_definition
@@ -1187,5 +1229,5 @@ class TicksOp(IRDLOperation):
         super().__init__(result_types=[i64])
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
                        PrefetchOp, TicksOp], [])

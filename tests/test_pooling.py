@@ -1,6 +1,7 @@
-"""loom.max_pool2d and loom.mean: the ops, their lowering (one guard-free nest per run of
-windows that overhang the border alike, the channels vectorized) and the front end's
-`loom.max_pool2d` / `loom.mean`, against the float64 numpy reference and torch."""
+"""loom.max_pool2d, loom.avg_pool2d and loom.mean: the ops, their lowering (one guard-free
+nest per run of windows that overhang the border alike, the channels vectorized) and the
+front end's `loom.max_pool2d` / `loom.avg_pool2d` / `loom.mean`, against the float64 numpy
+reference."""
 
 import numpy as np
 import pytest
@@ -14,16 +15,16 @@ from kernels import assert_within_bound
 sizes = st.sampled_from([1, 2, 3, 5, 7, 8, 13])
 
 
-def _pool_source(shape, window, strides, padding, layout, ty):
+def _pool_source(shape, window, strides, padding, layout, ty, op="max_pool2d", extra=""):
     n, a, b, c = shape
     h, w = (a, b) if layout == "nhwc" else (b, c)
     ho, wo = conv2d_output_hw(h, w, *window, strides, padding, (1, 1))
     out = (n, ho, wo, c) if layout == "nhwc" else (n, a, ho, wo)
     xt, yt = (f"tensor<{'x'.join(map(str, s))}x{ty}>" for s in (shape, out))
     attrs = (f"window = array<i64: {window[0]}, {window[1]}>, strides = array<i64: {strides[0]}, {strides[1]}>, "
-             f'padding = array<i64: {padding[0]}, {padding[1]}>, layout = "{layout}"')
+             f'padding = array<i64: {padding[0]}, {padding[1]}>, layout = "{layout}"{extra}')
     return f"""func.func @pool(%x: {xt}) -> {yt} {{
-  %y = loom.max_pool2d %x {{{attrs}}} : {xt} -> {yt}
+  %y = loom.{op} %x {{{attrs}}} : {xt} -> {yt}
   func.return %y : {yt}
 }}"""
 
@@ -46,6 +47,34 @@ def test_max_pool2d_is_exactly_the_reference(n, h, w, c, r, s, sh, sw, layout, t
     dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[ty]
     x = (rng.integers(-2**31, 2**31 - 1, shape) if ty == "i32" else rng.standard_normal(shape)).astype(dtype)
     np.testing.assert_array_equal(kern(x), loom.reference(src, x).astype(dtype))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.sampled_from([1, 2]), h=sizes, w=sizes, c=st.sampled_from([1, 3, 16, 17]),
+       r=st.integers(1, 4), s=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       layout=st.sampled_from(["nhwc", "nchw"]), ty=st.sampled_from(["f32", "f64"]), counts=st.booleans(),
+       data=st.data())
+def test_avg_pool2d_is_within_the_bound_of_the_reference(n, h, w, c, r, s, sh, sw, layout, ty, counts, data):
+    """The window's sum over its area, or over its taps inside the input: each run of
+    windows scaled by its own count."""
+    ph, pw = data.draw(st.integers(0, r // 2)), data.draw(st.integers(0, s // 2))
+    if (h + 2 * ph - r) < 0 or (w + 2 * pw - s) < 0:
+        return
+    shape = (n, h, w, c) if layout == "nhwc" else (n, c, h, w)
+    src = _pool_source(shape, (r, s), (sh, sw), (ph, pw), layout, ty, "avg_pool2d",
+                       "" if counts else ", count_include_pad = false")
+    dtype = np.float32 if ty == "f32" else np.float64
+    x = np.random.default_rng(data.draw(st.integers(0, 2**16))).standard_normal(shape).astype(dtype)
+    assert_within_bound(loom.compile(src)(x), loom.reference(src, x), r * s + 1, dtype)
+
+
+def test_avg_pool2d_small_integers_are_exact():
+    """Integer sums and a power-of-two count: exact in f32, both ways of counting."""
+    for counts, want in ((True, [[0.25, 0.5], [0.5, 1.0]]), (False, [[1.0, 1.0], [1.0, 1.0]])):
+        src = _pool_source((1, 1, 3, 3), (2, 2), (2, 2), (1, 1), "nchw", "f32", "avg_pool2d",
+                           "" if counts else ", count_include_pad = false")
+        y = loom.compile(src)(np.ones((1, 1, 3, 3), np.float32))
+        np.testing.assert_array_equal(y[0, 0], np.array(want, np.float32))
 
 
 def test_max_pool2d_passes_a_nan_and_never_picks_the_border():
@@ -97,6 +126,9 @@ def test_the_front_end_pools_and_averages_like_numpy():
     assert head(x).shape == (2, 24)
     keep = loom.jit(lambda x: loom.mean(x, -1, keepdims=True))(x)
     assert keep.shape == (2, 15, 12, 1)
+    average = loom.jit(lambda x: loom.avg_pool2d(x, 2, stride=1, layout="nhwc", count_include_pad=False))(x)
+    want = (x[:, :-1, :-1] + x[:, 1:, :-1] + x[:, :-1, 1:] + x[:, 1:, 1:]) / 4
+    assert_within_bound(average, want.astype(np.float64), 5, np.float32)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -106,8 +138,11 @@ def test_the_front_end_pools_and_averages_like_numpy():
     (lambda x: loom.max_pool2d(x, 9), "the 9x9 window does not fit the padded 8x8 input"),
     (lambda x: loom.mean(x, (1, 1)), "axis must be an axis or a tuple of distinct axes"),
     (lambda x: loom.mean(x, 4), "axis must be an axis or a tuple of distinct axes"),
+    (lambda x: loom.avg_pool2d(x, 2, count_include_pad=1), "count_include_pad must be True or False"),
+    (lambda x: loom.avg_pool2d(x, 2), "loom.avg_pool2d of an int32 array"),
 ])
 def test_front_end_errors_name_the_problem(call, message):
     f = loom.jit(call)
+    dtype = np.int32 if "int32" in message else np.float32
     with pytest.raises(loom.TraceError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        f(np.ones((1, 3, 8, 8), np.float32))
+        f(np.ones((1, 3, 8, 8), dtype))

@@ -246,15 +246,15 @@ def test_alpha_and_beta_scale_their_own_operands():
 
 def test_an_unsupported_op_in_the_middle_splits_the_graph():
     torch.manual_seed(3)
-    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(8, 8, 3),
-                          nn.Flatten(), nn.Linear(8 * 2 * 2, 10), nn.Softmax(dim=1)).eval()
-    x = torch.randn(3, 4, 8, 8)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2, ceil_mode=True),
+                          nn.Conv2d(8, 8, 3), nn.Flatten(), nn.Linear(8 * 2 * 2, 10), nn.Softmax(dim=1)).eval()
+    x = torch.randn(3, 4, 7, 7)
     program = loom.from_torch(model, (x,))
     check(program(x), model, x, k=36 + 4 + 72 + 32)
     assert len(program.partitions) == 2
     where = {p.op: p for p in program.placements}
     assert where["aten.avg_pool2d"].where == "torch"
-    assert "no operation for aten.avg_pool2d" in where["aten.avg_pool2d"].reason
+    assert "ceil_mode=True" in where["aten.avg_pool2d"].reason
     assert where["aten._softmax"].where == "torch"
     assert where["aten.addmm"].where == "loom"
     report = program.report()
@@ -946,7 +946,7 @@ def test_random_conv_layers(n, c, f, hw, kernel, stride, padding, dilation, bias
 
 
 class _Pools(nn.Module):
-    def __init__(self, c, f, pool, mean):
+    def __init__(self, c, f, pool, mean):  # a conv, relu, the pool, the mean (dims, keepdim) + 1
         super().__init__()
         self.conv, self.pool, self.mean = nn.Conv2d(c, f, 3, padding=1), pool, mean
 
@@ -962,22 +962,26 @@ class _Pools(nn.Module):
 @given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3]), f=st.sampled_from([1, 5, 16, 17]),
        hw=st.tuples(st.integers(2, 11), st.integers(2, 11)), window=st.tuples(st.integers(1, 3), st.integers(1, 3)),
        stride=st.sampled_from([None, 1, 2, (1, 2)]), data=st.data())
-def test_random_max_pools_and_means_match_eager(n, c, f, hw, window, stride, data):
-    """A conv then a max pool (any window, stride and padding up to half the window) and a
-    mean over some of its dimensions, kept or not, against torch eager: in one Loom kernel,
-    NHWC inside, the pool's maximum exactly torch's (the same f32 values)."""
+def test_random_pools_and_means_match_eager(n, c, f, hw, window, stride, data):
+    """A conv then a max or average pool (any window, stride and padding up to half the
+    window; the average counting the padding or not) and a mean over some of its dimensions,
+    kept or not, against torch eager: in one Loom kernel, NHWC inside, a max pool's maximum
+    exactly torch's (the same f32 values)."""
     padding = (data.draw(st.integers(0, window[0] // 2)), data.draw(st.integers(0, window[1] // 2)))
     if any(d + 2 * p < k for d, p, k in zip(hw, padding, window)):
         return
     dims = data.draw(st.sampled_from([None, (2, 3), (-1, -2), (1,), (3,), (0, 2)]))
     mean = None if dims is None else (dims, data.draw(st.booleans()))
+    average = data.draw(st.sampled_from([None, True, False]))  # max, or avg counting the padding or not
+    pool = (nn.MaxPool2d(window, stride, padding) if average is None
+            else nn.AvgPool2d(window, stride, padding, count_include_pad=average))
     torch.manual_seed(8)
-    model = _Pools(c, f, nn.MaxPool2d(window, stride, padding), mean).eval()
+    model = _Pools(c, f, pool, mean).eval()
     x = torch.randn(n, c, *hw)
     program = loom.from_torch(model, (x,))
     assert all(p.where == "loom" for p in program.ops), program.report()
-    check(program(x), model, x, k=c * 9 + 1 + hw[0] * hw[1])
-    if mean is None:  # the pool alone: exactly torch's maximum of the conv's values
+    check(program(x), model, x, k=c * 9 + 1 + window[0] * window[1] + hw[0] * hw[1])
+    if mean is None and average is None:  # the max pool alone: exactly torch's maximum of the conv's values
         conv = loom.from_torch(nn.Sequential(model.conv, nn.ReLU()).eval(), (x,))
         with torch.no_grad():
             assert torch.equal(program(x), model.pool(conv(x)))

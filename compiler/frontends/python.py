@@ -634,25 +634,41 @@ def max_pool2d(x, window, *, stride=None, padding=0, layout: str = "nchw") -> Tr
     in a window is its maximum). float32, float64 and int32."""
     t = _traced(x, "loom.max_pool2d")
     _elementwise_dtype(t, "loom.max_pool2d")
+    return _pool2d("loom.max_pool2d", t, window, stride, padding, layout, [])
+
+
+def avg_pool2d(x, window, *, stride=None, padding=0, layout: str = "nchw", count_include_pad: bool = True) -> Traced:
+    """2-D average pooling, as torch's `avg_pool2d` (ceil_mode false): the mean of each
+    `window`, over its area, or with `count_include_pad=False` over its elements inside the
+    input; windows, strides and padding as max_pool2d's. float32 and float64."""
+    t = _traced(x, "loom.avg_pool2d")
+    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        _fail(f"loom.avg_pool2d of {_an_array(t.dtype)}: it averages float32 and float64 arrays", type_error=True)
+    if not isinstance(count_include_pad, bool):
+        _fail(f"loom.avg_pool2d: count_include_pad must be True or False, got {count_include_pad!r}",
+              type_error=True)
+    return _pool2d("loom.avg_pool2d", t, window, stride, padding, layout,
+                   [] if count_include_pad else ["count_include_pad = false"])
+
+
+def _pool2d(op: str, t: Traced, window, stride, padding, layout: str, extra: list[str]) -> Traced:
     if layout not in ("nchw", "nhwc"):
-        _fail(f"loom.max_pool2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
-    op = "loom.max_pool2d"
+        _fail(f"{op}: layout must be 'nchw' or 'nhwc', got {layout!r}")
     win = _pair("window", window, 1, op)
     strides = win if stride is None else _pair("stride", stride, 1, op)
     pads = _pair("padding", padding, 0, op)
     if t.ndim != 4:
-        _fail(f"loom.max_pool2d takes a 4-D {layout.upper()} array, got shape {t.shape}")
+        _fail(f"{op} takes a 4-D {layout.upper()} array, got shape {t.shape}")
     if any(2 * p > k for p, k in zip(pads, win)):
-        _fail(f"loom.max_pool2d: padding {pads} is more than half the window {win}")
+        _fail(f"{op}: padding {pads} is more than half the window {win}")
     n, c, h, w = (t.shape[0], t.shape[3], t.shape[1], t.shape[2]) if layout == "nhwc" else t.shape
     ho, wo = conv2d_output_hw(h, w, win[0], win[1], strides, pads, (1, 1))
     if ho < 1 or wo < 1:
-        _fail(f"loom.max_pool2d: the {win[0]}x{win[1]} window does not fit the padded {h + 2 * pads[0]}x"
-              f"{w + 2 * pads[1]} input")
+        _fail(f"{op}: the {win[0]}x{win[1]} window does not fit the padded {h + 2 * pads[0]}x{w + 2 * pads[1]} input")
     shape = (n, ho, wo, c) if layout == "nhwc" else (n, c, ho, wo)
     attrs = [f"window = {_array_attr(win)}", f"strides = {_array_attr(strides)}", f"padding = {_array_attr(pads)}",
-             *([f'layout = "{layout}"'] if layout != "nchw" else [])]
-    return t._function.op(f"loom.max_pool2d {t.name} {{{', '.join(attrs)}}} : {t.type} -> {_tensor(shape, t.dtype)}",
+             *([f'layout = "{layout}"'] if layout != "nchw" else []), *extra]
+    return t._function.op(f"{op} {t.name} {{{', '.join(attrs)}}} : {t.type} -> {_tensor(shape, t.dtype)}",
                           shape, t.dtype)
 
 

@@ -3,7 +3,7 @@
     import torch, compiler as loom
     fast = torch.compile(model.eval(), backend=loom.torch_backend)
     with torch.no_grad():
-        y = fast(x)                          # conv/matmul/relu/add/bn in Loom, the rest in torch
+        y = fast(x)                          # conv/matmul/pools/relu/add/bn in Loom, the rest in torch
 
     program = loom.from_torch(model, (x,))   # the same, explicit: program(x), program.report()
 
@@ -15,7 +15,8 @@ torch's `CapabilityBasedPartitioner` groups the ops Loom supports into
 the largest subgraphs it can without a cycle through torch; each group with a matmul or
 conv2d becomes one `@compiler.jit` function (pipeline `default`: fusion included), traced
 from the ATen nodes with the front end's operations; every other op stays in the graph,
-run by torch. Inside a group with a conv2d the 4-D tensors are NHWC (Loom's faster conv
+run by torch (pooling joins a group: max_pool2d whose indices no one reads, avg_pool2d
+and mean, the last two on floats). Inside a group with a conv2d the 4-D tensors are NHWC (Loom's faster conv
 layout): an input is passed as a permuted view (no copy; a channels_last tensor is then
 contiguous), a 4-D result comes back as an NHWC array viewed as NCHW (torch continues on
 a channels_last tensor). The model's parameters and buffers (only they: an activation or
@@ -86,8 +87,9 @@ RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, 
             aten.squeeze.dim, aten.squeeze.dims, aten.flatten.using_ints}
 CAST = aten._to_copy.default
 MAX_POOL = aten.max_pool2d_with_indices.default
+AVG_POOL = aten.avg_pool2d.default
 MEAN = aten.mean.dim
-POOLS = {MAX_POOL, MEAN}
+POOLS = {MAX_POOL, AVG_POOL, MEAN}
 #: torch's dimension of an NCHW tensor -> its place in the NHWC array Loom holds
 _NHWC_DIM = {0: 0, 1: 3, 2: 1, 3: 2}
 _DTYPES = (torch.float32, torch.float64, torch.bfloat16)
@@ -169,6 +171,11 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     if a.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(a)
+
+
+def _arg(n: torch.fx.Node, index: int, name: str, default):
+    """An ATen node's argument by position or keyword, else its default."""
+    return n.args[index] if len(n.args) > index else n.kwargs.get(name, default)
 
 
 def _pool_pair(a) -> tuple[int, int] | None:
@@ -267,8 +274,7 @@ class LoomSupport(OperatorSupportBase):
             if _val(w).dim() != 4:
                 return f"a {_val(w).dim() - 2}-D convolution (Loom's conv2d is 2-D)"
         if target is MAX_POOL:
-            dilation = node.args[4] if len(node.args) > 4 else 1
-            ceil = node.args[5] if len(node.args) > 5 else False
+            dilation, ceil = _arg(node, 4, "dilation", 1), _arg(node, 5, "ceil_mode", False)
             if ceil:
                 return "a max pool with ceil_mode=True (Loom's windows end inside the padded input)"
             if any(d != 1 for d in (dilation if isinstance(dilation, list | tuple) else [dilation])):
@@ -277,10 +283,18 @@ class LoomSupport(OperatorSupportBase):
                 return "a max pool whose indices are used (Loom computes the values alone)"
             if _val(node.args[0]).dim() != 4:
                 return "a max pool of a tensor that is not 4-D (Loom's max_pool2d is NCHW)"
+        if target is AVG_POOL:
+            ceil, divisor = _arg(node, 4, "ceil_mode", False), _arg(node, 6, "divisor_override", None)
+            if ceil:
+                return "an average pool with ceil_mode=True (Loom's windows end inside the padded input)"
+            if divisor is not None:
+                return "an average pool with divisor_override"
+            if _val(node.args[0]).dim() != 4:
+                return "an average pool of a tensor that is not 4-D (Loom's avg_pool2d is NCHW)"
         if target is MEAN:
-            if node.kwargs.get("dtype") is not None or len(node.args) > 3:
+            if _arg(node, 3, "dtype", None) is not None:
                 return "a mean that converts its dtype"
-            if not isinstance(node.args[1], list | tuple) or not node.args[1]:
+            if not isinstance(_arg(node, 1, "dim", None), list | tuple) or not _arg(node, 1, "dim", None):
                 return "a mean over every dimension"
         if target in BATCH_NORM:
             if target is aten.native_batch_norm.default and node.args[5]:
@@ -555,17 +569,21 @@ class LoomPartition(torch.nn.Module):
         if t is aten.relu.default:
             v = env[n.args[0]]
             return _Value(F.relu(_wide(v.traced)), nhwc=v.nhwc, shape=v.shape)
-        if t is MAX_POOL:
+        if t in (MAX_POOL, AVG_POOL):
             v = env[n.args[0]]
-            window, stride, padding = (_pool_pair(a) for a in [*n.args[1:4], None, None][:3])
+            window, stride, padding = (_pool_pair(_arg(n, i, name, None))
+                                       for i, name in ((1, "kernel_size"), (2, "stride"), (3, "padding")))
             x = _wide(v.traced if v.nhwc else v.applied())
-            return _Value(F.max_pool2d(x, window, stride=stride, padding=padding or 0,  # (stride: the window)
-                                       layout="nhwc" if v.nhwc else "nchw"), nhwc=v.nhwc)
+            options = dict(stride=stride, padding=padding or 0, layout="nhwc" if v.nhwc else "nchw")  # (stride: the window)
+            if t is MAX_POOL:
+                return _Value(F.max_pool2d(x, window, **options), nhwc=v.nhwc)
+            counts = _arg(n, 5, "count_include_pad", True)
+            return _Value(F.avg_pool2d(x, window, count_include_pad=bool(counts), **options), nhwc=v.nhwc)
         if t is MEAN:
             v = env[n.args[0]]
-            keep = bool(n.args[2]) if len(n.args) > 2 else False
+            keep = bool(_arg(n, 2, "keepdim", False))
             rank = _val(n.args[0]).dim()
-            axes = tuple(sorted(int(d) % rank for d in n.args[1]))
+            axes = tuple(sorted(int(d) % rank for d in _arg(n, 1, "dim", None)))
             if not v.nhwc:
                 return _Value(F.mean(_wide(v.applied()), axes, keepdims=keep))
             m = F.mean(_wide(v.traced), tuple(_NHWC_DIM[d] for d in axes), keepdims=True)

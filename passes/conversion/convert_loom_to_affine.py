@@ -24,7 +24,9 @@ The nests are the textbook ones, the starting point of every schedule:
   r, s, c (NHWC; NCHW: n, c, oh, ow, r, s) with `Y[...] = maximumf(Y[...], X[n, oh*sh + r
   - ph, ow*sw + s - pw, c])` (a NaN wins; `maxsi` on i32), one nest per run of rows and
   columns whose windows overhang the padding alike, over the taps inside the input: no
-  guard, so the channels vectorize;
+  guard, so the channels vectorize; `loom.avg_pool2d` the same with a zero fill and `addf`,
+  then each run times 1 / its count (`avg_pool2d.scale`: the window's area, or with
+  count_include_pad false the run's taps);
 - `loom.mean`: a zero fill, a nest over X adding each element into Y at its kept indices
   (`mean`), then Y multiplied by 1 / count (`mean.scale`);
 - `memref.copy` (from bufferization: `loom.contiguous`, a reshape that is not a view, a
@@ -280,10 +282,11 @@ def window_runs(outputs: int, extent: int, window: int, stride: int, pad: int) -
     return [(o, n, lo, hi) for o, n, lo, hi in runs]
 
 
-def lower_max_pool2d(op: loom.MaxPool2DOp) -> list[Operation]:
-    """Y filled with -inf, then a nest per run of output rows and columns whose windows
-    read the same taps (`window_runs`): the padded border is never read, and no guard
-    keeps the channels from vectorizing."""
+def lower_pool2d(op: loom.Pool2DOp) -> list[Operation]:
+    """Y filled with -inf (max) or 0 (avg), then a nest per run of output rows and columns
+    whose windows read the same taps (`window_runs`): the padded border is never read, and
+    no guard keeps the channels from vectorizing. avg_pool2d then scales each run by 1 /
+    its count (the window's area, or its taps inside the input)."""
     x, y = op.ins[0], op.outs[0]
     (r_, s_), (sh, sw), (ph, pw) = op.pool_params()
     nhwc = op.layout_name() == "nhwc"
@@ -294,8 +297,14 @@ def lower_max_pool2d(op: loom.MaxPool2DOp) -> list[Operation]:
     else:
         n_, c_, h_, w_ = x.type.get_shape()
         _, _, ho, wo = y.type.get_shape()
-    greater = arith.MaxSIOp if isinstance(element, IntegerType) else arith.MaximumfOp  # (a NaN wins, as in torch)
-    ops = fill_nest(y, lowest(element), "max_pool2d.init")
+    average = isinstance(op, loom.AvgPool2DOp)
+    tag = op.name.removeprefix("loom.")
+    if average:
+        combine: type[Operation] = arith.AddfOp
+    else:  # (a NaN wins, as in torch)
+        combine = arith.MaxSIOp if isinstance(element, IntegerType) else arith.MaximumfOp
+    ops = fill_nest(y, 0.0 if average else lowest(element), f"{tag}.init")
+    scales: list[tuple[list[int], list[AffineExpr], int]] = []  # (extents, output index, count) per run
     for oh0, rows, r0, r1 in window_runs(ho, h_, r_, sh, ph):
         for ow0, cols, s0, s1 in window_runs(wo, w_, s_, sw, pw):
             if nhwc:
@@ -310,10 +319,27 @@ def lower_max_pool2d(op: loom.MaxPool2DOp) -> list[Operation]:
 
             def body(ivs, x_at=x_at, y_at=y_at):
                 lx, ly = load(x, ivs, x_at), load(y, ivs, y_at)
-                most = greater(ly.result, lx.result)
+                most = combine(ly.result, lx.result)
                 return [lx, ly, most, store(most.result, y, ivs, y_at)]
 
-            ops += build_nest(extents, "max_pool2d", body, names)
+            ops += build_nest(extents, tag, body, names)
+            if average and not op.counts_padding():
+                d = dims(4)
+                out_at = [d[0], d[1] + oh0, d[2] + ow0, d[3]] if nhwc else [d[0], d[1], d[2] + oh0, d[3] + ow0]
+                region = [n_, rows, cols, c_] if nhwc else [n_, c_, rows, cols]
+                scales.append((region, out_at, (r1 - r0) * (s1 - s0)))
+    if average:
+        if op.counts_padding():
+            scales = [(list(y.type.get_shape()), dims(4), r_ * s_)]
+        for region, out_at, count in scales:
+            factor = constant(1.0 / count, element)
+
+            def scaled(ivs, out_at=out_at, factor=factor):
+                ly = load(y, ivs, out_at)
+                product = arith.MulfOp(ly.result, factor.result)
+                return [ly, product, store(product.result, y, ivs, out_at)]
+
+            ops += [factor, *build_nest(region, f"{tag}.scale", scaled)]
     return ops
 
 
@@ -456,8 +482,8 @@ class LowerLoomOp(RewritePattern):
             _replace(rewriter, op, lower_matmul(op))
         elif isinstance(op, loom.Conv2DOp):
             _replace(rewriter, op, lower_conv2d(op))
-        elif isinstance(op, loom.MaxPool2DOp):
-            _replace(rewriter, op, lower_max_pool2d(op))
+        elif isinstance(op, loom.Pool2DOp):
+            _replace(rewriter, op, lower_pool2d(op))
         elif isinstance(op, loom.MeanOp):
             _replace(rewriter, op, lower_mean(op))
         else:

@@ -7,7 +7,7 @@ In each public function on memrefs, every top-level loop nest (`affine.for`,
 difference added to `counters[slot, 0]` and 1 to `counters[slot, 1]`. `counters`, a
 `memref<S x 2 x i64>`, is appended to the function's arguments; the module's
 `loom.profile` attribute says, per function, what each slot times: the nest's tag (the
-op it came from, `convert-loom-to-affine`'s `loom.tag`, or a call's callee's first nest's)
+op it came from, `convert-loom-to-affine`'s `loom.tag`, or a call's callee's nests', joined by `+`)
 and its source location. `compile(..., profile=True)` runs the pass after the schedule,
 passes the kernel's own counters at every call, and `Kernel.profile()` reads them (the
 ticks converted to seconds with the counter's measured rate).
@@ -56,11 +56,12 @@ NESTS = (affine.ForOp, affine.ParallelOp, scf.ForOp, scf.ParallelOp)
 
 
 def _tag(op: Operation, module: ModuleOp) -> str:
-    """What a slot's op computes: its `loom.tag`, or for a call its callee's first nest's."""
+    """What a slot's op computes: its `loom.tag`, or for a call its callee's nests' (each
+    once, in order, joined by `+`: a conv2d's group `direct.pad+matmul`)."""
     if isinstance(op, func.CallOp):
         callee = _function(module, op.callee.string_value())
-        nest = next((o for o in callee.body.ops if isinstance(o, NESTS)), None) if callee is not None else None
-        return _tag(nest, module) if nest is not None else op.callee.string_value()
+        nests = [o for o in callee.body.ops if isinstance(o, NESTS)] if callee is not None else []
+        return "+".join(dict.fromkeys(_tag(n, module) for n in nests)) or op.callee.string_value()
     tag = op.attributes.get("loom.tag")
     return tag.data if isinstance(tag, StringAttr) else op.name
 

@@ -75,3 +75,41 @@ func.func @mean(%x: memref<2x7x7x32xf32>, %m: memref<2x1x1x32xf32>) {
   loom.mean ins(%x : memref<2x7x7x32xf32>) outs(%m : memref<2x1x1x32xf32>) {axes = array<i64: 1, 2>}
   func.return
 }
+
+// -----
+
+// avg_pool2d: a zero fill, the same runs summing with addf, then each run scaled by 1 / its
+// count: with count_include_pad = false the corner's 4 taps, the edges' 6, the inside's 9
+// (4x4, window 3, stride 2, padding 1: runs of 1 and 1 per side).
+// CHECK-LABEL: func.func @avg_pool
+// CHECK:      } {loom.tag = "avg_pool2d.init"}
+// CHECK:                  arith.addf
+// CHECK:      } {loom.tag = "avg_pool2d"}
+// CHECK:      } {loom.tag = "avg_pool2d"}
+// CHECK:      } {loom.tag = "avg_pool2d"}
+// CHECK:      } {loom.tag = "avg_pool2d"}
+// CHECK-NEXT: %{{.*}} = arith.constant 2.500000e-01 : f32
+// CHECK:      } {loom.tag = "avg_pool2d.scale"}
+// CHECK-NEXT: %{{.*}} = arith.constant 0.166666672 : f32
+// CHECK:      } {loom.tag = "avg_pool2d.scale"}
+// CHECK-NEXT: %{{.*}} = arith.constant 0.166666672 : f32
+// CHECK:      } {loom.tag = "avg_pool2d.scale"}
+// CHECK-NEXT: %{{.*}} = arith.constant 0.111111112 : f32
+// CHECK:      } {loom.tag = "avg_pool2d.scale"}
+// CHECK-NEXT: func.return
+func.func @avg_pool(%x: memref<1x4x4x8xf32>, %y: memref<1x2x2x8xf32>) {
+  loom.avg_pool2d ins(%x : memref<1x4x4x8xf32>) outs(%y : memref<1x2x2x8xf32>) {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc", count_include_pad = false}
+  func.return
+}
+
+// -----
+
+// Counting the padding: one scale over the whole output, by 1 / the window's area.
+// CHECK-LABEL: func.func @avg_pool_area
+// CHECK:      %{{.*}} = arith.constant 0.111111112 : f32
+// CHECK:      } {loom.tag = "avg_pool2d.scale"}
+// CHECK-NEXT: func.return
+func.func @avg_pool_area(%x: memref<1x4x4x8xf32>, %y: memref<1x2x2x8xf32>) {
+  loom.avg_pool2d ins(%x : memref<1x4x4x8xf32>) outs(%y : memref<1x2x2x8xf32>) {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"}
+  func.return
+}

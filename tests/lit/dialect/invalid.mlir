@@ -500,3 +500,19 @@ func.func @mean_int(%x: tensor<2x3xi32>) -> tensor<2x1xi32> {
   %m = loom.mean %x {axes = array<i64: 1>} : tensor<2x3xi32> -> tensor<2x1xi32>
   func.return %m : tensor<2x1xi32>
 }
+
+// -----
+
+func.func @avg_int(%x: tensor<1x3x8x8xi32>) -> tensor<1x3x4x4xi32> {
+  // CHECK: error: 'loom.avg_pool2d' op operand #0 (input) has element type i32: loom.avg_pool2d computes in f32 and f64
+  %y = loom.avg_pool2d %x {window = array<i64: 2, 2>} : tensor<1x3x8x8xi32> -> tensor<1x3x4x4xi32>
+  func.return %y : tensor<1x3x4x4xi32>
+}
+
+// -----
+
+func.func @avg_counts(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
+  // CHECK: error: 'loom.avg_pool2d' op attribute 'count_include_pad' must be true or false, got 1 : i64
+  %y = loom.avg_pool2d %x {window = array<i64: 2, 2>, count_include_pad = 1} : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}

@@ -78,9 +78,11 @@ func.func @in_place(%a: memref<4x5xf32>, %b: memref<5xf32>) {
 
 // CHECK-LABEL: func.func @pools
 // CHECK: %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"} : tensor<1x112x112x64xf32> -> tensor<1x56x56x64xf32>
+// CHECK: %a = loom.avg_pool2d %y {window = array<i64: 2, 2>, layout = "nhwc", count_include_pad = false} : tensor<1x56x56x64xf32> -> tensor<1x28x28x64xf32>
 // CHECK: %m = loom.mean %y {axes = array<i64: 1, 2>} : tensor<1x56x56x64xf32> -> tensor<1x1x1x64xf32>
-func.func @pools(%x: tensor<1x112x112x64xf32>) -> tensor<1x1x1x64xf32> {
+func.func @pools(%x: tensor<1x112x112x64xf32>) -> (tensor<1x1x1x64xf32>, tensor<1x28x28x64xf32>) {
   %y = loom.max_pool2d %x {window = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, layout = "nhwc"} : tensor<1x112x112x64xf32> -> tensor<1x56x56x64xf32>
+  %a = loom.avg_pool2d %y {window = array<i64: 2, 2>, layout = "nhwc", count_include_pad = false} : tensor<1x56x56x64xf32> -> tensor<1x28x28x64xf32>
   %m = loom.mean %y {axes = array<i64: 1, 2>} : tensor<1x56x56x64xf32> -> tensor<1x1x1x64xf32>
-  func.return %m : tensor<1x1x1x64xf32>
+  func.return %m, %a : tensor<1x1x1x64xf32>, tensor<1x28x28x64xf32>
 }

@@ -4,7 +4,7 @@
 // Each top-level nest and each call of a private function (an outlined nest) gets a
 // slot: the counter read before and after, the difference and one call added to its row
 // of the counters, a memref appended to the public function's arguments. The module
-// says what each slot times: the nest's tag (a call: its callee's first nest's) and
+// says what each slot times: the nest's tag (a call: its callee's nests', joined by +) and
 // where it came from. Private functions are not instrumented themselves.
 // CHECK: builtin.module attributes {loom.profile = {f = [{tag = "add", location = "{{.*}}profile.mlir:[[# @LINE + 19]]:3"}, {tag = "relu", location = "{{.*}}profile.mlir:[[# @LINE + 24]]:3"}]}}
 // CHECK: func.func @f(%a: memref<8xf32>, %b: memref<8xf32>, %loom_profile: memref<2x2xi64>)
