@@ -163,12 +163,32 @@ def conv2d_output_hw(
     return ho, wo
 
 
+def pair_property(op: IRDLOperation, name: str, least: int, default: tuple[int, int] | None) -> tuple[int, int]:
+    """Property `name` of `op`, `array<i64: a, b>` with a, b >= `least`; `default` where
+    it is absent (None: it is required)."""
+    attr = op.properties.get(name)
+    if attr is None:
+        if default is None:
+            raise VerifyException(f"attribute '{name}' is required: array<i64: a, b> with a, b >= {least}")
+        return default
+    form = f"attribute '{name}' must be array<i64: a, b> with a, b >= {least}"
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise VerifyException(f"{form}, got {attr}")
+    vals = attr.get_values()
+    if len(vals) != 2 or min(vals) < least:
+        raise VerifyException(f"{form}, got {attr}")
+    return (int(vals[0]), int(vals[1]))
+
+
 class LoomComputeOp(IRDLOperation):
     """Common structure of loom compute ops: `ins` operands, then either a tensor result
     (value form) or one `outs` memref operand (destination-passing form)."""
 
     OPERAND_NAMES: ClassVar[tuple[str, ...]]
     """What the inputs are called in diagnostics, in order."""
+
+    TYPES: ClassVar[tuple[Attribute, ...]] = ELEMENTWISE_TYPES
+    """The element types an op of the default `check_element_types` computes in."""
 
     IN_PLACE: ClassVar[bool] = False
     """Whether an output element depends only on the input elements at its own index, so
@@ -254,11 +274,11 @@ class LoomComputeOp(IRDLOperation):
 
     def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
         """Refuse element types the op does not compute in, naming the operand. By
-        default (the elementwise ops): one of ELEMENTWISE_TYPES, the same everywhere."""
+        default (the elementwise ops, the pools, mean): one of TYPES, the same everywhere."""
         for what, t in [*((self._describe(i), t) for i, t in enumerate(ins)), (which, out)]:
-            if t not in ELEMENTWISE_TYPES:
+            if t not in self.TYPES:
                 raise VerifyException(f"{what} has element type {t}: {self.name} computes in "
-                                      f"{type_names(ELEMENTWISE_TYPES)}")
+                                      f"{type_names(self.TYPES)}")
         for i, t in enumerate(ins):
             if t != out:
                 raise VerifyException(f"{self._describe(i)} has element type {t}, expected {out} (the {which}'s)")
@@ -466,16 +486,7 @@ class Conv2DOp(ContractionOp):
 
     def _pair(self, name: str) -> tuple[int, int]:
         default, least = self.PARAMS[name]
-        attr = self.properties.get(name)
-        if attr is None:
-            return (default, default)
-        form = f"attribute '{name}' must be array<i64: a, b> with a, b >= {least}"
-        if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
-            raise VerifyException(f"{form}, got {attr}")
-        vals = attr.get_values()
-        if len(vals) != 2 or min(vals) < least:
-            raise VerifyException(f"{form}, got {attr}")
-        return (int(vals[0]), int(vals[1]))
+        return pair_property(self, name, least, (default, default))
 
     def layout_name(self) -> str:
         """"nchw" (the default) or "nhwc"."""
@@ -543,25 +554,11 @@ class Pool2DOp(LoomComputeOp):
     padding = opt_prop_def(Attribute)
     layout = opt_prop_def(Attribute)
 
-    def _pair(self, name: str, least: int, default: tuple[int, int] | None) -> tuple[int, int]:
-        attr = self.properties.get(name)
-        if attr is None:
-            if default is None:
-                raise VerifyException(f"attribute '{name}' is required: array<i64: a, b> with a, b >= {least}")
-            return default
-        form = f"attribute '{name}' must be array<i64: a, b> with a, b >= {least}"
-        if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
-            raise VerifyException(f"{form}, got {attr}")
-        vals = attr.get_values()
-        if len(vals) != 2 or min(vals) < least:
-            raise VerifyException(f"{form}, got {attr}")
-        return (int(vals[0]), int(vals[1]))
-
     def pool_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(window, strides, padding), defaults filled in and validated."""
-        window = self._pair("window", 1, None)
-        strides = self._pair("strides", 1, window)
-        padding = self._pair("padding", 0, (0, 0))
+        window = pair_property(self, "window", 1, None)
+        strides = pair_property(self, "strides", 1, window)
+        padding = pair_property(self, "padding", 0, (0, 0))
         if any(2 * p > k for p, k in zip(padding, window)):
             raise VerifyException(f"padding {list(padding)} is more than half the window {list(window)}: a window "
                                   "would hold only the padded border")
@@ -622,6 +619,7 @@ class AvgPool2DOp(Pool2DOp):
     """
 
     name = "loom.avg_pool2d"
+    TYPES: ClassVar[tuple[Attribute, ...]] = (f32, f64)
 
     count_include_pad = opt_prop_def(Attribute)
 
@@ -637,13 +635,6 @@ class AvgPool2DOp(Pool2DOp):
         self.counts_padding()
         super().verify_()
 
-    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
-        for what, t in ((self._describe(0), ins[0]), (which, out)):
-            if t not in (f32, f64):
-                raise VerifyException(f"{what} has element type {t}: {self.name} computes in f32 and f64")
-        if ins[0] != out:
-            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected {out} (the {which}'s)")
-
 
 @irdl_op_definition
 class MeanOp(LoomComputeOp):
@@ -658,6 +649,7 @@ class MeanOp(LoomComputeOp):
 
     name = "loom.mean"
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+    TYPES: ClassVar[tuple[Attribute, ...]] = (f32, f64)
 
     axes = opt_prop_def(Attribute)
 
@@ -674,13 +666,6 @@ class MeanOp(LoomComputeOp):
         if len(set(normal)) != len(normal):
             raise VerifyException(f"{form}, got {attr}")
         return normal
-
-    def check_element_types(self, ins: list[Attribute], out: Attribute, which: str) -> None:
-        for what, t in ((self._describe(0), ins[0]), (which, out)):
-            if t not in (f32, f64):
-                raise VerifyException(f"{what} has element type {t}: {self.name} computes in f32 and f64")
-        if ins[0] != out:
-            raise VerifyException(f"{self._describe(0)} has element type {ins[0]}, expected {out} (the {which}'s)")
 
     def result_shape(self, shapes):
         (x,) = shapes
