@@ -20,9 +20,9 @@ def _model():
     torch.manual_seed(0)
     return nn.Sequential(OrderedDict([
         ("conv1", nn.Conv2d(3, 8, 3, padding=1)), ("bn1", nn.BatchNorm2d(8)), ("relu1", nn.ReLU()),
-        ("pool", nn.AvgPool2d(2)),  # (in torch: Loom has no average pool)
+        ("pool", nn.AvgPool2d(2, ceil_mode=True)),  # (in torch: Loom's windows end inside the input)
         ("conv2", nn.Conv2d(8, 16, 3, padding=1, bias=False)), ("relu2", nn.ReLU()),
-        ("flat", nn.Flatten()), ("fc", nn.Linear(16 * 5 * 5, 10)),
+        ("flat", nn.Flatten()), ("fc", nn.Linear(16 * 6 * 5, 10)),
     ])).eval()
 
 
@@ -36,10 +36,10 @@ def test_the_profile_names_each_layer_with_its_flops_and_each_op_torch_ran():
         assert torch.equal(fast(x), want)  # (and the model still runs unprofiled)
     loom_lines = {line.layer: line for line in profile.lines if line.kind == "loom"}
     assert {"conv1", "conv2", "fc"} <= set(loom_lines), loom_lines
-    # 2 x multiply-adds: conv1 2*(2*11*10*8)*(3*3*3), conv2 (after the 2x2 pool: 5x5) 2*(2*5*5*16)*(8*3*3)
+    # 2 x multiply-adds: conv1 2*(2*11*10*8)*(3*3*3), conv2 (after the 2x2 pool: 6x5) 2*(2*6*5*16)*(8*3*3)
     assert loom_lines["conv1"].flops == 2 * (2 * 11 * 10 * 8) * 27
-    assert loom_lines["conv2"].flops == 2 * (2 * 5 * 5 * 16) * 72
-    assert loom_lines["fc"].flops == 2 * (2 * 10) * 400
+    assert loom_lines["conv2"].flops == 2 * (2 * 6 * 5 * 16) * 72
+    assert loom_lines["fc"].flops == 2 * (2 * 10) * 480
     assert all(loom_lines[name].seconds > 0 and loom_lines[name].gflops() > 0 for name in ("conv1", "conv2", "fc"))
     torch_ops = [line.op for line in profile.lines if line.kind == "torch"]
     assert any("avg_pool2d" in op for op in torch_ops), torch_ops
@@ -53,7 +53,7 @@ def test_the_profile_names_each_layer_with_its_flops_and_each_op_torch_ran():
 
 
 def test_explain_with_profile_gives_the_partitions_then_the_profile():
-    model, x = _model(), torch.randn(1, 3, 10, 11)
+    model, x = _model(), torch.randn(1, 3, 11, 10)
     fast = torch.compile(model, backend=loom.torch_backend, dynamic=False)
     text = loom.explain(fast, x, profile=True, calls=2)
     report, _, profile = text.partition("\n\nprofile: ")
@@ -62,7 +62,7 @@ def test_explain_with_profile_gives_the_partitions_then_the_profile():
 
 
 def test_the_traced_ops_carry_the_layer_they_came_from():
-    model, x = _model(), torch.randn(1, 3, 10, 11)
+    model, x = _model(), torch.randn(1, 3, 11, 10)
     fast = torch.compile(model, backend=loom.torch_backend, dynamic=False)
     with torchfx.recording() as ran, torch.no_grad():
         fast(x)

@@ -47,7 +47,7 @@ import numpy as np
 from compiler.jit import kernel
 from compiler.jit.disk_cache import runtime_code
 from compiler.jit.loader import LOCK, register_symbols
-from passes.conversion.to_llvm.abi import HEAP_ALIGNMENT, MIN_BYTES
+from passes.support.heap import HEAP_ALIGNMENT, MIN_BYTES
 
 SLOTS = 16
 _BUSY = 1  # a slot being filled or emptied

@@ -178,7 +178,8 @@ def markdown_models(rows: list[ModelRow]) -> str:
                    f"| {np.median(r.speedups):.2f} | {min(r.speedups):.2f}-{max(r.speedups):.2f} | {r.rel_err:.1e} "
                    f"| {r.in_loom}/{r.ops} ({r.kernels} kernels) | {r.cold:.1f} | {r.warm:.1f} "
                    f"| {'ok' if r.ok else 'MISMATCH'} |{peers}")
-    errors = [f"- {n}, {r.model} batch {r.batch}: {e:.1e}" for r in rows for n, e in r.peer_errors.items()]
+    errors = [f"- {n}, {r.model} batch {r.batch}, {r.threads} thread{'s' * (r.threads > 1)}: {e:.1e}"
+              for r in rows for n, e in r.peer_errors.items()]
     return "\n".join(out) + ("\npeers' relative errors (of torch eager):\n" + "\n".join(errors) if errors else "")
 
 

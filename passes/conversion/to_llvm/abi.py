@@ -11,7 +11,7 @@ Memref ABI (the runtime relies on it)
 * `A[i0, ..., in]` is `getelementptr inbounds T, ptr %A, i64 (o + Σ ik·sk)`; the index
   is computed in i64 with `mul nsw`/`add nsw`, constant parts folded.
 * `memref.alloc` calls `aligned_alloc(64, bytes rounded up to 64)`, `memref.dealloc`
-  calls `free`; from `MIN_BYTES` (64 KiB) up, `loom_take(64, bytes)` and
+  calls `free`; from `MIN_BYTES` (64 KiB, passes/support/heap.py) up, `loom_take(64, bytes)` and
   `loom_give(ptr, bytes)` instead, which keep the buffer for the next call (page faults
   on fresh pages cost as much as a large convolution: compiler/jit/pool.py); `memref.alloca` is an `llvm.alloca`. A memref of 2^63 bytes or more is
   refused (its sizes and addresses would wrap around in i64).
@@ -182,7 +182,3 @@ def mangle(t: Attribute) -> str:
 
 STATUS = i32  # what a function that may fail returns: 0, or the failed allocation site
 ALLOC_SITE = "alloc_site"  # the attribute of an aligned_alloc call: {site, name, type, bytes}
-HEAP_ALIGNMENT = 64
-#: allocations of at least this many bytes go through the pool (smaller ones come from
-#: malloc's own free lists, without page faults)
-MIN_BYTES = 64 * 1024

@@ -21,11 +21,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dialects.loom import PrefetchOp, TicksOp
+from passes.support.heap import HEAP_ALIGNMENT, MIN_BYTES
 from passes.conversion.to_llvm.abi import (
     ALLOC_SITE,
-    HEAP_ALIGNMENT,
     I64_MAX,
-    MIN_BYTES,
     STATUS,
     MemrefLayout,
     byte_size,
