@@ -3,6 +3,8 @@ nest per run of windows that overhang the border alike, the channels vectorized)
 front end's `loom.max_pool2d` / `loom.avg_pool2d` / `loom.mean`, against the float64 numpy
 reference."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -90,7 +92,7 @@ def test_max_pool2d_passes_a_nan_and_never_picks_the_border():
 def test_max_pool2d_vectorizes_the_channels_with_no_guard():
     kern = loom.compile(_pool_source((1, 112, 112, 64), (3, 3), (2, 2), (1, 1), "nhwc", "f32"), remarks=True,
                         stages=True)
-    pools = [r for r in kern.remarks if "[loom-vectorize]" in r and "loop %c by 16" in r]
+    pools = [r for r in kern.remarks if "[loom-vectorize]" in r and re.search(r"loop %c by \d+ ", r)]
     assert len(pools) == 4, kern.remarks  # the corner, the top row, the left column, the inside
     assert "affine.if" not in str(kern.stages["convert-loom-to-affine"])
 
