@@ -126,10 +126,9 @@ def _groups(nests: list[Operation]) -> list[list[Operation]]:
         if nest_tag(nests[i]) in INITS and i + 1 < len(nests) and nest_tag(nests[i + 1]) in PRODUCERS:
             i += 1
         if nest_tag(nests[i]) in PRODUCERS:
-            while i + 1 < len(nests) and nest_tag(nests[i + 1]) in EPILOGUES and i - start < MAX_STEPS + 1:
+            producer = i
+            while i + 1 < len(nests) and nest_tag(nests[i + 1]) in EPILOGUES and i - producer < MAX_STEPS:
                 i += 1
-        else:
-            i = start
         groups.append(nests[start:i + 1])
         i += 1
     return [g for group in groups for g in _adjacent(group)]
