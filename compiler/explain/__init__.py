@@ -22,7 +22,8 @@ The report has, per kernel:
 
 The rooms: loop_nest.py (the pseudo-code, and its notation), decisions.py (the
 decisions, from the remarks), report.py (the report, the measurement), torch.py (the
-report on a torch model: its partitions, then each Loom kernel's).
+report on a torch model: its partitions, then each Loom kernel's; with `profile=True` the
+time of each layer, each op torch ran and the crossings instead, `profile_model`).
 """
 
 from __future__ import annotations
