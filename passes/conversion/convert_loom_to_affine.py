@@ -173,12 +173,35 @@ def zero_of(element: Attribute) -> list[Operation]:
 
 def zero_nest(out: SSAValue, tag: str) -> list[Operation]:
     """`out` filled with zeros (`zero_of`), a nest tagged `tag`."""
+    return _filled(out, zero_of(out.type.get_element_type()), tag)
+
+
+def fill_nest(out: SSAValue, value: float, tag: str) -> list[Operation]:
+    """`out` filled with `value`, a nest tagged `tag`."""
+    return _filled(out, [constant(value, out.type.get_element_type())], tag)
+
+
+def _filled(out: SSAValue, made: list[Operation], tag: str) -> list[Operation]:
+    """The ops `made` (the last one's result is the value), then a nest storing it into
+    every element of `out`."""
     t = out.type
     assert isinstance(t, MemRefType)
-    zero = zero_of(t.get_element_type())
-    value = zero[-1].results[0]
+    value = made[-1].results[0]
     shape = t.get_shape()
-    return [*zero, *build_nest(shape, tag, lambda ivs: [store(value, out, ivs, dims(len(shape)))])]
+    return [*made, *build_nest(shape, tag, lambda ivs: [store(value, out, ivs, dims(len(shape)))])]
+
+
+def scale_nest(y: SSAValue, extents: Sequence[int], at: Sequence[AffineExpr], factor: float,
+               tag: str) -> list[Operation]:
+    """`y[at] *= factor` over a nest of `extents` (its ivs the dims of `at`), tagged `tag`."""
+    c = constant(factor, y.type.get_element_type())
+
+    def body(ivs):
+        ly = load(y, ivs, at)
+        product = arith.MulfOp(ly.result, c.result)
+        return [ly, product, store(product.result, y, ivs, at)]
+
+    return [c, *build_nest(extents, tag, body)]
 
 
 def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
@@ -254,15 +277,6 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     )]
 
 
-def fill_nest(out: SSAValue, value: float, tag: str) -> list[Operation]:
-    """`out` filled with `value`, a nest tagged `tag`."""
-    t = out.type
-    assert isinstance(t, MemRefType)
-    c = constant(value, t.get_element_type())
-    shape = t.get_shape()
-    return [c, *build_nest(shape, tag, lambda ivs: [store(c.result, out, ivs, dims(len(shape)))])]
-
-
 def lowest(element: Attribute) -> float:
     """The least value of a max's element type: -inf, or i32's least."""
     return -(2**31) if isinstance(element, IntegerType) else float("-inf")
@@ -332,14 +346,7 @@ def lower_pool2d(op: loom.Pool2DOp) -> list[Operation]:
         if op.counts_padding():
             scales = [(list(y.type.get_shape()), dims(4), r_ * s_)]
         for region, out_at, count in scales:
-            factor = constant(1.0 / count, element)
-
-            def scaled(ivs, out_at=out_at, factor=factor):
-                ly = load(y, ivs, out_at)
-                product = arith.MulfOp(ly.result, factor.result)
-                return [ly, product, store(product.result, y, ivs, out_at)]
-
-            ops += [factor, *build_nest(region, f"{tag}.scale", scaled)]
+            ops += scale_nest(y, region, out_at, 1.0 / count, f"{tag}.scale")
     return ops
 
 
@@ -349,7 +356,6 @@ def lower_mean(op: loom.MeanOp) -> list[Operation]:
     x, y = op.ins[0], op.outs[0]
     shape = x.type.get_shape()
     axes = op.reduced(len(shape))
-    element = y.type.get_element_type()
     y_at = [AffineExpr.constant(0) if d in axes else AffineExpr.dimension(d) for d in range(len(shape))]
 
     def body(ivs):
@@ -360,16 +366,9 @@ def lower_mean(op: loom.MeanOp) -> list[Operation]:
     count = 1
     for d in axes:
         count *= shape[d]
-    scale = constant(1.0 / count, element)
     out_shape = y.type.get_shape()
-
-    def scaled(ivs):
-        ly = load(y, ivs, dims(len(out_shape)))
-        product = arith.MulfOp(ly.result, scale.result)
-        return [ly, product, store(product.result, y, ivs, dims(len(out_shape)))]
-
-    return [*zero_nest(y, "mean.init"), *build_nest(shape, "mean", body), scale,
-            *build_nest(out_shape, "mean.scale", scaled)]
+    return [*zero_nest(y, "mean.init"), *build_nest(shape, "mean", body),
+            *scale_nest(y, out_shape, dims(len(out_shape)), 1.0 / count, "mean.scale")]
 
 
 def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: tuple[int, int]) -> AffineSetAttr | None:
