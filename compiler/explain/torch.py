@@ -101,23 +101,8 @@ class _Timer:
         self.timed += seconds
 
     def __call__(self, program: TorchProgram, args: Sequence):
-        timer = self
-
-        class Timed(torch.fx.Interpreter):
-            def run_node(self, n: torch.fx.Node):
-                if n.op == "call_module" and isinstance(part := self.module.get_submodule(n.target), LoomPartition) \
-                        and part.error is None:
-                    return timer.loom(part, self.fetch_args_kwargs_from_env(n)[0])
-                if n.op not in ("call_function", "call_method", "call_module") or n.target is operator.getitem:
-                    return super().run_node(n)
-                start = time.perf_counter()
-                result = super().run_node(n)
-                op = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
-                timer.add("torch", "torch", n.name, op, time.perf_counter() - start)
-                return result
-
         start, timed = time.perf_counter(), self.timed
-        result = Timed(program.module).run(*args)
+        result = _Timed(program.module, self).run(*args)
         self.add("between", "", "", "", time.perf_counter() - start - (self.timed - timed))
         return result
 
@@ -136,6 +121,26 @@ class _Timer:
         self.add("kernel", part.name, "", "outside its nests", t2 - t1)
         self.crossings += 2
         return out
+
+
+class _Timed(torch.fx.Interpreter):
+    """A graph run node by node, each node timed into `timer` (a Loom partition by its parts)."""
+
+    def __init__(self, module: torch.fx.GraphModule, timer: _Timer):
+        super().__init__(module)
+        self.timer = timer
+
+    def run_node(self, n: torch.fx.Node):
+        if n.op == "call_module" and isinstance(part := self.module.get_submodule(n.target), LoomPartition) \
+                and part.error is None:
+            return self.timer.loom(part, self.fetch_args_kwargs_from_env(n)[0])
+        if n.op not in ("call_function", "call_method", "call_module") or n.target is operator.getitem:
+            return super().run_node(n)
+        start = time.perf_counter()
+        result = super().run_node(n)
+        op = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
+        self.timer.add("torch", "torch", n.name, op, time.perf_counter() - start)
+        return result
 
 
 def profile_model(fn: Callable, *args, calls: int = 5) -> ModelProfile:

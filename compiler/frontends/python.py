@@ -99,16 +99,22 @@ _located = threading.local()  # the location `located()` gives the ops traced on
 
 
 @contextlib.contextmanager
+def thread_setting(store: threading.local, name: str, value):
+    """`store.name` is `value` on this thread inside the block (which gets it), and what it
+    was before after it."""
+    previous = getattr(store, name, None)
+    setattr(store, name, value)
+    try:
+        yield value
+    finally:
+        setattr(store, name, previous)
+
+
 def located(location: str):
     """The ops traced inside the block carry `location` (`name:line:col`) in place of the
     user's expression: a front end that traces from another program's nodes (the torch
     backend: the module each ATen node came from) names them by what the user knows."""
-    previous = getattr(_located, "location", None)
-    _located.location = location
-    try:
-        yield
-    finally:
-        _located.location = previous
+    return thread_setting(_located, "location", location)
 
 
 def _user_location() -> str | None:

@@ -49,7 +49,6 @@ torch: nothing else in Loom imports it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import operator
@@ -294,7 +293,8 @@ class LoomSupport(OperatorSupportBase):
         if target is MEAN:
             if _arg(node, 3, "dtype", None) is not None:
                 return "a mean that converts its dtype"
-            if not isinstance(_arg(node, 1, "dim", None), list | tuple) or not _arg(node, 1, "dim", None):
+            dims = _arg(node, 1, "dim", None)
+            if not isinstance(dims, list | tuple) or not dims:
                 return "a mean over every dimension"
         if target in BATCH_NORM:
             if target is aten.native_batch_norm.default and node.args[5]:
@@ -822,28 +822,17 @@ class TorchProgram:
         return "\n".join(lines)
 
 
-@contextlib.contextmanager
 def running_with(runner: Callable):
     """Inside the block a TorchProgram runs as `runner(program, args)` says (an interpreter
     that times each node: compiler/explain/torch.py) in place of its module."""
-    previous = getattr(_recording, "runner", None)
-    _recording.runner = runner
-    try:
-        yield
-    finally:
-        _recording.runner = previous
+    return F.thread_setting(_recording, "runner", runner)
 
 
-@contextlib.contextmanager
 def recording():
-    """The TorchPrograms that run inside the block, in the order they first ran."""
+    """The TorchPrograms that run inside the block, in the order they first ran (the list
+    the block gets)."""
     ran: list[TorchProgram] = []
-    previous = getattr(_recording, "programs", None)
-    _recording.programs = ran
-    try:
-        yield ran
-    finally:
-        _recording.programs = previous
+    return F.thread_setting(_recording, "programs", ran)
 
 
 def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
@@ -851,11 +840,8 @@ def _capture(fn: Callable, inputs: Sequence) -> torch.fx.GraphModule:
     mutation is a copy_ back at the end), dead code gone. Traced on fake tensors: nothing
     runs, so no side effect happens (it happens at each call, once). Outside dynamo's tracing
     context, whose fake tensors have symbolic sizes: make_fx makes its own, of static sizes."""
-    if isinstance(fn, torch.fx.GraphModule):
-        interpreter = torch.fx.Interpreter(fn)
-        run = lambda *a: interpreter.run(*a)
-    else:
-        run = fn
+    # (a graph module run node by node keeps each node's meta, `nn_module_stack` among it, for layer_name)
+    run = torch.fx.Interpreter(fn).run if isinstance(fn, torch.fx.GraphModule) else fn
     with torch.no_grad(), torch._guards.tracing(None), torch.fx.traceback.preserve_node_meta():
         gm = make_fx(torch.func.functionalize(run), tracing_mode="fake")(*inputs)
     gm.graph.eliminate_dead_code()

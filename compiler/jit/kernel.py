@@ -426,7 +426,7 @@ class _Allocator:
 
     def of(self, spec: ArgSpec):
         """The function that allocates this output: `(shape, dtype) -> array`."""
-        return self.large if spec.nbytes >= self.min_bytes and self.large is not np.empty else np.empty
+        return self.large if spec.nbytes >= self.min_bytes else np.empty
 
     def __call__(self, spec: ArgSpec) -> np.ndarray:
         return self.of(spec)(spec.shape, spec.dtype)
