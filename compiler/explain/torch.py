@@ -181,9 +181,10 @@ def _lines(timer: _Timer, calls: int, seconds: float) -> ModelProfile:
         threads = part.jit.num_threads or 1
         flops, dtypes = {}, {}
         for n in part.graph_nodes:
-            if node_flops(n):
-                flops[layer_name(n)] = flops.get(layer_name(n), 0) + node_flops(n)
-                dtypes[layer_name(n)] = _PEAKS.get(_tensor_dtype(n.args[0]), "f32")
+            if work := node_flops(n):
+                name = layer_name(n)
+                flops[name] = flops.get(name, 0) + work
+                dtypes[name] = _PEAKS.get(_tensor_dtype(n.args[0]), "f32")
         nests: dict[str, ProfileLine] = {}
         for row in kernel.profile():
             name = row.location.rsplit(":", 2)[0] if row.location else ""
