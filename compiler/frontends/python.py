@@ -647,14 +647,20 @@ def avg_pool2d(x, window, *, stride=None, padding=0, layout: str = "nchw", count
     """2-D average pooling, as torch's `avg_pool2d` (ceil_mode false): the mean of each
     `window`, over its area, or with `count_include_pad=False` over its elements inside the
     input; windows, strides and padding as max_pool2d's. float32 and float64."""
-    t = _traced(x, "loom.avg_pool2d")
-    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        _fail(f"loom.avg_pool2d of {_an_array(t.dtype)}: it averages float32 and float64 arrays", type_error=True)
+    t = _averaged(x, "loom.avg_pool2d")
     if not isinstance(count_include_pad, bool):
         _fail(f"loom.avg_pool2d: count_include_pad must be True or False, got {count_include_pad!r}",
               type_error=True)
     return _pool2d("loom.avg_pool2d", t, window, stride, padding, layout,
                    [] if count_include_pad else ["count_include_pad = false"])
+
+
+def _averaged(x, op: str) -> Traced:
+    """`x` traced for an average (`op`): a float32 or float64 array, else a TraceTypeError."""
+    t = _traced(x, op)
+    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        _fail(f"{op} of {_an_array(t.dtype)}: it averages float32 and float64 arrays", type_error=True)
+    return t
 
 
 def _pool2d(op: str, t: Traced, window, stride, padding, layout: str, extra: list[str]) -> Traced:
@@ -682,9 +688,7 @@ def mean(x, axis, *, keepdims: bool = False) -> Traced:
     """`np.mean(x, axis=axis, keepdims=keepdims)` of a float32 or float64 array over the
     axes given (an int or a tuple of them; negative from the end), summed in its dtype;
     without keepdims the result is a reshape (no copy) of the kept one."""
-    t = _traced(x, "loom.mean")
-    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        _fail(f"loom.mean of {_an_array(t.dtype)}: it averages float32 and float64 arrays", type_error=True)
+    t = _averaged(x, "loom.mean")
     axes = (axis,) if isinstance(axis, int | np.integer) and not isinstance(axis, bool) else axis
     if (not isinstance(axes, tuple) or not axes
             or any(isinstance(a, bool) or not isinstance(a, int | np.integer) or not -t.ndim <= a < t.ndim for a in axes)
