@@ -235,7 +235,8 @@ def _check_threads(module: ModuleOp) -> None:
 
 
 def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threads: int | None, remarks: bool,
-          stages: bool, filename: str, timings: Timings | None, profile: bool = False) -> Kernel:
+          stages: bool, filename: str, timings: Timings | None, profile: bool = False,
+          algorithms: str = "exact") -> Kernel:
     """The kernel compile() makes of `source` (see compiler.driver.compile: the arguments
     are its own, checked there)."""
     with timed(timings, "parse+verify"):
@@ -252,7 +253,7 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
             if prev is not None:
                 kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = print_module(mod)
 
-        passes = pipelines.build(pipeline, _pass_clock(timings, record if stages else None), literal=False,
+        passes = pipelines.build(pipelines.with_algorithms(pipeline, algorithms), _pass_clock(timings, record if stages else None), literal=False,
                                  num_threads=num_threads, profile=profile)
     with collect() as collected:
         passes.apply(make_context(), module)

@@ -21,6 +21,7 @@ import numpy as np
 from compiler.jit import pool
 from compiler.jit.disk_cache import disk_cache
 from compiler.jit.kernel import MAX_THREADS, Kernel
+from passes.support.algorithms import check_algorithms
 from passes.support.diagnostics import LoomError
 from passes.support.target import default_threads
 
@@ -129,6 +130,7 @@ def compile(
     timings: Timings | None = None,
     cache: bool = True,
     profile: bool = False,
+    algorithms: str = "exact",
 ) -> Kernel:
     """Compile a loom function to machine code.
 
@@ -155,6 +157,11 @@ def compile(
     schedule): `kernel.profile()` then says where its calls spent their time, nest by
     nest. A profiled kernel is kept in the memory cache only, never on disk.
 
+    `algorithms="fast"` lets the pipeline use algorithms that round differently from the
+    ops' sums (each with a stated bound): Winograd's convolution for 3x3 stride-1 NHWC
+    conv2d, where the cost model estimates it faster (loom-winograd; the bound in
+    docs/guide/winograd.md). The default, "exact", changes results by reassociation only.
+
     `timings`, a dict, receives the CPU and wall seconds of each stage, in order:
     `parse+verify`; `set-up` (the entry, its signature, the pass pipeline); each pass (a
     pass that comes twice is `name#2`); `verify` (the final module, or with `stages` each
@@ -173,8 +180,9 @@ def compile(
         raise TypeError(f"cache must be True or False, got {cache!r}")
     if not isinstance(profile, bool):
         raise TypeError(f"profile must be True or False, got {profile!r}")
+    check_algorithms(algorithms)
     key = _cache_key(text, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks, stages=stages,
-                     filename=filename, profile=profile)
+                     filename=filename, profile=profile, algorithms=algorithms)
     if profile:  # in memory only
         cached, disk_key = (kernel_cache.get(key) if cache and timings is None else None), None
     else:
@@ -184,7 +192,7 @@ def compile(
     from compiler import build  # xDSL, the passes and LLVM: only now (see the module's docstring)
 
     kernel = build.build(source, entry=entry, pipeline=pipeline, num_threads=num_threads, remarks=remarks,
-                         stages=stages, filename=filename, timings=timings, profile=profile)
+                         stages=stages, filename=filename, timings=timings, profile=profile, algorithms=algorithms)
     if cache and timings is None:
         kernel_cache.put(key, kernel)
         if disk_key is not None:
@@ -208,9 +216,12 @@ def _source_text(source: str | ModuleOp) -> str:
 
 def _cache_key(source: str | ModuleOp, *, entry: str | None = None, pipeline: str = "default",
                num_threads: int | None = None, remarks: bool = False, stages: bool = False,
-               filename: str = "<source>", cache: bool = True, profile: bool = False) -> tuple:
+               filename: str = "<source>", cache: bool = True, profile: bool = False,
+               algorithms: str = "exact") -> tuple:
     """compile()'s cache key for its arguments (the same defaults; `cache` is not part of it;
     a profiled kernel is another kernel: it takes its counters)."""
+    if algorithms != "exact":  # another pipeline (an exact one's key stays as it was)
+        pipeline = f"{pipeline} | algorithms={algorithms}"
     key = (_source_text(source), filename, entry, pipeline, num_threads, remarks, stages,
            os.environ.get("LOOM_TARGET", ""))  # the default pipeline plans for the target
     return (*key, "profile") if profile else key

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import IntegerType, bf16, i32
 from xdsl.ir import Attribute, SSAValue
 
 from passes.support.diagnostics import LoomError
-from dialects import loom
+from dialects import loom, winograd
 
 
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
@@ -64,6 +64,46 @@ def pool2d(x: np.ndarray, window, strides, padding, nhwc: bool, average: bool = 
     if not average:
         return out
     return out / (r * s if count_include_pad else counts)
+
+
+def _winograd(which: int, m: int) -> np.ndarray:
+    return np.array(winograd.MATRICES[m][which], dtype=np.float64)
+
+
+def winograd_filter(w: np.ndarray, m: int) -> np.ndarray:
+    """U[a*alpha + b, c, f] = (G g G^T)[a, b] of the HWCF filter (`loom.winograd_filter`)."""
+    g = _winograd(1, m)
+    u = np.einsum("ar,rscf,bs->abcf", g, w, g)
+    return u.reshape(-1, *w.shape[2:]).astype(w.dtype)
+
+
+def winograd_input(x: np.ndarray, m: int, padding) -> np.ndarray:
+    """V[a*alpha + b, p, c] = (B^T d B)[a, b] of each input tile (`loom.winograd_input`)."""
+    bt = _winograd(0, m)
+    alpha = winograd.points(m)
+    n, h, w, c = x.shape
+    (ph, pw) = padding
+    th, tw = winograd.tiles(h + 2 * ph - 2, m), winograd.tiles(w + 2 * pw - 2, m)
+    xp = np.zeros((n, th * m + 2, tw * m + 2, c), dtype=x.dtype)  # the border, and past the last tile's end
+    rows, cols = min(h, th * m + 2 - ph), min(w, tw * m + 2 - pw)
+    xp[:, ph:ph + rows, pw:pw + cols] = x[:, :rows, :cols]
+    d = np.stack([np.stack([xp[:, i * m:i * m + alpha, j * m:j * m + alpha] for j in range(tw)], 1)
+                  for i in range(th)], 1)  # n, tile row, tile column, alpha, alpha, c
+    v = np.einsum("ar,nijrsc,bs->abnijc", bt, d, bt)
+    return v.reshape(alpha * alpha, n * th * tw, c)
+
+
+def winograd_output(p: np.ndarray, m: int, shape) -> np.ndarray:
+    """Y[n, i*m + r, j*m + s, f] = (A^T M A)[r, s] of each tile's products
+    (`loom.winograd_output`), the last tiles' overhang dropped."""
+    at = _winograd(2, m)
+    alpha = winograd.points(m)
+    n, ho, wo, f = shape
+    th, tw = winograd.tiles(ho, m), winograd.tiles(wo, m)
+    prods = p.reshape(alpha, alpha, n, th, tw, f)
+    y = np.einsum("ra,abnijf,sb->nirjsf", at, prods, at)  # n, tile row, r, tile column, s, f
+    y = y.reshape(n, th * m, tw * m, f)
+    return np.ascontiguousarray(y[:, :ho, :wo])
 
 
 def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:
@@ -122,6 +162,12 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
         value = pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc", True, op.counts_padding())
     elif isinstance(op, loom.MeanOp):
         value = np.mean(a[0], axis=op.reduced(a[0].ndim), keepdims=True)
+    elif isinstance(op, loom.WinogradFilterOp):
+        value = winograd_filter(a[0], op.tile_size())
+    elif isinstance(op, loom.WinogradInputOp):
+        value = winograd_input(a[0], op.tile_size(), op.pad())
+    elif isinstance(op, loom.WinogradOutputOp):
+        value = winograd_output(a[0], op.tile_size(), op.output_type.get_shape())
     elif isinstance(op, loom.AddOp):
         value = a[0] + a[1]
     elif isinstance(op, loom.MulOp):

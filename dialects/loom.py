@@ -89,6 +89,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.dtypes import NUMPY_NAMES
+from dialects.winograd import TILES, points, tiles
 from dialects.layout import may_alias, memref_root, reshape_strides, row_major_strides, strided_memref, unknown_origin
 
 ShapedT = TensorType | MemRefType
@@ -673,6 +674,123 @@ class MeanOp(LoomComputeOp):
         return tuple(1 if d in axes else n for d, n in enumerate(x))
 
 
+class WinogradOp(LoomComputeOp):
+    """What the three ops of a Winograd convolution F(m x m, 3 x 3) share (dialects/winograd.py:
+    the matrices): `tile = m` (2 or 4), f32 or f64. `loom-winograd` rewrites an NHWC 3x3
+    stride-1 conv2d into them and a batched matmul of alpha^2 = (m + 2)^2 products:
+
+    ```mlir
+    %u = loom.winograd_filter %w {tile = 2} : tensor<3x3x64x64xf32> -> tensor<16x64x64xf32>
+    %v = loom.winograd_input %x {tile = 2, padding = array<i64: 1, 1>} : tensor<1x8x8x64xf32> -> tensor<16x16x64xf32>
+    %m = loom.matmul %v, %u : (tensor<16x16x64xf32>, tensor<16x64x64xf32>) -> tensor<16x16x64xf32>
+    %y = loom.winograd_output %m {tile = 2} : tensor<16x16x64xf32> -> tensor<1x8x8x64xf32>
+    ```
+
+    The tiles of an image are numbered row by row, image after image: tile (n, i, j) of an
+    output of Ho x Wo is p = (n * ceil(Ho/m) + i) * ceil(Wo/m) + j, and product e = a *
+    alpha + b is element (a, b) of the alpha x alpha transformed tiles."""
+
+    TYPES: ClassVar[tuple[Attribute, ...]] = (f32, f64)
+
+    tile = opt_prop_def(Attribute)
+
+    def tile_size(self) -> int:
+        """m, validated."""
+        attr = self.properties.get("tile")
+        if not isinstance(attr, IntegerAttr) or isinstance(attr.type, IndexType) or attr.value.data not in TILES:
+            raise VerifyException(f"attribute 'tile' must be the output tile's side, one of "
+                                  f"{', '.join(map(str, TILES))} (F(m x m, 3 x 3)), got {attr}")
+        return attr.value.data
+
+    def verify_(self) -> None:
+        self.tile_size()
+        super().verify_()
+
+    def _rank4(self, shape: Sequence[int], what: str, layout: str) -> None:
+        if len(shape) != 4:
+            raise VerifyException(f"{what} must have rank 4 ({layout}), got shape {_fmt_shape(shape)}")
+
+
+@irdl_op_definition
+class WinogradFilterOp(WinogradOp):
+    """U[a * alpha + b, c, f] = (G g G^T)[a, b], g the 3 x 3 filter of input channel c and
+    output channel f (HWCF filter in, alpha^2 x C x F out)."""
+
+    name = "loom.winograd_filter"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("filter",)
+
+    def result_shape(self, shapes):
+        (w,) = shapes
+        self._rank4(w, self._describe(0), "HWCF")
+        if tuple(w[:2]) != (3, 3):
+            raise VerifyException(f"{self._describe(0)} has shape {_fmt_shape(w)}: a {w[0]}x{w[1]} window, "
+                                  f"expected 3x3 (F(m x m, 3 x 3))")
+        return (points(self.tile_size()) ** 2, w[2], w[3])
+
+
+@irdl_op_definition
+class WinogradInputOp(WinogradOp):
+    """V[a * alpha + b, p, c] = (B^T d B)[a, b], d the alpha x alpha input tile of channel c
+    that output tile p reads (rows i*m - ph ... i*m - ph + alpha - 1 of the NHWC input, the
+    padded border zero; `padding` 0 by default): alpha^2 x P x C out, P the tiles of a
+    3x3 stride-1 convolution's output (Ho = H + 2 ph - 2)."""
+
+    name = "loom.winograd_input"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+
+    padding = opt_prop_def(Attribute)
+
+    def pad(self) -> tuple[int, int]:
+        return pair_property(self, "padding", 0, (0, 0))
+
+    def verify_(self) -> None:
+        self.pad()
+        super().verify_()
+
+    def output_hw(self, x: Sequence[int]) -> tuple[int, int]:
+        """The convolution's Ho, Wo for an NHWC input shape."""
+        ph, pw = self.pad()
+        return x[1] + 2 * ph - 2, x[2] + 2 * pw - 2
+
+    def result_shape(self, shapes):
+        (x,) = shapes
+        self._rank4(x, self._describe(0), "NHWC")
+        ho, wo = self.output_hw(x)
+        if ho < 1 or wo < 1:
+            raise VerifyException(f"a 3x3 window does not fit the padded input {ho + 2}x{wo + 2}")
+        m = self.tile_size()
+        return (points(m) ** 2, x[0] * tiles(ho, m) * tiles(wo, m), x[3])
+
+
+@irdl_op_definition
+class WinogradOutputOp(WinogradOp):
+    """Y[n, i*m + r, j*m + s, f] = (A^T M_p A)[r, s], M_p the alpha x alpha products of tile
+    p = (n, i, j) and output channel f (`WinogradOp`'s numbering): alpha^2 x P x F in, the
+    NHWF output out (its N, Ho, Wo say how the P tiles lie; the last tile of a row or
+    column may overhang it, and its overhang is not stored)."""
+
+    name = "loom.winograd_output"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("products",)
+
+    def result_shape(self, shapes):
+        (p,) = shapes
+        if len(p) != 3:
+            raise VerifyException(f"{self._describe(0)} must have rank 3 (alpha^2 x tiles x F), got shape "
+                                  f"{_fmt_shape(p)}")
+        out = tuple(self.output_type.get_shape())
+        self._rank4(out, "result" if not self.is_bufferized else "outs operand", "NHWF")
+        m = self.tile_size()
+        n, ho, wo, _ = out
+        expected = (points(m) ** 2, n * tiles(ho, m) * tiles(wo, m))
+        if tuple(p[:2]) != expected:
+            raise VerifyException(f"{self._describe(0)} has shape {_fmt_shape(p)}, expected {expected[0]} products "
+                                  f"x {expected[1]} tiles (of {m}x{m}, F({m}x{m}, 3x3)) for an output of {n}x{ho}x{wo}")
+        return (n, ho, wo, p[2])
+
+
+WINOGRAD_OP_TYPES = (WinogradFilterOp, WinogradInputOp, WinogradOutputOp)
+
+
 class ElementwiseBinaryOp(LoomComputeOp):
     OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
     IN_PLACE: ClassVar[bool] = True
@@ -1214,5 +1332,6 @@ class TicksOp(IRDLOperation):
         super().__init__(result_types=[i64])
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *VIEW_OP_TYPES,
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *WINOGRAD_OP_TYPES,
+                       *VIEW_OP_TYPES,
                        PrefetchOp, TicksOp], [])

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # xDSL loads with the passes, not with `passes.support` (a ke
 
 LOOM_PASSES: dict[str, str] = {
     # flag: "module:ClassName"
+    "loom-winograd": "schedule.loom_winograd:LoomWinogradPass",
     "loom-bufferize": "conversion.loom_bufferize:LoomBufferizePass",
     "convert-loom-to-affine": "conversion.convert_loom_to_affine:ConvertLoomToAffinePass",
     "loom-outline": "schedule.loom_outline:LoomOutlinePass",

@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from passes.support.algorithms import ALGORITHMS, check_algorithms
 from passes.support.diagnostics import LoomError, deep_nesting
 
 #: loom on tensors -> loom on memrefs -> affine loops (the schedule passes go here); a
@@ -57,6 +58,17 @@ def complete(pipeline: str) -> str:
     return ",".join(str(p) for p in completed(pipeline))
 
 
+#: passes on the loom ops on tensors: a pass list that names them gets bufferization after them
+TENSOR_PASSES = ("loom-winograd",)
+
+
+def with_algorithms(pipeline: str, algorithms: str) -> str:
+    """`pipeline` with the passes of `algorithms` (passes/support/algorithms.py) in front,
+    where it does not name them itself (a named pipeline is expanded to its pass list)."""
+    added = [p for p in ALGORITHMS[check_algorithms(algorithms)] if p not in {s.name for s in parse(pipeline)}]
+    return ",".join([*added, resolve(pipeline)]) if added else pipeline
+
+
 #: the passes that take the thread count of compile(num_threads=N)
 THREADED_PASSES = ("loom-default", "loom-parallelize")
 
@@ -88,9 +100,12 @@ def completed(pipeline: str) -> list[ArgSpec]:
     names = {p.name for p in specs}
     if resolve(pipeline) != pipeline or names & set(WHOLE_PIPELINE_PASSES):
         return specs
+    lead = 0
+    while lead < len(specs) and specs[lead].name in TENSOR_PASSES:
+        lead += 1
     before = [ArgSpec(p, {}) for p in TO_AFFINE if p not in names]
     after = [ArgSpec(p, {}) for p in TO_LLVM if p not in names]
-    return [*before, *specs, *after]
+    return [*specs[:lead], *before, *specs[lead:], *after]
 
 
 def parse(pipeline: str) -> list[ArgSpec]:

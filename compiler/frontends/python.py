@@ -74,9 +74,12 @@ import numpy as np
 
 from compiler.driver import compile as compile_source
 from compiler.driver import kernel_cache
+from compiler.numpy_reference import winograd_filter as reference_winograd_filter
+from dialects import winograd
 from dialects.dtypes import dtype_expression, numpy_dtype
 from dialects.loom import (ACCUMULATOR, CASTS, ELEMENT_TYPES, ELEMENTWISE_TYPES, QUANTIZED, broadcast_shapes,
                            conv2d_output_hw, type_names)
+from passes.support.algorithms import check_algorithms
 from passes.support.diagnostics import LoomError
 
 _HERE = os.path.abspath(__file__)
@@ -733,6 +736,48 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
                            f"{_tensor(shape, out)}", shape, out)
 
 
+def winograd_filter(w: np.ndarray, tile: int) -> np.ndarray:
+    """The transformed filter U (alpha^2 x C x F, alpha = tile + 2) of an HWCF 3x3 filter for
+    `winograd_conv2d`, computed in float64 and rounded once to w's dtype (float32 or
+    float64): a constant filter transformed once, ahead of the calls."""
+    w = np.asarray(w)
+    if w.ndim != 4 or w.shape[:2] != (3, 3) or w.dtype not in (_FLOAT32, np.dtype(np.float64)):
+        _fail(f"loom.winograd_filter takes a 3x3xCxF (HWCF) float32 or float64 filter, got shape {w.shape} "
+              f"{w.dtype}", type_error=True)
+    if tile not in winograd.TILES:
+        _fail(f"loom.winograd_filter: tile must be {' or '.join(map(str, winograd.TILES))}, got {tile!r}")
+    return reference_winograd_filter(w.astype(np.float64), tile).astype(w.dtype)
+
+
+def winograd_conv2d(x, u, *, tile: int, padding=0) -> Traced:
+    """A 3x3 stride-1 NHWC convolution by Winograd's F(tile x tile, 3 x 3), given the
+    filter already transformed (`winograd_filter`): the input transform, a batched matmul
+    and the output transform (dialects/loom.py, `WinogradOp`). Rounds differently from
+    `conv2d` (docs/guide/winograd.md has the bound); f32 or f64."""
+    tx, tu = _traced(x, "loom.winograd_conv2d"), _traced(u, "loom.winograd_conv2d")
+    if tile not in winograd.TILES:
+        _fail(f"loom.winograd_conv2d: tile must be {' or '.join(map(str, winograd.TILES))}, got {tile!r}")
+    ph, pw = _pair("padding", padding, 0, "loom.winograd_conv2d")
+    alpha2 = winograd.points(tile) ** 2
+    if tx.ndim != 4 or tu.ndim != 3 or tu.shape[0] != alpha2 or tu.shape[1] != tx.shape[3]:
+        _fail(f"loom.winograd_conv2d takes an NHWC input and a {alpha2}xCxF transformed filter (tile {tile}), "
+              f"got shapes {tx.shape} and {tu.shape}")
+    if tx.dtype not in (_FLOAT32, np.dtype(np.float64)) or tu.dtype != tx.dtype:
+        _fail(f"loom.winograd_conv2d computes in float32 or float64, one dtype for both, got {tx.dtype} and "
+              f"{tu.dtype}", type_error=True)
+    n, h, wd, c = tx.shape
+    ho, wo = h + 2 * ph - 2, wd + 2 * pw - 2
+    if ho < 1 or wo < 1:
+        _fail(f"loom.winograd_conv2d: the 3x3 window does not fit the padded {ho + 2}x{wo + 2} input")
+    p, f = n * winograd.tiles(ho, tile) * winograd.tiles(wo, tile), tu.shape[2]
+    fn, dt = tx._function, tx.dtype
+    v = fn.op(f"loom.winograd_input {tx.name} {{tile = {tile}, padding = {_array_attr((ph, pw))}}} : {tx.type} -> "
+              f"{_tensor((alpha2, p, c), dt)}", (alpha2, p, c), dt)
+    m = matmul(v, tu)
+    return fn.op(f"loom.winograd_output {m.name} {{tile = {tile}}} : {m.type} -> {_tensor((n, ho, wo, f), dt)}",
+                 (n, ho, wo, f), dt)
+
+
 def quantize(x, scale, zero_point, dtype=np.uint8, axis: int | None = None) -> Traced:
     """Affine quantization of a float32 array to int8 or uint8 (`dtype`):
     `clip(round_half_to_even(x / scale) + zero_point, least, greatest)`, the quotient in
@@ -944,10 +989,11 @@ class JitFunction:
     last is always kept."""
 
     def __init__(self, fn: Callable, *, pipeline: str = "default", num_threads: int | None = None,
-                 remarks: bool = False, cache: bool = True, profile: bool = False):
+                 remarks: bool = False, cache: bool = True, profile: bool = False, algorithms: str = "exact"):
         if not callable(fn):
             raise TypeError(f"@loom.jit decorates a function, got {type(fn).__name__}")
         self.fn = fn
+        self.algorithms = check_algorithms(algorithms)
         self.pipeline = pipeline
         self.num_threads = num_threads
         self.remarks = remarks
@@ -1129,7 +1175,7 @@ class JitFunction:
         # the ops carry the user's locations; the text's own lines are named as the trace's
         filename = f"<loom.jit {getattr(self.fn, '__qualname__', 'function')}>"
         return dict(source=text, pipeline=self.pipeline, num_threads=self.num_threads, remarks=self.remarks,
-                    filename=filename, cache=self.cache, profile=self.profile)
+                    filename=filename, cache=self.cache, profile=self.profile, algorithms=self.algorithms)
 
     def _compile(self, args: tuple) -> Specialization:
         text, extras, single = self._trace(args)
@@ -1139,12 +1185,14 @@ class JitFunction:
 
 
 def jit(fn: Callable | None = None, *, pipeline: str = "default", num_threads: int | None = None,
-        remarks: bool = False, cache: bool = True, profile: bool = False):
+        remarks: bool = False, cache: bool = True, profile: bool = False, algorithms: str = "exact"):
     """Compile a numpy-like function with Loom: `@loom.jit` or `@loom.jit(pipeline=...,
-    num_threads=..., remarks=..., cache=..., profile=...)`. See this module's docstring;
-    `profile=True` compiles kernels that time their loop nests (`compile(profile=True)`:
-    `fn.kernel(*args).profile()`)."""
-    options = dict(pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache, profile=profile)
+    num_threads=..., remarks=..., cache=..., profile=..., algorithms=...)`. See this module's
+    docstring; `profile=True` compiles kernels that time their loop nests (`compile(profile=True)`:
+    `fn.kernel(*args).profile()`); `algorithms="fast"` lets them use Winograd's convolution
+    (`compile(algorithms="fast")`)."""
+    options = dict(pipeline=pipeline, num_threads=num_threads, remarks=remarks, cache=cache, profile=profile,
+                   algorithms=algorithms)
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)

@@ -69,6 +69,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from compiler.frontends import python as F
+from compiler.numpy_reference import winograd_filter
+from passes.analysis.cost_model import choose_winograd
+from passes.support.algorithms import check_algorithms
 from passes.support.diagnostics import LoomError
 from compiler.driver import compile_in_parallel
 
@@ -358,9 +361,10 @@ def _bits(t: torch.Tensor) -> np.ndarray:
     return a.view(f"i{a.itemsize}")
 
 
-def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype):
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype, winograd_tile=0):
     """The HWCF filter (of dtype) and its bias (of bias_dtype, if any) with the batch norm
-    (if any) folded in, computed in float64."""
+    (if any) folded in, computed in float64; with `winograd_tile` m, the filter transformed
+    for Winograd's F(m x m, 3 x 3) as well (alpha^2 x C x F), in float64 before rounding."""
     with torch.no_grad():
         w64 = w.detach().double()
         bias = conv_bias.detach().double() if conv_bias is not None else None
@@ -372,7 +376,10 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_
             bias = ((bias if bias is not None else 0) - mean.detach().double()) * scale
             if bn_bias is not None:
                 bias = bias + bn_bias.detach().double()
-        hwcf = np.ascontiguousarray(_to_numpy(w64.permute(2, 3, 1, 0).to(dtype)))
+        w64 = w64.permute(2, 3, 1, 0)
+        if winograd_tile:
+            w64 = torch.from_numpy(winograd_filter(_to_numpy(w64), winograd_tile))
+        hwcf = np.ascontiguousarray(_to_numpy(w64.to(dtype)))
         return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(_to_numpy(bias.to(bias_dtype))))
 
 
@@ -399,9 +406,12 @@ class LoomPartition(torch.nn.Module):
     partitioner made of them (kept as `fallback`, run by torch if Loom cannot compile it)."""
 
     def __init__(self, name: str, sub: torch.fx.GraphModule, *, fixed: frozenset[int], freeze: bool, pipeline: str,
-                 num_threads: int | None, cache: bool):
+                 num_threads: int | None, cache: bool, algorithms: str = "exact"):
         super().__init__()
         self.name = name
+        self.algorithms = algorithms
+        #: the convs run by Winograd with their filters transformed when folded: node -> m
+        self.winograd_tiles: dict[torch.fx.Node, int] = {}
         self.fallback = sub
         self.fixed = fixed  # the placeholders that are the model's parameters and buffers: folded
         self.freeze = freeze  # trust them never to change: folded at the first call, never checked
@@ -422,7 +432,7 @@ class LoomPartition(torch.nn.Module):
 
         body.__name__ = body.__qualname__ = name  # the kernel's name
         self._body_fn = body
-        self._options = dict(pipeline=pipeline, num_threads=num_threads, cache=cache)
+        self._options = dict(pipeline=pipeline, num_threads=num_threads, cache=cache, algorithms=algorithms)
         self.jit: F.JitFunction | None = None  # made by build(), when the constants are known
         self.error: str | None = None
         self._example: list[np.ndarray] = []  # the kernel's arrays for the example inputs (prepare())
@@ -460,9 +470,12 @@ class LoomPartition(torch.nn.Module):
                 params = bn.args[1:5] if bn is not None else (None,) * 4
                 eps = _eps(bn) if bn is not None else 0.0
                 dtype = _val(n).dtype
+                tile = self._winograd_tile(n)
+                if tile:
+                    self.winograd_tiles[n] = tile
                 constants.append(_Constant(n, (pos(w), pos(b), *map(pos, params)),
                                            functools.partial(_fold_conv, eps=eps, dtype=dtype,
-                                                             bias_dtype=_computed_in(dtype))))
+                                                             bias_dtype=_computed_in(dtype), winograd_tile=tile)))
                 uses |= {(n, w), (n, b)} | ({(bn, p) for p in params} if bn is not None else set())
                 if bn is not None:
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants
@@ -484,6 +497,21 @@ class LoomPartition(torch.nn.Module):
             casts |= set(more)
             uses |= {(n, n.args[0]) for n in more}
         return constants, uses, casts
+
+    def _winograd_tile(self, conv: torch.fx.Node) -> int:
+        """With algorithms="fast", Winograd's tile m for a conv whose filter is folded (its
+        transform then folded too: `choose_winograd(filter_given=True)`), or 0: the direct
+        convolution (not 3x3 stride 1 undilated, not float32/float64, or estimated slower).
+        Other convs are left to loom-winograd in the kernel."""
+        if self.algorithms != "fast":
+            return 0
+        stride, _, dilation = conv.args[3:6]
+        y, w = _val(conv), _val(conv.args[1])
+        if (tuple(w.shape[2:]) != (3, 3) or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1)
+                or y.dtype not in (torch.float32, torch.float64)):
+            return 0
+        n, f, ho, wo = y.shape
+        return choose_winograd(n, ho, wo, w.shape[1], f, filter_given=True).tile
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
         """Each constant, computed again unless it is made of parameters and buffers whose
@@ -549,8 +577,11 @@ class LoomPartition(torch.nn.Module):
             else:  # a filter computed in the graph: permuted (a copy) in the kernel
                 hwcf = F.contiguous(F.transpose(read(w), (2, 3, 1, 0)))
                 bias = _wide(logical(b)) if b is not None else None
-            y = F.conv2d(xt, hwcf, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
-                         layout="nhwc")
+            if n in self.winograd_tiles:  # hwcf is the transformed filter
+                y = F.winograd_conv2d(xt, hwcf, tile=self.winograd_tiles[n], padding=tuple(padding))
+            else:
+                y = F.conv2d(xt, hwcf, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
+                             layout="nhwc")
             if bias is not None:
                 y = y + bias
             return _Value(y, nhwc=True)
@@ -863,11 +894,16 @@ def _whole_graph_reason(inputs: Sequence) -> str | None:
 
 
 def compile_graph(fn: Callable, inputs: Sequence, *, state: frozenset[int] = frozenset(), freeze: bool = False,
-                  pipeline: str = "default", num_threads: int | None = None, cache: bool = True) -> TorchProgram:
+                  pipeline: str = "default", num_threads: int | None = None, cache: bool = True,
+                  algorithms: str = "exact") -> TorchProgram:
     """Capture `fn` (a graph module or a function of tensors) on `inputs`, partition it and
     compile the Loom partitions: a TorchProgram that runs the same computation. `state`:
     the positions of the inputs that are a model's parameters and buffers (the tensors Loom
-    folds into constants, checked at each call; with freeze=True, never checked)."""
+    folds into constants, checked at each call; with freeze=True, never checked).
+    `algorithms="fast"`: 3x3 stride-1 convs by Winograd where the cost model estimates it
+    faster, the filters of the folded ones transformed as they are folded
+    (`compile(algorithms="fast")`; the bound in docs/guide/winograd.md)."""
+    check_algorithms(algorithms)
     reason = _whole_graph_reason(inputs)
     if reason is not None:
         return TorchProgram(fn, whole_reason=reason)
@@ -907,7 +943,7 @@ def compile_graph(fn: Callable, inputs: Sequence, *, state: frozenset[int] = fro
             continue
         fixed = frozenset(j for j, a in enumerate(node.args) if a.op == "placeholder" and a.name in state_names)
         part = LoomPartition(node.target, getattr(fused, node.target), fixed=fixed, freeze=freeze, pipeline=pipeline,
-                             num_threads=num_threads, cache=cache)
+                             num_threads=num_threads, cache=cache, algorithms=algorithms)
         for m in part.graph_nodes:
             placements[m.name] = Placement(m.name, _name(m.target), "loom", partition=part.name)
         setattr(fused, node.target, part)
@@ -942,7 +978,8 @@ def _example(fake: torch.Tensor) -> torch.Tensor:
 def torch_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **options) -> Callable:
     """A `torch.compile` backend: `torch.compile(model, backend=compiler.torch_backend)`.
     Options (through functools.partial): pipeline=, num_threads= (torch's by default), cache=,
-    freeze= (True: the model's parameters and buffers never change; see compile_graph)."""
+    freeze= (True: the model's parameters and buffers never change; see compile_graph),
+    algorithms= ("fast": Winograd's convolution allowed; see compile_graph)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     # the parameters and buffers: the placeholders whose source dynamo says is a module's (L['self']._parameters[...])
     state = frozenset(i for i, n in enumerate(placeholders) if "grapharg" in n.meta

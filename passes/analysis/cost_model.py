@@ -482,3 +482,62 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
     if not im2col:
         return ConvChoice("direct", "im2col not allowed here; " + estimate)
     return ConvChoice("direct" if direct_cost < im2col_cost else "im2col", estimate)
+
+
+#: Winograd F(m x m, 3 x 3) (loom-winograd), in the time of one fma at the peak per element:
+#: the input transform per element of V (read X's tile, the sums, V written and read back
+#: by the matmul's packing), the output transform per element of the products M, the
+#: transformed filter U per element (read from memory by the matmul's packing at every
+#: call: the model's filters do not stay in the caches), and the filter transform per
+#: element of U where the kernel computes it (not given U). Fitted on znver4, one thread,
+#: ResNet-18's 3x3 layers at batch 1 (ms per nest, `compile(profile=True)`): the input
+#: transform 0.15-0.17 ns per element of V, the output 0.09, the filter 0.16-0.20 per
+#: element of U; U streamed from memory 0.15 ns per element beyond the matmul's fmas
+#: (3x3 C512 7^2, F(2x2): 1.89 ms against 1.25 for its fmas at 93% of the peak)
+WINOGRAD_ELEMENT_FMAS = {"input": 9.0, "output": 5.5, "filter": 9.0, "filter_transform": 10.0}
+#: the batched matmul's speed against the direct convolution's (its alpha^2 products are
+#: matmuls of P x C by C x F: 0.93 of the peak measured at 196 x 64 x 64 and 49 x 256 x 256,
+#: the direct convolution's 0.97)
+WINOGRAD_MATMUL_SPEED = 0.93 / 0.97
+#: a matmul of fewer rows than this per product (P tiles: 4 at 7^2 with F(4x4)) streams its
+#: filter past too few rows to hide the memory: its U costs WINOGRAD_FEW_ROWS times more
+#: (3x3 C512 7^2, F(4x4): 3.95 ms for 0.70 of fmas)
+WINOGRAD_MIN_ROWS = 8
+WINOGRAD_FEW_ROWS = 2.5
+
+
+@dataclass(frozen=True)
+class WinogradChoice:
+    """loom-winograd's choice for one conv2d: the output tile m (0: the direct convolution)."""
+
+    tile: int
+    why: str
+    #: m (0: direct) -> estimated time, in fmas at the peak
+    estimates: dict[int, float]
+
+
+def winograd_estimate(n: int, ho: int, wo: int, c: int, f: int, m: int, *, filter_given: bool) -> float:
+    """The estimated time of a Winograd F(m x m, 3 x 3) convolution (WINOGRAD_*), in fmas."""
+    alpha2 = (m + 2) ** 2
+    p = n * -(-ho // m) * -(-wo // m)
+    cost = WINOGRAD_ELEMENT_FMAS
+    filter_cost = cost["filter"] * (WINOGRAD_FEW_ROWS if p < WINOGRAD_MIN_ROWS else 1.0)
+    if not filter_given:
+        filter_cost += cost["filter_transform"]
+    return (alpha2 * p * c * f / WINOGRAD_MATMUL_SPEED + cost["input"] * alpha2 * p * c
+            + cost["output"] * alpha2 * p * f + filter_cost * alpha2 * c * f)
+
+
+def choose_winograd(n: int, ho: int, wo: int, c: int, f: int, tiles: tuple[int, ...] = (2, 4), *,
+                    filter_given: bool = False) -> WinogradChoice:
+    """The fastest of the direct convolution (its N Ho Wo 9 C F fmas) and Winograd with each
+    tile of `tiles`, for an NHWC 3x3 stride-1 conv2d of C -> F channels and an N x Ho x Wo
+    output; `filter_given`: the caller passes the transformed filter (no filter transform
+    in the kernel). A tile named alone (loom-winograd{tile=m}) is taken as it is."""
+    estimates = {0: 9.0 * n * ho * wo * c * f}
+    for m in tiles:
+        estimates[m] = winograd_estimate(n, ho, wo, c, f, m, filter_given=filter_given)
+    text = ", ".join(("direct" if m == 0 else f"F({m}x{m})") + f" {e / 1e6:.3g}M" for m, e in estimates.items())
+    why = f"estimated time in fmas at the peak: {text}"
+    best = min(estimates, key=estimates.get) if len(tiles) > 1 else tiles[0]
+    return WinogradChoice(best, why, estimates)

@@ -313,7 +313,7 @@ class LastWriteAnalysis:
     def _iterations_disjoint(self, loop: affine.ForOp) -> bool:
         """Whether different iterations of `loop` write different elements: along some
         dimension, what all the stores inside write in one iteration lies in
-        [iv + a, iv + b] with b - a < the step."""
+        [c*iv + a, c*iv + b] with b - a < c * the step."""
         if loop not in self.disjoint_loops:
             iv = loop.body.block.args[0]
             stores = [self.writes[o] for o in loop.walk() if o in self.writes]
@@ -322,7 +322,7 @@ class LastWriteAnalysis:
                 return False
             boxes = [self._box(w, _inside(w.loops, loop)) for w in stores]
             windows = [_window(boxes, d, iv) for d in range(len(stores[0].forms))]
-            self.disjoint_loops[loop] = any(w is not None and w < step_of(loop) for w in windows)
+            self.disjoint_loops[loop] = any(w is not None and w[0] < w[1] * step_of(loop) for w in windows)
         return self.disjoint_loops[loop]
 
     def _touched(self, access: Access, later: bool) -> bool:
@@ -591,18 +591,22 @@ def _inside(loops: list[affine.ForOp], owner: Operation | None) -> list[affine.F
     return loops[loops.index(owner) + 1:] if owner in loops else loops
 
 
-def _window(boxes: list[list[tuple[list[LinearForm], list[LinearForm]]]], d: int, iv: SSAValue) -> int | None:
-    """b - a, where every box lies in [iv + a, iv + b] along dimension d; None if one
-    has no bound of that form."""
-    lows, highs = [], []
+def _window(boxes: list[list[tuple[list[LinearForm], list[LinearForm]]]], d: int,
+            iv: SSAValue) -> tuple[int, int] | None:
+    """(b - a, c), where every box lies in [c*iv + a, c*iv + b] along dimension d, c > 0
+    the same for all (a Winograd tile's rows: c = m); None if one has no bound of that form."""
+    lows, highs, scales = [], [], set()
     for box in boxes:
-        low = [f.const for f in box[d][0] if f.coeffs == {iv: 1}]
-        high = [f.const for f in box[d][1] if f.coeffs == {iv: 1}]
+        low = [(f.const, f.coeff(iv)) for f in box[d][0] if set(f.coeffs) == {iv} and f.coeff(iv) > 0]
+        high = [(f.const, f.coeff(iv)) for f in box[d][1] if set(f.coeffs) == {iv} and f.coeff(iv) > 0]
         if not low or not high:
             return None
-        lows.append(max(low))
-        highs.append(min(high))
-    return max(highs) - min(lows)
+        scales |= {c for _, c in low + high}
+        lows.append(max(a for a, _ in low))
+        highs.append(min(b for b, _ in high))
+    if len(scales) != 1:
+        return None
+    return max(highs) - min(lows), scales.pop()
 
 
 def _nonnegative(form: LinearForm) -> bool:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, math, memref
@@ -77,7 +78,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from passes.support.diagnostics import LoomError
-from dialects import arith_ext, loom
+from dialects import arith_ext, loom, winograd
 
 TAG = "loom.tag"
 
@@ -371,6 +372,142 @@ def lower_mean(op: loom.MeanOp) -> list[Operation]:
             *scale_nest(y, out_shape, dims(len(out_shape)), 1.0 / count, "mean.scale")]
 
 
+def linear(terms: Sequence[tuple[Fraction, SSAValue | None]], element: Attribute) -> tuple[list[Operation], SSAValue]:
+    """sum(c * v) over `terms` (a None value is a zero: the padded border), in `element`:
+    terms of coefficient 0 dropped, +-1 added or subtracted with no multiplication; the
+    ops and the value (a constant 0 where no term is left)."""
+    ops: list[Operation] = []
+    total: SSAValue | None = None
+    negate = False  # `total` holds minus the sum so far (a sum that began with a -1 term)
+    for coef, v in terms:
+        if coef == 0 or v is None:
+            continue
+        if abs(coef) != 1:
+            c = constant(float(abs(coef)), element)
+            product = arith.MulfOp(v, c.result)
+            ops += [c, product]
+            v = product.result
+        minus = coef < 0
+        if total is None:
+            total, negate = v, minus
+            continue
+        step = arith.SubfOp(total, v) if minus != negate else arith.AddfOp(total, v)
+        ops.append(step)
+        total = step.result
+    if total is None:
+        zero = constant(0.0, element)
+        return [zero], zero.result
+    if negate:
+        neg = arith.NegfOp(total)
+        ops.append(neg)
+        total = neg.result
+    return ops, total
+
+
+def sandwich(left: winograd.Matrix, tile: Sequence[Sequence[SSAValue | None]], right: winograd.Matrix,
+             element: Attribute, rows: Sequence[int], cols: Sequence[int]) -> tuple[list[Operation], dict]:
+    """left @ tile @ right^T, elements (a, b) for a in `rows`, b in `cols`, as linear
+    combinations (`linear`): the ops and {(a, b): value}."""
+    ops: list[Operation] = []
+    half: dict[tuple[int, int], SSAValue] = {}
+    for a in rows:
+        for s in range(len(tile[0])):
+            made, half[a, s] = linear([(left[a][r], tile[r][s]) for r in range(len(tile))], element)
+            ops += made
+    out = {}
+    for a in rows:
+        for b in cols:
+            made, out[a, b] = linear([(right[b][s], half[a, s]) for s in range(len(tile[0]))], element)
+            ops += made
+    return ops, out
+
+
+def lower_winograd_filter(op: loom.WinogradFilterOp) -> list[Operation]:
+    """U[a*alpha + b, c, f] = (G g G^T)[a, b]: a nest over (c, f), f innermost (the
+    filter's unit stride: vectorized), the 9 taps loaded and the alpha^2 sums stored."""
+    w, u = op.ins[0], op.outs[0]
+    m = op.tile_size()
+    alpha = winograd.points(m)
+    _, g_mat, _ = winograd.MATRICES[m]
+    element = u.type.get_element_type()
+    _, _, c_, f_ = w.type.get_shape()
+    c, f = dims(2)
+
+    def body(ivs):
+        loads = [[load(w, ivs, [AffineExpr.constant(r), AffineExpr.constant(s), c, f]) for s in range(3)]
+                 for r in range(3)]
+        ops, out = sandwich(g_mat, [[ld.result for ld in row] for row in loads], g_mat, element,
+                            range(alpha), range(alpha))
+        stores = [store(out[a, b], u, ivs, [AffineExpr.constant(a * alpha + b), c, f])
+                  for a in range(alpha) for b in range(alpha)]
+        return [*(ld for row in loads for ld in row), *ops, *stores]
+
+    return build_nest([c_, f_], "winograd_filter", body, ["c", "f"])
+
+
+def lower_winograd_input(op: loom.WinogradInputOp) -> list[Operation]:
+    """V[a*alpha + b, p, c] = (B^T d B)[a, b]: a nest over (n, i, j, c) per run of tile
+    rows and columns whose tiles overhang the padded border alike (`window_runs` of the
+    alpha-wide tiles, m apart), each reading only its taps inside the input (the others
+    are zeros, dropped from the sums): no guard, c innermost (vectorized)."""
+    x, v = op.ins[0], op.outs[0]
+    m = op.tile_size()
+    alpha = winograd.points(m)
+    bt, _, _ = winograd.MATRICES[m]
+    element = v.type.get_element_type()
+    n_, h_, w_, c_ = x.type.get_shape()
+    ph, pw = op.pad()
+    ho, wo = op.output_hw(x.type.get_shape())
+    th, tw = winograd.tiles(ho, m), winograd.tiles(wo, m)
+    ops: list[Operation] = []
+    for i0, rows, r0, r1 in window_runs(th, h_, alpha, m, ph):
+        for j0, cols, s0, s1 in window_runs(tw, w_, alpha, m, pw):
+            n, i, j, c = dims(4)
+
+            def body(ivs, i0=i0, j0=j0, taps=(range(r0, r1), range(s0, s1))):
+                loads = {(r, s): load(x, ivs, [n, (i + i0) * m + (r - ph), (j + j0) * m + (s - pw), c])
+                         for r in taps[0] for s in taps[1]}
+                tile = [[loads[r, s].result if (r, s) in loads else None for s in range(alpha)]
+                        for r in range(alpha)]
+                made, out = sandwich(bt, tile, bt, element, range(alpha), range(alpha))
+                p = (n * th + i + i0) * tw + j + j0
+                return [*loads.values(), *made, *(store(out[a, b], v, ivs, [AffineExpr.constant(a * alpha + b), p, c])
+                                                  for a in range(alpha) for b in range(alpha))]
+
+            ops += build_nest([n_, rows, cols, c_], "winograd_input", body, ["n", "i", "j", "c"])
+    return ops
+
+
+def lower_winograd_output(op: loom.WinogradOutputOp) -> list[Operation]:
+    """Y[n, i*m + r, j*m + s, f] = (A^T M A)[r, s]: a nest over (n, i, j, f) per run of
+    tile rows and columns with the same number of outputs inside Y (the last tile of a
+    row or column may overhang it: its overhang is neither computed nor stored), f
+    innermost (vectorized); each output element is stored once."""
+    prods, y = op.ins[0], op.outs[0]
+    m = op.tile_size()
+    alpha = winograd.points(m)
+    _, _, at = winograd.MATRICES[m]
+    element = y.type.get_element_type()
+    n_, ho, wo, f_ = y.type.get_shape()
+    th, tw = winograd.tiles(ho, m), winograd.tiles(wo, m)
+    ops: list[Operation] = []
+    for i0, rows, _, r1 in window_runs(th, ho, m, m, 0):
+        for j0, cols, _, s1 in window_runs(tw, wo, m, m, 0):
+            n, i, j, f = dims(4)
+
+            def body(ivs, i0=i0, j0=j0, kept=(range(r1), range(s1))):
+                p = (n * th + i + i0) * tw + j + j0
+                loads = [[load(prods, ivs, [AffineExpr.constant(a * alpha + b), p, f]) for b in range(alpha)]
+                         for a in range(alpha)]
+                made, out = sandwich(at, [[ld.result for ld in row] for row in loads], at, element, *kept)
+                return [*(ld for row in loads for ld in row), *made,
+                        *(store(out[r, s], y, ivs, [n, (i + i0) * m + r, (j + j0) * m + s, f])
+                          for r in kept[0] for s in kept[1])]
+
+            ops += build_nest([n_, rows, cols, f_], "winograd_output", body, ["n", "i", "j", "f"])
+    return ops
+
+
 def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: tuple[int, int]) -> AffineSetAttr | None:
     """The condition that keeps the conv2d nest's input read at (ih, iw), expressions of
     its 7 ivs, inside the H x W input: a bound per padded side; None without padding."""
@@ -472,6 +609,11 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation])
     rewriter.erase(op)
 
 
+WINOGRAD_LOWERINGS: dict[type, Callable[..., list[Operation]]] = {
+    loom.WinogradFilterOp: lower_winograd_filter, loom.WinogradInputOp: lower_winograd_input,
+    loom.WinogradOutputOp: lower_winograd_output}
+
+
 class LowerLoomOp(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loom.LoomComputeOp, rewriter: PatternRewriter) -> None:
@@ -485,6 +627,8 @@ class LowerLoomOp(RewritePattern):
             _replace(rewriter, op, lower_pool2d(op))
         elif isinstance(op, loom.MeanOp):
             _replace(rewriter, op, lower_mean(op))
+        elif isinstance(op, loom.WinogradOp):
+            _replace(rewriter, op, WINOGRAD_LOWERINGS[type(op)](op))
         else:
             _replace(rewriter, op, lower_elementwise(op))
 

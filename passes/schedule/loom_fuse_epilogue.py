@@ -160,7 +160,7 @@ from passes.schedule.loom_vectorize import ELEMENTWISE, extremum  # the ops loom
 #: the nests an epilogue is fused into: a matmul's (a conv2d's, once loom-direct-conv or
 #: loom-im2col made it one), the direct convolution's copy of its result into Y, and the
 #: textbook conv2d nest (refused: its stores sit under the padding guard)
-PRODUCERS = ("matmul", "direct.out", "conv2d")
+PRODUCERS = ("matmul", "direct.out", "conv2d", "winograd_output")
 #: the elementwise nests an epilogue is made of (the quantization's and the casts change the
 #: element type: an i32 accumulator's layer requantized to ui8)
 EPILOGUES = ("add", "mul", "relu", "dequantize", "quantize", "cast")
