@@ -66,20 +66,22 @@ def pool2d(x: np.ndarray, window, strides, padding, nhwc: bool, average: bool = 
     return out / (r * s if count_include_pad else counts)
 
 
-def _winograd(which: int, m: int) -> np.ndarray:
-    return np.array(winograd.MATRICES[m][which], dtype=np.float64)
+def _winograd(which: int, m: int, absolute: bool) -> np.ndarray:
+    a = np.array(winograd.MATRICES[m][which], dtype=np.float64)
+    return np.abs(a) if absolute else a
 
 
-def winograd_filter(w: np.ndarray, m: int) -> np.ndarray:
-    """U[a*alpha + b, c, f] = (G g G^T)[a, b] of the HWCF filter (`loom.winograd_filter`)."""
-    g = _winograd(1, m)
+def winograd_filter(w: np.ndarray, m: int, absolute: bool = False) -> np.ndarray:
+    """U[a*alpha + b, c, f] = (G g G^T)[a, b] of the HWCF filter (`loom.winograd_filter`);
+    `absolute`: with |G| (what `winograd_error_bound` sums)."""
+    g = _winograd(1, m, absolute)
     u = np.einsum("ar,rscf,bs->abcf", g, w, g)
     return u.reshape(-1, *w.shape[2:]).astype(w.dtype)
 
 
-def winograd_input(x: np.ndarray, m: int, padding) -> np.ndarray:
+def winograd_input(x: np.ndarray, m: int, padding, absolute: bool = False) -> np.ndarray:
     """V[a*alpha + b, p, c] = (B^T d B)[a, b] of each input tile (`loom.winograd_input`)."""
-    bt = _winograd(0, m)
+    bt = _winograd(0, m, absolute)
     alpha = winograd.points(m)
     n, h, w, c = x.shape
     (ph, pw) = padding
@@ -93,10 +95,10 @@ def winograd_input(x: np.ndarray, m: int, padding) -> np.ndarray:
     return v.reshape(alpha * alpha, n * th * tw, c)
 
 
-def winograd_output(p: np.ndarray, m: int, shape) -> np.ndarray:
+def winograd_output(p: np.ndarray, m: int, shape, absolute: bool = False) -> np.ndarray:
     """Y[n, i*m + r, j*m + s, f] = (A^T M A)[r, s] of each tile's products
     (`loom.winograd_output`), the last tiles' overhang dropped."""
-    at = _winograd(2, m)
+    at = _winograd(2, m, absolute)
     alpha = winograd.points(m)
     n, ho, wo, f = shape
     th, tw = winograd.tiles(ho, m), winograd.tiles(wo, m)
@@ -104,6 +106,35 @@ def winograd_output(p: np.ndarray, m: int, shape) -> np.ndarray:
     y = np.einsum("ra,abnijf,sb->nirjsf", at, prods, at)  # n, tile row, r, tile column, s, f
     y = y.reshape(n, th * m, tw * m, f)
     return np.ascontiguousarray(y[:, :ho, :wo])
+
+
+#: the rounding steps a Winograd output element takes beyond the C of its sum over the
+#: channels, per point of the tile (alpha): the six passes of the three transforms (two
+#: each), each at most alpha - 1 additions, a product by a constant and that constant's own
+#: rounding (1/6 is not a binary fraction) along any path, and the product of U and V:
+#: 6 (alpha + 1) + 1 <= 8 alpha for alpha >= 4
+WINOGRAD_STEPS_PER_POINT = 8
+
+
+def winograd_error_bound(x: np.ndarray, w: np.ndarray, m: int, padding, eps: float) -> np.ndarray:
+    """The componentwise bound on the rounding error of a Winograd F(m x m, 3 x 3)
+    convolution of the NHWC input x by the HWCF filter w computed in a precision of unit
+    roundoff `eps` (each step rounded once, in any order of the sums), in the manner of
+    Higham's bound |C^ - C| <= gamma_K |A||B| for a matmul: (C + 8 alpha) eps times the
+    convolution computed with |A^T|, |G|, |B^T| on |x| and |w|,
+
+        |Y^ - Y| <= (C + 8 alpha) eps |A^T| [ sum_c (|G| |g| |G^T|) * (|B^T| |d| |B|) ] |A|.
+
+    Stated to first order in eps (the gamma_k = k eps / (1 - k eps) of a full analysis
+    differs in the third digit at C = 512 in f32). docs/guide/winograd.md says what it is
+    on ResNet-18's layers."""
+    c = x.shape[3]
+    alpha = winograd.points(m)
+    u = winograd_filter(np.abs(w).astype(np.float64), m, absolute=True)
+    v = winograd_input(np.abs(x).astype(np.float64), m, padding, absolute=True)
+    n, h, wd, _ = x.shape
+    shape = (n, h + 2 * padding[0] - 2, wd + 2 * padding[1] - 2, w.shape[3])
+    return (c + WINOGRAD_STEPS_PER_POINT * alpha) * eps * winograd_output(np.matmul(v, u), m, shape, absolute=True)
 
 
 def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:

@@ -201,6 +201,9 @@ def parse_args(argv):
                         "models through torch.onnx.export), where installed: pip install 'loomir[anchors]'")
     p.add_argument("--freeze", action="store_true",
                    help="--model: compile with freeze=True (the parameters folded once, never checked again)")
+    p.add_argument("--algorithms", choices=("exact", "fast"), default="exact",
+                   help="--model: fast lets Loom use Winograd's convolution (algorithms=\"fast\": rounds differently, "
+                        "within the bound in docs/guide/winograd.md)")
     p.add_argument("--profile", action="store_true",
                    help="--model: each row's profile: the time of each layer, torch op and crossing in a call")
     p.add_argument("--transposed", action="store_true",

@@ -486,15 +486,16 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
 
 #: Winograd F(m x m, 3 x 3) (loom-winograd), in the time of one fma at the peak per element:
 #: the input transform per element of V (read X's tile, the sums, V written and read back
-#: by the matmul's packing), the output transform per element of the products M, the
-#: transformed filter U per element (read from memory by the matmul's packing at every
-#: call: the model's filters do not stay in the caches), and the filter transform per
+#: by the matmul's packing), the output transform per element of the products M, a filter
+#: per element (U, or the direct convolution's W: read from memory and packed at every
+#: call, in a model whose filters do not stay in the caches), and the filter transform per
 #: element of U where the kernel computes it (not given U). Fitted on znver4, one thread,
-#: ResNet-18's 3x3 layers at batch 1 (ms per nest, `compile(profile=True)`): the input
-#: transform 0.15-0.17 ns per element of V, the output 0.09, the filter 0.16-0.20 per
-#: element of U; U streamed from memory 0.15 ns per element beyond the matmul's fmas
-#: (3x3 C512 7^2, F(2x2): 1.89 ms against 1.25 for its fmas at 93% of the peak)
-WINOGRAD_ELEMENT_FMAS = {"input": 9.0, "output": 5.5, "filter": 9.0, "filter_transform": 10.0}
+#: ResNet-18's 3x3 layers at batch 1 (ms per nest, `compile(profile=True)`, and per layer
+#: in the model, `loom-bench --model resnet18 --profile`): the input transform 0.15-0.17 ns
+#: per element of V, the output 0.09, the filter transform 0.16-0.20 per element of U; a
+#: filter streamed from memory 0.26 ns per element beyond the matmul's fmas (3x3 C512 7^2,
+#: F(2x2), in the model: 2.35 ms against 1.25 for its fmas at 93% of the peak)
+WINOGRAD_ELEMENT_FMAS = {"input": 9.0, "output": 5.5, "filter": 15.0, "filter_transform": 10.0}
 #: the batched matmul's speed against the direct convolution's (its alpha^2 products are
 #: matmuls of P x C by C x F: 0.93 of the peak measured at 196 x 64 x 64 and 49 x 256 x 256,
 #: the direct convolution's 0.97)
@@ -530,11 +531,11 @@ def winograd_estimate(n: int, ho: int, wo: int, c: int, f: int, m: int, *, filte
 
 def choose_winograd(n: int, ho: int, wo: int, c: int, f: int, tiles: tuple[int, ...] = (2, 4), *,
                     filter_given: bool = False) -> WinogradChoice:
-    """The fastest of the direct convolution (its N Ho Wo 9 C F fmas) and Winograd with each
+    """The fastest of the direct convolution (its N Ho Wo 9 C F fmas and its filter) and Winograd with each
     tile of `tiles`, for an NHWC 3x3 stride-1 conv2d of C -> F channels and an N x Ho x Wo
     output; `filter_given`: the caller passes the transformed filter (no filter transform
     in the kernel). A tile named alone (loom-winograd{tile=m}) is taken as it is."""
-    estimates = {0: 9.0 * n * ho * wo * c * f}
+    estimates = {0: 9.0 * n * ho * wo * c * f + WINOGRAD_ELEMENT_FMAS["filter"] * 9 * c * f}
     for m in tiles:
         estimates[m] = winograd_estimate(n, ho, wo, c, f, m, filter_given=filter_given)
     text = ", ".join(("direct" if m == 0 else f"F({m}x{m})") + f" {e / 1e6:.3g}M" for m, e in estimates.items())

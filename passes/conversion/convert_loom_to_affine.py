@@ -374,8 +374,16 @@ def lower_mean(op: loom.MeanOp) -> list[Operation]:
 
 def linear(terms: Sequence[tuple[Fraction, SSAValue | None]], element: Attribute) -> tuple[list[Operation], SSAValue]:
     """sum(c * v) over `terms` (a None value is a zero: the padded border), in `element`:
-    terms of coefficient 0 dropped, +-1 added or subtracted with no multiplication; the
-    ops and the value (a constant 0 where no term is left)."""
+    terms of coefficient 0 dropped, +-1 added or subtracted with no multiplication, a
+    factor all the others share taken out (G's row 1/2, 1/2, 1/2 is one product of the
+    sum); the ops and the value (a constant 0 where no term is left)."""
+    kept = [(coef, v) for coef, v in terms if coef != 0 and v is not None]
+    common = {abs(coef) for coef, _ in kept}
+    if len(common) == 1 and (factor := common.pop()) != 1:
+        ops, total = linear([(coef / factor, v) for coef, v in kept], element)
+        c = constant(float(factor), element)
+        product = arith.MulfOp(total, c.result)
+        return [*ops, c, product], product.result
     ops: list[Operation] = []
     total: SSAValue | None = None
     negate = False  # `total` holds minus the sum so far (a sum that began with a -1 term)

@@ -255,6 +255,12 @@ class LoomDefaultPass(ModulePass):
         in_place = loom_direct_conv.windows_operand(nest)
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
+        batches = constant_trip_count(perfect_band(nest)[0]) if batch == 1 else None
+        # a batch of at least a product per thread: each thread runs whole products (below)
+        split = (batches is not None and threads > 1 and batches >= threads
+                 and not {"tile", "pack", "parallel"} & skip)
+        if split:
+            threads = 1
         instruction = _instruction(nest, target)
         grouped = isinstance(instruction, Instruction)
         a_rows = _a_rows_contiguous(nest)
@@ -318,6 +324,8 @@ class LoomDefaultPass(ModulePass):
                 plan = plan_of(sub, pack_a=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
+            if split and plan.rows_tiled and plan.pack:
+                passes = batch_blocks(passes, -(-batches // self._threads(skip, target)))
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
             low = products(sub, plan, on, skip)
             notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low])])
@@ -804,6 +812,28 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
     if plan.panels and plan.b_copy_fused:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
         passes.append(LoomFusePackPass(op=op))
     return tuple(passes)
+
+
+def batch_blocks(passes: Sequence[ModulePass], size: int) -> tuple[ModulePass, ...]:
+    """A batched matmul's schedule (one batch loop) with the batch tiled into blocks of
+    `size` products, one block per thread, each with its own slot of the packed buffers
+    (loom-pack's `private`): the threads run whole products, packing their own panels,
+    with no fork and join inside them (the plan is the one-thread plan). Where they split a
+    product's rows instead, each thread streamed all of its B for a few rows: Winograd's 36
+    products of 16x256x256 (3x3 C256 14^2), znver4, two threads: 1.51 ms against 0.75 on one
+    thread; in blocks of products, 0.40."""
+    moved = []
+    for p in passes:
+        if isinstance(p, LoomPackPass):
+            p = replace(p, level=p.level + 1, private=0)
+        elif isinstance(p, LoomTilePass):
+            p = replace(p, depth=p.depth + 1)
+        elif isinstance(p, LoomInterchangePass):
+            p = replace(p, order=(0, *(i + 1 for i in p.order)))
+        elif isinstance(p, LoomUnrollJamPass):
+            p = replace(p, factors=(1, *p.factors))
+        moved.append(p)
+    return (LoomTilePass(sizes=(size,), op="matmul", depth=0), *moved)
 
 
 def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:

@@ -18,8 +18,8 @@ function called once right back. Later passes see the nests in their functions:
 schedule passes select them by tag as before, and schedule each distinct nest once.
 (The arguments are named after the first call's values.)
 
-A matmul or conv2d nest moves with its zero fill and the elementwise nests right after
-it (`loom-fuse-epilogue`'s EPILOGUES, at most MAX_STEPS), into one function, and so do the
+A matmul or conv2d nest (or a Winograd output transform's nests) moves with its zero fill
+and the elementwise nests right after it (`loom-fuse-epilogue`'s EPILOGUES, at most MAX_STEPS), into one function, and so do the
 buffers only they use (allocated and freed inside it): the schedule then fuses the
 epilogue into the nest there, as it does in a short function, and drops the buffers. A
 buffer the group writes for later nests is allocated before the call; one it reads last
@@ -116,9 +116,10 @@ def _body(ops: list[Operation], found: OutlineInputs) -> Block:
 
 
 def _groups(nests: list[Operation]) -> list[list[Operation]]:
-    """The nests in the groups that move together: a matmul or conv2d (with its zero fill
-    before it) and the elementwise nests right after it that loom-fuse-epilogue may fuse
-    into it (at most MAX_STEPS); any other nest alone."""
+    """The nests in the groups that move together: a matmul, conv2d or Winograd output
+    transform (with its zero fill before it, and all its nests where it has several) and
+    the elementwise nests right after it that loom-fuse-epilogue may fuse into it (at most
+    MAX_STEPS); any other nest alone."""
     groups: list[list[Operation]] = []
     i = 0
     while i < len(nests):
@@ -126,6 +127,8 @@ def _groups(nests: list[Operation]) -> list[list[Operation]]:
         if nest_tag(nests[i]) in INITS and i + 1 < len(nests) and nest_tag(nests[i + 1]) in PRODUCERS:
             i += 1
         if nest_tag(nests[i]) in PRODUCERS:
+            while i + 1 < len(nests) and nest_tag(nests[i + 1]) == nest_tag(nests[i]):
+                i += 1  # an op lowered to a nest per run (winograd_output's runs of tiles)
             producer = i
             while i + 1 < len(nests) and nest_tag(nests[i + 1]) in EPILOGUES and i - producer < MAX_STEPS:
                 i += 1

@@ -60,7 +60,7 @@ PASS = "loom-winograd"
 
 def unsupported(conv: loom.Conv2DOp) -> str:
     """Why `conv` cannot be a Winograd F(m x m, 3 x 3) convolution, or "" when it can."""
-    element = conv.output_type.get_element_type()
+    element = conv.ins[0].type.get_element_type()  # (bf16 and int8 convs sum into f32 and i32)
     strides, _, dilations = conv.conv_params()
     c, r, s = conv.window()
     if conv.layout_name() != "nhwc":
@@ -70,7 +70,7 @@ def unsupported(conv: loom.Conv2DOp) -> str:
     if strides != (1, 1) or dilations != (1, 1):
         return f"strides {list(strides)}, dilations {list(dilations)}: Winograd's tiles need stride 1, dilation 1"
     if element not in (f32, f64):
-        return (f"{conv.ins[0].type.get_element_type()} inputs: the transformed tiles would be rounded to them "
+        return (f"{element} inputs: the transformed tiles would be rounded to them "
                 f"(only f32 and f64 are transformed)")
     return ""
 
@@ -122,6 +122,9 @@ class RewriteConv(RewritePattern):
         u = filter_op(w, choice.tile)
         _, padding, _ = conv.conv_params()
         ops = [u, *winograd_ops(x, u.res[0], choice.tile, padding, conv.output_type)]
+        name = conv.res[0].name_hint or "y"
+        for op, suffix in zip(ops, ("_u", "_v", "_m", "")):  # the filter, the input, the products, the result
+            op.res[0].name_hint = name + suffix
         rewriter.replace_op(conv, ops, [ops[-1].res[0]])
         remark(PASS, conv, f"F({choice.tile}x{choice.tile}, 3x3): {choice.why}", tile=choice.tile,
                estimates=choice.estimates)

@@ -8,6 +8,7 @@ timed beside it: one process, interleaved, medians of rounds, inference (`torch.
 The compile time is the first call's, cold (an empty disk cache) and warm (the same
 program built again after `torch._dynamo.reset()` and an empty memory cache: every kernel
 from the disk cache). Needs torch (and torchvision for ResNet-18): the `bench` extra.
+`--algorithms fast` lets Loom use Winograd's convolution (`torch_backend(algorithms="fast")`).
 `--peers` adds inductor (`torch.compile` with freezing) and the runtimes of tools/bench/peers.py,
 timed in the same rounds; `--profile` the model's profile per row (compiler/explain/torch.py).
 """
@@ -78,9 +79,10 @@ def build_model(name: str, batch: int):
     raise ValueError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}")
 
 
-def _build(model, x, threads: int, freeze: bool = False):
+def _build(model, x, threads: int, freeze: bool = False, algorithms: str = "exact"):
     """torch.compile with Loom's backend and the first call: (compiled, its program, seconds).
-    `freeze`: the parameters folded once and never checked again (`torch_backend(freeze=True)`)."""
+    `freeze`: the parameters folded once and never checked again (`torch_backend(freeze=True)`);
+    `algorithms`: "fast" lets it use Winograd (`torch_backend(algorithms="fast")`)."""
     import torch
 
     from compiler import torch_backend
@@ -88,8 +90,8 @@ def _build(model, x, threads: int, freeze: bool = False):
 
     torch._dynamo.reset()
     start = time.perf_counter()
-    fast = torch.compile(model, backend=functools.partial(torch_backend, num_threads=threads, freeze=freeze),
-                         dynamic=False)
+    fast = torch.compile(model, backend=functools.partial(torch_backend, num_threads=threads, freeze=freeze,
+                                                          algorithms=algorithms), dynamic=False)
     with recording() as ran:
         fast(x)
     return fast, ran, time.perf_counter() - start
@@ -109,7 +111,7 @@ def _inductor(model, x) -> anchors.Peer:
 
 def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat: int, rounds: int,
                   cache_folder: str, dtype: str = "f32", with_runtimes: bool = False,
-                  freeze: bool = False, profile: bool = False) -> ModelRow:
+                  freeze: bool = False, profile: bool = False, algorithms: str = "exact") -> ModelRow:
     import torch
 
     from compiler.explain.torch import profile_model
@@ -120,9 +122,9 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
         model, x = model.to(torch.bfloat16), x.to(torch.bfloat16)
     os.environ["LOOM_CACHE_DIR"] = cache_folder
     kernel_cache.clear()  # nothing from memory: cold compiles, warm loads from disk
-    _, _, cold = _build(model, x, threads, freeze)
+    _, _, cold = _build(model, x, threads, freeze, algorithms)
     kernel_cache.clear()
-    fast, ran, warm = _build(model, x, threads, freeze)
+    fast, ran, warm = _build(model, x, threads, freeze, algorithms)
     with torch.no_grad():
         got, want = fast(x), model(x)
     rel = float((got.double() - want.double()).abs().max() / want.double().abs().max())
@@ -142,7 +144,7 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
 def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads: Sequence[int] = (1, 2),
                budget: float = 2.0, repeat: int = 20, rounds: int = 5, dtype: str = "f32",
                with_runtimes: bool = False, on_row: Callable[[ModelRow], None] | None = None,
-               freeze: bool = False, profile: bool = False) -> list[ModelRow]:
+               freeze: bool = False, profile: bool = False, algorithms: str = "exact") -> list[ModelRow]:
     import torch
 
     rows = []
@@ -154,7 +156,7 @@ def run_models(names: Sequence[str], *, batches: Sequence[int] = (1, 8), threads
                     for t in threads:
                         rows.append(measure_model(name, batch, t, budget=budget, repeat=repeat, rounds=rounds,
                                                   cache_folder=folder, dtype=dtype, with_runtimes=with_runtimes,
-                                                  freeze=freeze, profile=profile))
+                                                  freeze=freeze, profile=profile, algorithms=algorithms))
                         if on_row:
                             on_row(rows[-1])
         finally:
@@ -209,13 +211,15 @@ def model_mode(args) -> int:
 
     rows = run_models(args.model, batches=args.batches, threads=args.threads_list, budget=args.budget,
                       repeat=args.repeat, rounds=args.rounds, dtype=args.dtype, with_runtimes=args.peers,
-                      on_row=None if args.json else progress, freeze=args.freeze, profile=args.profile)
+                      on_row=None if args.json else progress, freeze=args.freeze, profile=args.profile,
+                      algorithms=args.algorithms)
     machine = bench_machine()
     if args.json:
         print(json.dumps({"machine": machine, "torch": torch.__version__, "rows": models_json(rows)}, indent=1))
     else:
         print(f"machine: {machine}\ntorch {torch.__version__}, Loom through torch.compile(backend=compiler."
-              f"torch_backend{', freeze=True' if args.freeze else ''}), inference, {args.dtype}, "
+              f"torch_backend{', freeze=True' if args.freeze else ''}"
+              f"{', algorithms=' + repr(args.algorithms) if args.algorithms != 'exact' else ''}), inference, {args.dtype}, "
               f"{args.rounds} round{'s' * (args.rounds != 1)}"
               + (f"\n{anchors.header()}" if args.peers else "") + "\n")
         print(markdown_models(rows))

@@ -516,3 +516,43 @@ func.func @avg_counts(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
   %y = loom.avg_pool2d %x {window = array<i64: 2, 2>, count_include_pad = 1} : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
   func.return %y : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+func.func @winograd_tile(%w: tensor<3x3x8x16xf32>) -> tensor<25x8x16xf32> {
+  // CHECK: error: 'loom.winograd_filter' op attribute 'tile' must be the output tile's side, one of 2, 4 (F(m x m, 3 x 3)), got 3 : i64
+  %u = loom.winograd_filter %w {tile = 3} : tensor<3x3x8x16xf32> -> tensor<25x8x16xf32>
+  func.return %u : tensor<25x8x16xf32>
+}
+
+// -----
+
+func.func @winograd_window(%w: tensor<5x5x8x16xf32>) -> tensor<16x8x16xf32> {
+  // CHECK: error: 'loom.winograd_filter' op operand #0 (filter) has shape 5x5x8x16: a 5x5 window, expected 3x3 (F(m x m, 3 x 3))
+  %u = loom.winograd_filter %w {tile = 2} : tensor<5x5x8x16xf32> -> tensor<16x8x16xf32>
+  func.return %u : tensor<16x8x16xf32>
+}
+
+// -----
+
+func.func @winograd_tiles(%x: tensor<1x9x9x8xf32>) -> tensor<16x16x8xf32> {
+  // CHECK: error: 'loom.winograd_input' op result has shape 16x16x8, expected 16x25x8 from the operand shapes (1x9x9x8)
+  %v = loom.winograd_input %x {tile = 2, padding = array<i64: 1, 1>} : tensor<1x9x9x8xf32> -> tensor<16x16x8xf32>
+  func.return %v : tensor<16x16x8xf32>
+}
+
+// -----
+
+func.func @winograd_products(%m: tensor<16x16x8xf32>) -> tensor<1x9x9x8xf32> {
+  // CHECK: error: 'loom.winograd_output' op operand #0 (products) has shape 16x16x8, expected 16 products x 25 tiles (of 2x2, F(2x2, 3x3)) for an output of 1x9x9
+  %y = loom.winograd_output %m {tile = 2} : tensor<16x16x8xf32> -> tensor<1x9x9x8xf32>
+  func.return %y : tensor<1x9x9x8xf32>
+}
+
+// -----
+
+func.func @winograd_int(%w: tensor<3x3x8x16xi32>) -> tensor<16x8x16xi32> {
+  // CHECK: error: 'loom.winograd_filter' op operand #0 (filter) has element type i32: loom.winograd_filter computes in f32 and f64
+  %u = loom.winograd_filter %w {tile = 2} : tensor<3x3x8x16xi32> -> tensor<16x8x16xi32>
+  func.return %u : tensor<16x8x16xi32>
+}

@@ -86,3 +86,16 @@ func.func @pools(%x: tensor<1x112x112x64xf32>) -> (tensor<1x1x1x64xf32>, tensor<
   %m = loom.mean %y {axes = array<i64: 1, 2>} : tensor<1x56x56x64xf32> -> tensor<1x1x1x64xf32>
   func.return %m, %a : tensor<1x1x1x64xf32>, tensor<1x28x28x64xf32>
 }
+
+// CHECK-LABEL: func.func @winograd
+// CHECK: %u = loom.winograd_filter %w {tile = 4 : i64} : tensor<3x3x8x16xf32> -> tensor<36x8x16xf32>
+// CHECK: %v = loom.winograd_input %x {tile = 4 : i64, padding = array<i64: 1, 1>} : tensor<2x9x9x8xf32> -> tensor<36x18x8xf32>
+// CHECK: %m = loom.matmul %v, %u : (tensor<36x18x8xf32>, tensor<36x8x16xf32>) -> tensor<36x18x16xf32>
+// CHECK: %y = loom.winograd_output %m {tile = 4 : i64} : tensor<36x18x16xf32> -> tensor<2x9x9x16xf32>
+func.func @winograd(%x: tensor<2x9x9x8xf32>, %w: tensor<3x3x8x16xf32>) -> tensor<2x9x9x16xf32> {
+  %u = loom.winograd_filter %w {tile = 4} : tensor<3x3x8x16xf32> -> tensor<36x8x16xf32>
+  %v = loom.winograd_input %x {tile = 4, padding = array<i64: 1, 1>} : tensor<2x9x9x8xf32> -> tensor<36x18x8xf32>
+  %m = loom.matmul %v, %u : (tensor<36x18x8xf32>, tensor<36x8x16xf32>) -> tensor<36x18x16xf32>
+  %y = loom.winograd_output %m {tile = 4} : tensor<36x18x16xf32> -> tensor<2x9x9x16xf32>
+  func.return %y : tensor<2x9x9x16xf32>
+}
