@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # xDSL loads with the passes, not with `passes.support` (a ke
 
 LOOM_PASSES: dict[str, str] = {
     # flag: "module:ClassName"
-    "loom-winograd": "schedule.loom_winograd:LoomWinogradPass",
     "loom-bufferize": "conversion.loom_bufferize:LoomBufferizePass",
     "convert-loom-to-affine": "conversion.convert_loom_to_affine:ConvertLoomToAffinePass",
     "loom-outline": "schedule.loom_outline:LoomOutlinePass",
@@ -26,6 +25,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-default": "schedule.loom_default:LoomDefaultPass",
     "loom-im2col": "schedule.loom_im2col:LoomIm2colPass",
     "loom-direct-conv": "schedule.loom_direct_conv:LoomDirectConvPass",
+    "loom-winograd": "schedule.loom_winograd:LoomWinogradPass",
     "loom-fuse-epilogue": "schedule.loom_fuse_epilogue:LoomFuseEpiloguePass",
     "loom-pack": "schedule.loom_pack:LoomPackPass",
     "loom-peel": "schedule.loom_peel:LoomPeelPass",
