@@ -137,6 +137,17 @@ def winograd_error_bound(x: np.ndarray, w: np.ndarray, m: int, padding, eps: flo
     return (c + WINOGRAD_STEPS_PER_POINT * alpha) * eps * winograd_output(np.matmul(v, u), m, shape, absolute=True)
 
 
+def winograd_growth(m: int) -> float:
+    """How many times the direct convolution's |x| |w| sum (9 per output on ones) Winograd
+    F(m x m, 3 x 3)'s componentwise bound sums (`winograd_error_bound`'s convolution with
+    the matrices' absolute values, on ones): 64/9 for F(2x2), 256 for F(4x4). A bound of
+    the form K eps max|Y| grows by that much (`reduction_length`)."""
+    alpha = winograd.points(m)
+    ones = np.ones((1, 3 * m, 3 * m, 1))
+    sums = winograd_error_bound(ones, np.ones((3, 3, 1, 1)), m, (1, 1), 1.0) / (1 + WINOGRAD_STEPS_PER_POINT * alpha)
+    return float(sums.max()) / 9
+
+
 def domain(element_type: Attribute, dtype=np.float64) -> np.dtype:
     """The dtype the reference holds values of `element_type` in: int64 for the integers
     (exact; an i32 result is then wrapped as the kernel's arithmetic wraps), else `dtype`."""
@@ -291,9 +302,10 @@ def rounds_to_integers(fn: func.FuncOp) -> bool:
     return any(isinstance(op, loom.QuantizeOp) for op in _compute_ops(fn))
 
 
-def reduction_length(fn: func.FuncOp) -> int:
+def reduction_length(fn: func.FuncOp) -> float:
     """The longest chain of accumulations into one output value (K for matmul, C*R*S for
-    conv2d; chained ops add up), for the error bound of about 4*K*eps*max|ref|."""
+    conv2d; chained ops add up), for the error bound of about 4*K*eps*max|ref|; times
+    Winograd's growth where a function has its ops (`winograd_growth`)."""
     total = 0
     for op in _compute_ops(fn):
         if isinstance(op, loom.MatmulOp):
@@ -307,6 +319,9 @@ def reduction_length(fn: func.FuncOp) -> int:
         elif isinstance(op, loom.MeanOp):
             shape = op.ins[0].type.get_shape()
             total += int(np.prod([shape[d] for d in op.reduced(len(shape))])) + 1
+        elif isinstance(op, loom.WinogradOp):  # two passes of the transform, alpha terms each
+            total += 2 * winograd.points(op.tile_size())
         else:
             total += 1
-    return max(total, 1)
+    tiles = {op.tile_size() for op in _compute_ops(fn) if isinstance(op, loom.WinogradOp)}
+    return max(total, 1) * max((winograd_growth(m) for m in tiles), default=1)

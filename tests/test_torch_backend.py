@@ -17,6 +17,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 import compiler as loom  # noqa: E402
 from compiler.frontends import torch_fx as torchfx  # noqa: E402
+from compiler.numpy_reference import winograd_growth  # noqa: E402
+from passes.analysis import cost_model  # noqa: E402
 
 nn = torch.nn
 EPS32 = float(np.finfo(np.float32).eps)
@@ -943,6 +945,51 @@ def test_random_conv_layers(n, c, f, hw, kernel, stride, padding, dilation, bias
     program = loom.from_torch(model, (x,))
     assert program.partitions and program.partitions[0].error is None
     check(program(x), model, x, k=c * kernel[0] * kernel[1] + 1)
+
+
+#: how much larger Winograd's componentwise bound is than the direct convolution's, per tile
+WINOGRAD_GROWTH = {m: winograd_growth(m) for m in (2, 4)}
+
+
+@settings(deadline=None, max_examples=20)
+@given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3, 16]), f=st.sampled_from([1, 4, 17]),
+       hw=st.tuples(st.integers(1, 13), st.integers(1, 13)), padding=st.sampled_from([0, 1, 2]),
+       tile=st.sampled_from([2, 4]), bias=st.booleans(), bn=st.booleans())
+def test_random_convs_by_winograd_match_eager(n, c, f, hw, padding, tile, bias, bn):
+    """algorithms="fast" with the cost model's choice forced to `tile`: every 3x3 stride-1
+    conv runs by Winograd, its filter (with the batch norm folded in) transformed as it is
+    folded; within the direct bound times Winograd's growth."""
+    if any(d + 2 * padding < 3 for d in hw):
+        return
+    torch.manual_seed(7)
+    layers = [nn.Conv2d(c, f, 3, 1, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
+    model = _randomize_bn(nn.Sequential(*layers, nn.ReLU())).eval()
+    x = torch.randn(n, c, *hw)
+    forced = cost_model.WinogradChoice(tile, "forced by the test", {})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torchfx, "choose_winograd", lambda *args, **kwargs: forced)
+        program = loom.from_torch(model, (x,), algorithms="fast")
+    [part] = program.partitions
+    assert part.error is None and list(part.winograd_tiles.values()) == [tile]
+    assert "loom.winograd_input" in part.jit.specialize(*part._example).source
+    check(program(x), model, x, k=WINOGRAD_GROWTH[tile] * (9 * c + 8 * (tile + 2)))
+
+
+def test_winograd_filters_follow_in_place_changes():
+    """Not frozen: a changed weight or batch norm is folded, and transformed, again."""
+    torch.manual_seed(8)
+    model = _randomize_bn(nn.Sequential(ConvBnRelu(16, 32), ConvBnRelu(32, 32))).eval()
+    x = torch.randn(1, 16, 28, 28)
+    program = loom.from_torch(model, (x,), algorithms="fast")
+    assert list(program.partitions[0].winograd_tiles.values()) == [4, 4]  # the cost model's choice
+    k = WINOGRAD_GROWTH[4] * (9 * 16 + 9 * 32 + 96)
+    check(program(x), model, x, k=k)
+    with torch.no_grad():
+        model[1][1].running_var.mul_(4.0)
+        model[0][0].weight.add_(0.25)
+    check(program(x), model, x, k=k)
+    exact = loom.from_torch(model, (x,))
+    assert not exact.partitions[0].winograd_tiles
 
 
 class _Pools(nn.Module):

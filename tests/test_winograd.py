@@ -103,6 +103,35 @@ def test_the_epilogue_fuses_into_the_output_transform():
     assert (np.abs(got - want) <= bound).all()
 
 
+def test_an_outlined_output_transform_takes_its_epilogue_with_it():
+    """F(4x4) on 14x14: the output transform is 4 nests (the last row and column of tiles
+    overhang Y), the input's 9: enough nests for loom-outline, which moves the 4 with the
+    bias, residual add and relu into one function, where they fuse."""
+    @loom.jit(algorithms="fast", remarks=True)
+    def block(x, u, b, z):
+        return loom.relu(loom.winograd_conv2d(x, u, tile=4, padding=1) + b + z)
+
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((1, 14, 14, 64)).astype(np.float32), rng.standard_normal((3, 3, 64, 64)).astype(np.float32)
+    b, z = rng.standard_normal(64).astype(np.float32), rng.standard_normal((1, 14, 14, 64)).astype(np.float32)
+    got = block(x, loom.winograd_filter(w, 4), b, z)
+    remarks = block.kernel(x, loom.winograd_filter(w, 4), b, z).remarks
+    assert any("[loom-outline]" in r for r in remarks), remarks
+    assert any("fused add" in r and "relu" in r and "'winograd_output' nest" in r for r in remarks), remarks
+    want = np.maximum(ref.conv2d_nhwc(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1), (1, 1)) + b + z, 0)
+    bound = ref.winograd_error_bound(x, w, 4, (1, 1), EPS[np.float32]) + 2 * np.abs(want) * EPS[np.float32]
+    assert (np.abs(got - want) <= bound).all()
+
+
+def test_exact_and_fast_are_kernels_of_their_own():
+    """The cache keys differ: a fast kernel is never served for an exact compile."""
+    src = conv_source(1, 28, 28, 64, 64, 1)
+    fast = loom.compile(src, algorithms="fast", remarks=True)
+    exact = loom.compile(src, remarks=True)
+    assert fast is not exact and fast is loom.compile(src, algorithms="fast", remarks=True)
+    assert any("winograd" in r for r in fast.remarks) and not any("winograd" in r for r in exact.remarks)
+
+
 def test_threads_give_the_same_bits():
     """The batched matmul splits its blocks over threads, never a sum: 1, 2 and 3 threads
     give bit-identical results."""
