@@ -277,11 +277,17 @@ def _compute_ops(fn: func.FuncOp):
 
 
 def flops(fn: func.FuncOp) -> int:
-    """Floating-point operations of one call: 2 per multiply-add, 1 per elementwise op."""
+    """Floating-point operations of one call: 2 per multiply-add, 1 per elementwise op. A
+    Winograd convolution counts as the direct convolution it computes (the convention of
+    the fast algorithms' literature: effective GFLOP/s), its transforms as nothing."""
     total = 0
     for op in _compute_ops(fn):
         out = int(np.prod(op.output_type.get_shape()))
-        if isinstance(op, loom.MatmulOp):
+        if isinstance(op, loom.WinogradOp):
+            continue
+        if isinstance(op, loom.MatmulOp) and (conv := _winograd_output(op)) is not None:
+            total += 2 * int(np.prod(conv.output_type.get_shape())) * 9 * op.ins[0].type.get_shape()[-1]
+        elif isinstance(op, loom.MatmulOp):
             total += 2 * out * op.ins[0].type.get_shape()[-1]
         elif isinstance(op, loom.Conv2DOp):
             c, r, s = op.window()
@@ -294,6 +300,14 @@ def flops(fn: func.FuncOp) -> int:
         else:
             total += out
     return total
+
+
+def _winograd_output(matmul: loom.MatmulOp) -> loom.WinogradOutputOp | None:
+    """The output transform of a Winograd convolution whose products `matmul` computes (its
+    lhs an input transform's, on tensors), or None."""
+    if matmul.is_bufferized or not isinstance(matmul.ins[0].owner, loom.WinogradInputOp):
+        return None
+    return next((u.operation for u in matmul.res[0].uses if isinstance(u.operation, loom.WinogradOutputOp)), None)
 
 
 def rounds_to_integers(fn: func.FuncOp) -> bool:

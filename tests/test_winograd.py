@@ -179,6 +179,7 @@ def test_the_front_end_transforms_a_constant_filter_once():
         np.testing.assert_allclose(u, ref.winograd_filter(w.astype(np.float64), tile), rtol=2**-23)
         f = loom.jit(lambda x, u, tile=tile: loom.winograd_conv2d(x, u, tile=tile, padding=1))
         check_bound(f(x, u), x, w, tile, 1, np.float32)
+        assert f.kernel(x, u).flops == 2 * (2 * 11 * 13 * 5) * 9 * 8  # the direct convolution's: effective GFLOP/s
     g = loom.jit(lambda x, w: loom.conv2d(x, w, padding=1, layout="nhwc"), algorithms="fast")
     check_bound(g(x, w), x, w, 4, 1, np.float32)
 
