@@ -430,14 +430,17 @@ def sandwich(left: winograd.Matrix, tile: Sequence[Sequence[SSAValue | None]], r
     return ops, out
 
 
+def _winograd_parts(op: loom.WinogradOp, which: int):
+    """A Winograd op's input and output memrefs, m, alpha, its matrix (`which` of
+    MATRICES[m]: 0 B^T, 1 G, 2 A^T) and its element type."""
+    m = op.tile_size()
+    return op.ins[0], op.outs[0], m, winograd.points(m), winograd.MATRICES[m][which], op.outs[0].type.get_element_type()
+
+
 def lower_winograd_filter(op: loom.WinogradFilterOp) -> list[Operation]:
     """U[a*alpha + b, c, f] = (G g G^T)[a, b]: a nest over (c, f), f innermost (the
     filter's unit stride: vectorized), the 9 taps loaded and the alpha^2 sums stored."""
-    w, u = op.ins[0], op.outs[0]
-    m = op.tile_size()
-    alpha = winograd.points(m)
-    _, g_mat, _ = winograd.MATRICES[m]
-    element = u.type.get_element_type()
+    w, u, m, alpha, g_mat, element = _winograd_parts(op, 1)
     _, _, c_, f_ = w.type.get_shape()
     c, f = dims(2)
 
@@ -458,11 +461,7 @@ def lower_winograd_input(op: loom.WinogradInputOp) -> list[Operation]:
     rows and columns whose tiles overhang the padded border alike (`window_runs` of the
     alpha-wide tiles, m apart), each reading only its taps inside the input (the others
     are zeros, dropped from the sums): no guard, c innermost (vectorized)."""
-    x, v = op.ins[0], op.outs[0]
-    m = op.tile_size()
-    alpha = winograd.points(m)
-    bt, _, _ = winograd.MATRICES[m]
-    element = v.type.get_element_type()
+    x, v, m, alpha, bt, element = _winograd_parts(op, 0)
     n_, h_, w_, c_ = x.type.get_shape()
     ph, pw = op.pad()
     ho, wo = op.output_hw(x.type.get_shape())
@@ -491,11 +490,7 @@ def lower_winograd_output(op: loom.WinogradOutputOp) -> list[Operation]:
     tile rows and columns with the same number of outputs inside Y (the last tile of a
     row or column may overhang it: its overhang is neither computed nor stored), f
     innermost (vectorized); each output element is stored once."""
-    prods, y = op.ins[0], op.outs[0]
-    m = op.tile_size()
-    alpha = winograd.points(m)
-    _, _, at = winograd.MATRICES[m]
-    element = y.type.get_element_type()
+    prods, y, m, alpha, at, element = _winograd_parts(op, 2)
     n_, ho, wo, f_ = y.type.get_shape()
     th, tw = winograd.tiles(ho, m), winograd.tiles(wo, m)
     ops: list[Operation] = []

@@ -256,9 +256,9 @@ class LoomDefaultPass(ModulePass):
 
         panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
         batches = constant_trip_count(perfect_band(nest)[0]) if batch == 1 else None
-        # a batch of at least a product per thread: each thread runs whole products (below)
-        split = (batches is not None and threads > 1 and batches >= threads
-                 and not {"tile", "pack", "parallel"} & skip)
+        # products enough for each thread to run whole ones (`batch_blocks`)
+        split = (batches is not None and threads > 1 and not {"tile", "pack", "parallel"} & skip
+                 and -(-batches // threads) * threads <= batches * (1 + BATCH_IMBALANCE))
         if split:
             threads = 1
         instruction = _instruction(nest, target)
@@ -324,11 +324,15 @@ class LoomDefaultPass(ModulePass):
                 plan = plan_of(sub, pack_a=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
+            blocks = ""
             if split and plan.rows_tiled and plan.pack:
-                passes = batch_blocks(passes, -(-batches // self._threads(skip, target)))
+                size = -(-batches // self._threads(skip, target))
+                passes = batch_blocks(passes, size)
+                blocks = (f"the {batches} products in blocks of {size}, one per thread, each with its own packed "
+                          f"panels")
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
             low = products(sub, plan, on, skip)
-            notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low])])
+            notes = "".join(f"; {note}" for note in [*plan_notes(columns, skipped), *filter(None, [low, blocks])])
             remark(self.name, sub, f"{_matmul_words(plan, part)} on {target.describe()}: {plan.describe()}{notes}; "
                    f"pass list: {pass_list(passes)}", plan=plan, part=part, columns=columns, skipped=skipped,
                    passes=passes)
@@ -814,14 +818,21 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
     return tuple(passes)
 
 
+#: a batched matmul runs whole products per thread (`batch_blocks`) where its blocks of
+#: products leave the busiest thread at most this much above the average (36 products on
+#: 2 threads: 0; 16 on 3: 12.5%); else the threads share each product, as a 2-D matmul's
+BATCH_IMBALANCE = 0.25
+
+
 def batch_blocks(passes: Sequence[ModulePass], size: int) -> tuple[ModulePass, ...]:
     """A batched matmul's schedule (one batch loop) with the batch tiled into blocks of
     `size` products, one block per thread, each with its own slot of the packed buffers
     (loom-pack's `private`): the threads run whole products, packing their own panels,
     with no fork and join inside them (the plan is the one-thread plan). Where they split a
     product's rows instead, each thread streamed all of its B for a few rows: Winograd's 36
-    products of 16x256x256 (3x3 C256 14^2), znver4, two threads: 1.51 ms against 0.75 on one
-    thread; in blocks of products, 0.40."""
+    products of 16x256x256 (3x3 C256 14^2 by F(4x4)), znver4: its matmul took 1.51 ms on two
+    threads against 0.75 on one; in blocks of products, the whole layer takes 0.44 ms on
+    two threads (0.86 on one)."""
     moved = []
     for p in passes:
         if isinstance(p, LoomPackPass):

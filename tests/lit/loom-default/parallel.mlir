@@ -58,3 +58,24 @@ func.func @gemv(%a: memref<1x1024xf32>, %b: memref<1024x1024xf32>, %c: memref<1x
   loom.matmul ins(%a, %b : memref<1x1024xf32>, memref<1024x1024xf32>) outs(%c : memref<1x1024xf32>)
   func.return
 }
+
+// -----
+
+// A batched matmul of 6 products on 2 threads: each thread runs a block of 3 whole
+// products (%b_t in parallel), packing its own panels into its slot of each buffer,
+// rather than sharing the 12 rows of each product (each thread would stream all of B).
+// CHECK-LABEL: func.func @products(
+// CHECK:         %b_pack = memref.alloc() {alignment = 64 : i64} : memref<2x1x256x16xf32>
+// CHECK-NEXT:    %a_pack = memref.alloc() {alignment = 64 : i64} : memref<2x2x256x6xf32>
+// CHECK-NEXT:    "affine.parallel"() <{{{.*}}upperBoundsMap = affine_map<() -> (6)>{{.*}}steps = [3 : i64]}> ({
+// CHECK-NEXT:    ^bb0(%b_t: index):
+// CHECK-NEXT:      %slot = affine.apply affine_map<(d0) -> ((d0 floordiv 3))> (%b_t)
+// CHECK:           affine.for %b_1 = affine_map<(d0) -> (d0)>(%b_t) to affine_map<(d0) -> ((d0 + 3))>(%b_t) {
+// CHECK:             affine.store %{{.*}}, %a_pack[%slot, %i_panel, %k_cp, %i_cp] : memref<2x2x256x6xf32>
+// CHECK-NOT:     "affine.parallel"
+// CHECK:         memref.dealloc %a_pack
+// REMARK: remark: [loom-default] matmul 12x256x256 on test: {{.*}}; the 6 products in blocks of 3, one per thread, each with its own packed panels; pass list: loom-tile{sizes=3 op=matmul depth=0},
+func.func @products(%a: memref<6x12x256xf32>, %b: memref<6x256x256xf32>, %c: memref<6x12x256xf32>) {
+  loom.matmul ins(%a, %b : memref<6x12x256xf32>, memref<6x256x256xf32>) outs(%c : memref<6x12x256xf32>)
+  func.return
+}
