@@ -253,7 +253,8 @@ def build(source: str | ModuleOp, *, entry: str | None, pipeline: str, num_threa
             if prev is not None:
                 kept[prev.name if prev.name not in kept else f"{prev.name}#{len(kept)}"] = print_module(mod)
 
-        passes = pipelines.build(pipelines.with_algorithms(pipeline, algorithms), _pass_clock(timings, record if stages else None), literal=False,
+        passes = pipelines.build(pipelines.with_algorithms(pipeline, algorithms),
+                                 _pass_clock(timings, record if stages else None), literal=False,
                                  num_threads=num_threads, profile=profile)
     with collect() as collected:
         passes.apply(make_context(), module)
