@@ -34,6 +34,8 @@ from tools.bench import peers as anchors
 from tools.bench.common import bench_machine
 
 MODELS = ("resnet18", "mlp")
+#: seconds of sleep before each block of a model's runs on several threads (see measure_model)
+MODEL_SETTLE = 1.0
 
 
 @dataclass
@@ -131,8 +133,12 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     runtimes = [_inductor(model, x), *anchors.model_peers(model, x, threads, dtype)] if with_runtimes else []
     scale = float(want.double().abs().max())
     peer_errors = {p.name: p.check(want.double().numpy()) / scale for p in runtimes}
+    # on several threads, a second of quiet before each block of runs: the runtimes' thread
+    # pools spin on after their calls and took the cores from Loom's next block (ResNet-18 fast,
+    # batch 1, two threads, znver4: Loom 17.40 ms with 0.2 s, 13.28 with 1 s, alone 13.04;
+    # the peers' own times the same either way)
     timing = timed_rounds([lambda: fast(x), lambda: model(x), *(p.run for p in runtimes)], budget=budget,
-                          at_most=repeat, rounds=rounds, settle=0.2 if threads > 1 else 0.0)
+                          at_most=repeat, rounds=rounds, settle=MODEL_SETTLE if threads > 1 else 0.0)
     placements = [p for program in ran for p in program.ops]
     kernels = sum(1 for program in ran for p in program.partitions if p.error is None)
     return ModelRow(name, batch, threads, dtype, timing.median(0), timing.median(1), timing.ratios(1), rel,
