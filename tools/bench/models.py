@@ -135,8 +135,9 @@ def measure_model(name: str, batch: int, threads: int, *, budget: float, repeat:
     peer_errors = {p.name: p.check(want.double().numpy()) / scale for p in runtimes}
     # on several threads, a second of quiet before each block of runs: the runtimes' thread
     # pools spin on after their calls and took the cores from Loom's next block (ResNet-18 fast,
-    # batch 1, two threads, znver4: Loom 17.40 ms with 0.2 s, 13.28 with 1 s, alone 13.04;
-    # the peers' own times the same either way)
+    # batch 1, two threads, znver4, one run each: Loom 17.40 ms with 0.2 s, 13.28 with 1 s,
+    # 13.04 with no peers; the peers' own times the same either way. Two-thread rounds on
+    # this 2-core VM still vary: read the min-max column)
     timing = timed_rounds([lambda: fast(x), lambda: model(x), *(p.run for p in runtimes)], budget=budget,
                           at_most=repeat, rounds=rounds, settle=MODEL_SETTLE if threads > 1 else 0.0)
     placements = [p for program in ran for p in program.ops]
