@@ -320,7 +320,7 @@ def reduction_length(fn: func.FuncOp) -> float:
     """The longest chain of accumulations into one output value (K for matmul, C*R*S for
     conv2d; chained ops add up), for the error bound of about 4*K*eps*max|ref|; times
     Winograd's growth where a function has its ops (`winograd_growth`)."""
-    total = 0
+    total, tiles = 0, set()
     for op in _compute_ops(fn):
         if isinstance(op, loom.MatmulOp):
             total += op.ins[0].type.get_shape()[-1]
@@ -335,7 +335,7 @@ def reduction_length(fn: func.FuncOp) -> float:
             total += int(np.prod([shape[d] for d in op.reduced(len(shape))])) + 1
         elif isinstance(op, loom.WinogradOp):  # two passes of the transform, alpha terms each
             total += 2 * winograd.points(op.tile_size())
+            tiles.add(op.tile_size())
         else:
             total += 1
-    tiles = {op.tile_size() for op in _compute_ops(fn) if isinstance(op, loom.WinogradOp)}
     return max(total, 1) * max((winograd_growth(m) for m in tiles), default=1)

@@ -89,7 +89,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.dtypes import NUMPY_NAMES
-from dialects.winograd import TILES, points, tiles
+from dialects.winograd import TILES, points, tile_count
 from dialects.layout import may_alias, memref_root, reshape_strides, row_major_strides, strided_memref, unknown_origin
 
 ShapedT = TensorType | MemRefType
@@ -759,7 +759,7 @@ class WinogradInputOp(WinogradOp):
         if ho < 1 or wo < 1:
             raise VerifyException(f"a 3x3 window does not fit the padded input {ho + 2}x{wo + 2}")
         m = self.tile_size()
-        return (points(m) ** 2, x[0] * tiles(ho, m) * tiles(wo, m), x[3])
+        return (points(m) ** 2, tile_count(x[0], ho, wo, m), x[3])
 
 
 @irdl_op_definition
@@ -781,7 +781,7 @@ class WinogradOutputOp(WinogradOp):
         self._rank4(out, "result" if not self.is_bufferized else "outs operand", "NHWF")
         m = self.tile_size()
         n, ho, wo, _ = out
-        expected = (points(m) ** 2, n * tiles(ho, m) * tiles(wo, m))
+        expected = (points(m) ** 2, tile_count(n, ho, wo, m))
         if tuple(p[:2]) != expected:
             raise VerifyException(f"{self._describe(0)} has shape {_fmt_shape(p)}, expected {expected[0]} products "
                                   f"x {expected[1]} tiles (of {m}x{m}, F({m}x{m}, 3x3)) for an output of {n}x{ho}x{wo}")

@@ -52,3 +52,9 @@ def points(m: int) -> int:
 def tiles(extent: int, m: int) -> int:
     """How many m-wide output tiles cover `extent` outputs (the last one may overhang)."""
     return -(-extent // m)
+
+
+def tile_count(n: int, ho: int, wo: int, m: int) -> int:
+    """P: the m x m tiles of N outputs of Ho x Wo, each image's rows of tiles overhanging
+    it by less than a tile (the rows of the batched matmul's products)."""
+    return n * tiles(ho, m) * tiles(wo, m)

@@ -769,7 +769,7 @@ def winograd_conv2d(x, u, *, tile: int, padding=0) -> Traced:
     ho, wo = h + 2 * ph - 2, wd + 2 * pw - 2
     if ho < 1 or wo < 1:
         _fail(f"loom.winograd_conv2d: the 3x3 window does not fit the padded {ho + 2}x{wo + 2} input")
-    p, f = n * winograd.tiles(ho, tile) * winograd.tiles(wo, tile), tu.shape[2]
+    p, f = winograd.tile_count(n, ho, wo, tile), tu.shape[2]
     fn, dt = tx._function, tx.dtype
     v = fn.op(f"loom.winograd_input {tx.name} {{tile = {tile}, padding = {_array_attr((ph, pw))}}} : {tx.type} -> "
               f"{_tensor((alpha2, p, c), dt)}", (alpha2, p, c), dt)

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dialects import winograd
 from passes.support.target import Target
 
 FLOAT = 4  # bytes of f32 (f64: 8; plans take the element size)
@@ -519,8 +520,8 @@ class WinogradChoice:
 
 def winograd_estimate(n: int, ho: int, wo: int, c: int, f: int, m: int, *, filter_given: bool) -> float:
     """The estimated time of a Winograd F(m x m, 3 x 3) convolution (WINOGRAD_*), in fmas."""
-    alpha2 = (m + 2) ** 2
-    p = n * -(-ho // m) * -(-wo // m)
+    alpha2 = winograd.points(m) ** 2
+    p = winograd.tile_count(n, ho, wo, m)
     cost = WINOGRAD_ELEMENT_FMAS
     filter_cost = cost["filter"] * (WINOGRAD_FEW_ROWS if p < WINOGRAD_MIN_ROWS else 1.0)
     if not filter_given:

@@ -387,9 +387,7 @@ def linear(terms: Sequence[tuple[Fraction, SSAValue | None]], element: Attribute
     ops: list[Operation] = []
     total: SSAValue | None = None
     negate = False  # `total` holds minus the sum so far (a sum that began with a -1 term)
-    for coef, v in terms:
-        if coef == 0 or v is None:
-            continue
+    for coef, v in kept:
         if abs(coef) != 1:
             c = constant(float(abs(coef)), element)
             product = arith.MulfOp(v, c.result)

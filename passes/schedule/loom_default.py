@@ -254,13 +254,13 @@ class LoomDefaultPass(ModulePass):
 
         in_place = loom_direct_conv.windows_operand(nest)
 
-        panels, threads = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
+        panels, workers = not {"tile", "pack", "fuse-pack"} & skip, self._threads(skip, target)
         batches = constant_trip_count(perfect_band(nest)[0]) if batch == 1 else None
-        # products enough for each thread to run whole ones (`batch_blocks`)
-        split = (batches is not None and threads > 1 and not {"tile", "pack", "parallel"} & skip
-                 and -(-batches // threads) * threads <= batches * (1 + BATCH_IMBALANCE))
-        if split:
-            threads = 1
+        # products enough for each thread to run whole ones (`batch_blocks`), each planned as on one thread
+        block = -(-batches // workers) if batches is not None else 0
+        split = (block > 0 and workers > 1 and not {"tile", "pack", "parallel"} & skip
+                 and block * workers <= batches * (1 + BATCH_IMBALANCE))
+        threads = 1 if split else workers
         instruction = _instruction(nest, target)
         grouped = isinstance(instruction, Instruction)
         a_rows = _a_rows_contiguous(nest)
@@ -326,9 +326,8 @@ class LoomDefaultPass(ModulePass):
                                      dot=on if isinstance(on, DotProducts) else None)
             blocks = ""
             if split and plan.rows_tiled and plan.pack:
-                size = -(-batches // self._threads(skip, target))
-                passes = batch_blocks(passes, size)
-                blocks = (f"the {batches} products in blocks of {size}, one per thread, each with its own packed "
+                passes = batch_blocks(passes, block)
+                blocks = (f"the {batches} products in blocks of {block}, one per thread, each with its own packed "
                           f"panels")
             skipped = tuple(step for step in MATMUL_STEPS if step in skip)
             low = products(sub, plan, on, skip)

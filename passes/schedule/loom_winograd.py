@@ -83,7 +83,7 @@ def winograd_ops(x: SSAValue, u: SSAValue, m: int, padding: tuple[int, int],
     element = out.get_element_type()
     n, ho, wo, f = out.get_shape()
     alpha2 = winograd.points(m) ** 2
-    p = n * winograd.tiles(ho, m) * winograd.tiles(wo, m)
+    p = winograd.tile_count(n, ho, wo, m)
     c = x.type.get_shape()[3]
     tile = {"tile": IntegerAttr(m, i64)}
     v = loom.WinogradInputOp([x], TensorType(element, [alpha2, p, c]),
