@@ -160,7 +160,8 @@ def test_two_threads_a_column_block_each_and_not_for_several_row_blocks():
 @pytest.mark.parametrize("kind, m", [("avx2", 64), ("avx512", 128)])
 def test_plan_of_the_panel_order(kind, m):
     """NC = N on one thread; KC halved while A's block, B's panel and C (reread per k
-    block) exceed 3/4 of L2; never for an operand read in place."""
+    block) exceed 3/4 of L2; a direct convolution's windows (A read in place) too, A then
+    not packed, but not an NCHW convolution's (B in place) nor on a dot-product instruction."""
     with planning_for(TARGETS[kind]) as target:
         plan = plan_matmul(m, 768, 3072, target, panels=True)
         assert plan.panels and plan.nc == 768 and plan.mc >= m
@@ -168,7 +169,10 @@ def test_plan_of_the_panel_order(kind, m):
         assert (m * plan.kc + plan.kc * plan.nr + m * 768) * 4 <= 3 * target.l2 // 4
         single = plan_matmul(m, 3072, 768, target, panels=True)
         assert single.panels and single.kc == plan_matmul(m, 3072, 768, target).kc
-        assert not plan_matmul(m, 768, 3072, target, in_place="A", panels=True).panels
+        windows = plan_matmul(m, 768, 3072, target, in_place="A", panels=True)
+        assert windows.panels and windows.in_place == "A" and not windows.pack_a
+        assert not plan_matmul(m, 768, 3072, target, in_place="B", panels=True).panels
+        assert not plan_matmul(m, 768, 3072, target, in_place="A", panels=True, dot="vdpbf16ps").panels
         assert not plan_matmul(m, 768, 3072, target).panels
         # A read in place where measured (znver4, f32) and its rows are contiguous along k,
         # the panel order then with its own tile

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels import TRIANGLE, assert_within_bound, binary, conv2d_kernel, matmul, small_ints
+from kernels import TRIANGLE, assert_within_bound, binary, conv2d, conv2d_kernel, matmul, small_ints
 
 from xdsl.dialects import affine
 
@@ -88,6 +88,28 @@ def test_conv2d_output_channels_in_parallel(vector_target):
     x, w = (small_ints(rng, s, np.float32) for s in shapes)
     out = assert_same_across_threads(ks, x, w)
     np.testing.assert_array_equal(out, compiler.reference(src, x, w).astype(np.float32))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_nhwc_direct_conv_in_the_panel_order_on_threads(stride, vector_target):
+    """A small map's direct convolution (ResNet's 7x7 at batch 1: its rows one block) takes
+    the panel order with its windows read in place: the threads each copy and stream their
+    own block of the filter's panels (with 8 threads, more than the panels, the order of
+    row tiles). The same bits on every thread count, and exact on small integers."""
+    h = 7 * stride
+    src = conv2d((1, h, h, 96), (3, 3, 96, 128), (1, 7, 7, 128), (stride, stride), (1, 1), (1, 1), np.float32,
+                 layout="nhwc")
+    ks = kernels(src)
+    assert "panel order" in default_plan(ks[1]) and "A read in place" in default_plan(ks[1])
+    assert parallel_remarks(ks[1]), ks[1].remarks
+    rng = np.random.default_rng(stride)
+    x, w = small_ints(rng, (1, h, h, 96), np.float32), small_ints(rng, (3, 3, 96, 128), np.float32)
+    out = assert_same_across_threads(ks, x, w)
+    np.testing.assert_array_equal(out, compiler.reference(src, x, w).astype(np.float32))
+
+
+def default_plan(kernel) -> str:
+    return next(r for r in kernel.remarks if "[loom-default] matmul" in r)
 
 
 def test_elementwise_in_parallel(vector_target):

@@ -61,6 +61,14 @@ threads each takes a block of whole panels (j_c runs in parallel, B's panel buff
 a slot per iteration of it: loom-pack's `private`), not the rows: a loop of row tiles
 per panel would be a fork and join per panel. Two threads, 128x3072x768 with its
 epilogue, interleaved: 2.85 ms against 3.13 for the order above (one thread 5.48).
+A direct convolution whose rows fit one block (ResNet's 7x7 maps at batch 1, 49 rows)
+takes this order too, its windows read in place: in the order above every row tile
+streams the filter's k block (1.7 MiB, past L2) from L3, and the threads fork and join
+per k block to pack it. znver4, in one process, interleaved, ms, order above -> panel
+order: two threads, 3x3 C512 7^2 1.55 -> 1.26 (a second run 1.48 -> 1.12), 3x3/2 C256
+-> 512 0.82 -> 0.65 (0.74 -> 0.57), its 1x1/2 projection 0.152 -> 0.091; one thread
+1.00x, 1.07-1.09x and 1.08x. At batch 8 (392 rows, past one block) the order above
+stays: the panel order there ran 0.88-0.95x (the windows no longer fit L2 beside B).
 
 On the CPUs of `A_IN_PLACE` (znver4) A is not packed in either order where its rows are
 contiguous along k: each k step broadcasts MR elements, one from each of MR rows, and
@@ -343,7 +351,9 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     # leave the copies a width they cannot prove (a masked copy, not fused), and a thread
     # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
     even = threads == 1 or (n % nr == 0 and (n // nr) % threads == 0)
-    if panels and plan.pack and plan.rows_tiled and not in_place and m <= plan.mc and even:
+    # a direct convolution's windows (A in place) too, on the plain fmas (the module's doc)
+    windows = in_place == "A" and not dot
+    if panels and plan.pack and plan.rows_tiled and (not in_place or windows) and m <= plan.mc and even:
         # NC: the columns of a thread; then a k block's working set in L2: A's block,
         # B's panel and, when K is split, the thread's part of C, which every k block
         # reads and writes again
@@ -351,7 +361,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
         kc, e = plan.kc, element_bytes
         while plan.k > kc and kc > 64 and (m * kc + kc * nr + m * min(n, nc)) * e > 3 * target.l2 // 4:
             kc //= 2
-        return replace(own, panels=True, nc=nc, kc=kc)
+        return replace(own, panels=True, nc=nc, kc=kc, in_place=in_place, pack_a=own.pack_a and not windows)
     if in_place == "A":  # nothing to pack per row block: one block, all of it the threads' to share
         plan = replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr))
     elif in_place:
