@@ -32,6 +32,21 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return out
 
 
+def pack_filter(w: np.ndarray, panel: int) -> np.ndarray:
+    """An HWCF filter (R x S x C x F) in panels of `panel` output channels, P x R x S x C x
+    NR with F = P*NR (`loom.conv2d`'s filter in panels), contiguous."""
+    r, s, c, f = w.shape
+    if panel < 1 or f % panel:
+        raise ValueError(f"a filter of {f} output channels does not split into panels of {panel}")
+    return np.ascontiguousarray(w.reshape(r, s, c, f // panel, panel).transpose(3, 0, 1, 2, 4))
+
+
+def unpack_filter(w: np.ndarray) -> np.ndarray:
+    """The HWCF filter of one in panels (`pack_filter`'s inverse)."""
+    p, r, s, c, nr = w.shape
+    return w.transpose(1, 2, 3, 0, 4).reshape(r, s, c, p * nr)
+
+
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
     """The same on NHWC input and an HWCF filter (R x S x C x F), NHWF out."""
     y = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), strides, padding, dilations)
@@ -197,7 +212,7 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
         value = np.matmul(a[0], a[1])
     elif isinstance(op, loom.Conv2DOp):
         conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
-        value = conv(a[0], a[1], *op.conv_params())
+        value = conv(a[0], unpack_filter(a[1]) if op.filter_panel() else a[1], *op.conv_params())
     elif isinstance(op, loom.MaxPool2DOp):
         value = pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc")
     elif isinstance(op, loom.AvgPool2DOp):

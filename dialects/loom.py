@@ -463,9 +463,16 @@ class Conv2DOp(ContractionOp):
 
     Ho = (H + 2*ph - dh*(R-1) - 1) / sh + 1, Wo likewise.
 
+    In NHWC the filter may come in panels of NR output channels, rank 5: P x R x S x C x NR
+    with F = P*NR and W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR] (`pack_filter`):
+    each panel's R*S*C x NR block contiguous, the layout a direct convolution's schedule
+    would pack it into (`filter_panel`; oneDNN's and IREE's weights packed ahead of time).
+    Such a filter is f32 or f64 (the dot-product instructions read pairs or quads of k).
+
     ```mlir
     %y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32>) -> tensor<1x64x112x112xf32>
     %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x56x56x64xf32>, tensor<3x3x64x64xf32>) -> tensor<1x56x56x64xf32>
+    %y = loom.conv2d %x, %wp {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x7x7x512xf32>, tensor<16x3x3x512x32xf32>) -> tensor<1x7x7x512xf32>
     ```
     """
 
@@ -502,8 +509,14 @@ class Conv2DOp(ContractionOp):
     def window(self) -> tuple[int, int, int]:
         """(C, R, S) of the filter, whatever the layout: C*R*S is the reduction length."""
         w = self.ins[1].type.get_shape()
-        f, c, r, s = w if self.layout_name() == "nchw" else (w[3], w[2], w[0], w[1])
+        # NHWC: R x S x C x F, or in panels P x R x S x C x NR
+        f, c, r, s = w if self.layout_name() == "nchw" else (None, w[-2], w[-4], w[-3])
         return c, r, s
+
+    def filter_panel(self) -> int:
+        """NR of a filter in panels (rank 5, NHWC), 0 for one in its plain layout."""
+        w = self.ins[1].type.get_shape()
+        return w[-1] if len(w) == 5 else 0
 
     def conv_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(strides, padding, dilations), defaults filled in and validated."""
@@ -513,6 +526,10 @@ class Conv2DOp(ContractionOp):
         self.conv_params()  # a bad attribute first: the shape messages below depend on them
         self.layout_name()
         super().verify_()
+        element = self.ins[1].type.get_element_type()
+        if self.filter_panel() and element not in (f32, f64):
+            raise VerifyException(f"{self._describe(1)} in panels has element type {element}: a filter in panels "
+                                  "is f32 or f64")
 
     def result_shape(self, shapes):
         x, w = shapes
@@ -521,10 +538,14 @@ class Conv2DOp(ContractionOp):
         xl, wl = self.LAYOUTS[layout]
         if len(x) != 4:
             raise VerifyException(f"{self._describe(0)} must have rank 4 ({xl}), got shape {_fmt_shape(x)}")
-        if len(w) != 4:
-            raise VerifyException(f"{self._describe(1)} must have rank 4 ({wl}), got shape {_fmt_shape(w)}")
+        if len(w) != 4 and not (len(w) == 5 and layout == "nhwc"):
+            panels = " or 5 (P x R x S x C x NR, in panels)" if layout == "nhwc" else ""
+            raise VerifyException(f"{self._describe(1)} must have rank 4 ({wl}){panels}, got shape {_fmt_shape(w)}")
         if layout == "nchw":
             (n, c, h, wd), (f, wc, r, s) = x, w
+        elif len(w) == 5:
+            (n, h, wd, c), (p, r, s, wc, nr) = x, w
+            f, wl = p * nr, "in panels"
         else:
             (n, h, wd, c), (r, s, wc, f) = x, w
         if wc != c:

@@ -992,6 +992,28 @@ def test_winograd_filters_follow_in_place_changes():
     assert not exact.partitions[0].winograd_tiles
 
 
+def test_filters_larger_than_l2_are_folded_into_panels(monkeypatch):
+    """A folded filter larger than L2 (a 64 KiB L2 here, through LOOM_TARGET) is packed in
+    panels of the register tile's width when folded (`cost_model.filter_panel`), so the
+    conv reads it in place; the same results as eager's. Not frozen: a changed weight is
+    folded and packed again."""
+    monkeypatch.setenv("LOOM_TARGET", "l2=65536")
+    torch.manual_seed(9)
+    model = _randomize_bn(nn.Sequential(ConvBnRelu(32, 64), ConvBnRelu(64, 64, stride=2))).eval()
+    x = torch.randn(1, 32, 14, 14)
+    program = loom.from_torch(model, (x,))
+    panels = program.partitions[0].filter_panels
+    assert len(panels) == 2 and all(64 % nr == 0 for nr in panels.values()), panels
+    k = 9 * 32 + 9 * 64 + 128
+    check(program(x), model, x, k=k)
+    with torch.no_grad():
+        model[1][0].weight.add_(0.25)
+        model[0][1].running_mean.add_(0.5)
+    check(program(x), model, x, k=k)
+    monkeypatch.setenv("LOOM_TARGET", "l2=1048576")
+    assert not loom.from_torch(model, (x,)).partitions[0].filter_panels  # 144 KiB: HWCF
+
+
 class _Pools(nn.Module):
     def __init__(self, c, f, pool, mean):  # a conv, relu, the pool, the mean (dims, keepdim) + 1
         super().__init__()

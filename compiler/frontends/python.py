@@ -74,6 +74,7 @@ import numpy as np
 
 from compiler.driver import compile as compile_source
 from compiler.driver import kernel_cache
+from compiler.numpy_reference import pack_filter as reference_pack_filter
 from compiler.numpy_reference import winograd_filter as reference_winograd_filter
 from dialects import winograd
 from dialects.dtypes import dtype_expression, numpy_dtype
@@ -707,19 +708,27 @@ def mean(x, axis, *, keepdims: bool = False) -> Traced:
 
 def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:
     """2-D convolution (cross-correlation, as torch's): NCHW input with an FCHW filter, or
-    `layout="nhwc"`: NHWC input with an HWCF filter. Its dtypes as matmul's: bfloat16 sums
-    in float32, int8/uint8 (any mix) in int32, and returns that."""
+    `layout="nhwc"`: NHWC input with an HWCF filter, or a float32/float64 filter in panels
+    (`pack_filter`, 5-D). Its dtypes as matmul's: bfloat16 sums in float32, int8/uint8 (any
+    mix) in int32, and returns that."""
     tx, tw = _traced(x, "loom.conv2d"), _traced(w, "loom.conv2d")
     if layout not in ("nchw", "nhwc"):
         _fail(f"loom.conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
     strides, pads, dils = _pair("stride", stride, 1), _pair("padding", padding, 0), _pair("dilation", dilation, 1)
-    if tx.ndim != 4 or tw.ndim != 4:
+    panels = layout == "nhwc" and tw.ndim == 5
+    if tx.ndim != 4 or (tw.ndim != 4 and not panels):
         names = ("NCHW", "FCHW") if layout == "nchw" else ("NHWC", "HWCF")
-        _fail(f"loom.conv2d takes a 4-D {names[0]} input and a 4-D {names[1]} filter, got shapes {tx.shape} "
+        _fail(f"loom.conv2d takes a 4-D {names[0]} input and a 4-D {names[1]} filter"
+              f"{' (or a 5-D one in panels, pack_filter)' if layout == 'nhwc' else ''}, got shapes {tx.shape} "
               f"and {tw.shape}")
+    if panels and tw.dtype not in (_FLOAT32, np.dtype(np.float64)):
+        _fail(f"loom.conv2d: a filter in panels is float32 or float64, got {tw.dtype}", type_error=True)
     out = _contraction(tx, tw, "loom.conv2d")
     if layout == "nchw":
         (n, c, h, wd), (f, cw, r, s) = tx.shape, tw.shape
+    elif panels:
+        (n, h, wd, c), (p, r, s, cw, nr) = tx.shape, tw.shape
+        f = p * nr
     else:
         (n, h, wd, c), (r, s, cw, f) = tx.shape, tw.shape
     if c != cw:
@@ -734,6 +743,20 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
              f"dilations = {_array_attr(dils)}"] + ([f'layout = "{layout}"'] if layout != "nchw" else [])
     return tx._function.op(f"loom.conv2d {tx.name}, {tw.name} {{{', '.join(attrs)}}} : ({tx.type}, {tw.type}) -> "
                            f"{_tensor(shape, out)}", shape, out)
+
+
+def pack_filter(w: np.ndarray, panel: int) -> np.ndarray:
+    """An HWCF float32 or float64 filter in panels of `panel` output channels (P x R x S x
+    C x NR, F = P*NR), for `conv2d(..., layout="nhwc")`: a constant filter packed once,
+    ahead of the calls, in the layout its direct convolution reads (the schedule then
+    packs nothing). The same result as the HWCF filter; `panel` must divide F."""
+    w = np.asarray(w)
+    if w.ndim != 4 or w.dtype not in (_FLOAT32, np.dtype(np.float64)):
+        _fail(f"loom.pack_filter takes an RxSxCxF (HWCF) float32 or float64 filter, got shape {w.shape} {w.dtype}",
+              type_error=True)
+    if not isinstance(panel, int) or panel < 1 or w.shape[3] % panel:
+        _fail(f"loom.pack_filter: panel must be a positive integer that divides F = {w.shape[3]}, got {panel!r}")
+    return reference_pack_filter(w, panel)
 
 
 def winograd_filter(w: np.ndarray, tile: int) -> np.ndarray:

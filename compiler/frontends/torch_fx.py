@@ -69,10 +69,11 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from compiler.frontends import python as F
-from compiler.numpy_reference import winograd_filter
-from passes.analysis.cost_model import choose_winograd
+from compiler.numpy_reference import pack_filter, winograd_filter
+from passes.analysis.cost_model import choose_winograd, filter_panel
 from passes.support.algorithms import check_algorithms
 from passes.support.diagnostics import LoomError
+from passes.support.target import host
 from compiler.driver import compile_in_parallel
 
 aten = torch.ops.aten
@@ -361,10 +362,11 @@ def _bits(t: torch.Tensor) -> np.ndarray:
     return a.view(f"i{a.itemsize}")
 
 
-def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype, winograd_tile=0):
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype, winograd_tile=0, panel=0):
     """The HWCF filter (of dtype) and its bias (of bias_dtype, if any) with the batch norm
     (if any) folded in, computed in float64; with `winograd_tile` m, the filter transformed
-    for Winograd's F(m x m, 3 x 3) as well (alpha^2 x C x F), in float64 before rounding."""
+    for Winograd's F(m x m, 3 x 3) as well (alpha^2 x C x F), in float64 before rounding;
+    with `panel`, in panels of that many output channels (`pack_filter`)."""
     with torch.no_grad():
         w64 = w.detach().double()
         bias = conv_bias.detach().double() if conv_bias is not None else None
@@ -380,7 +382,20 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_
         if winograd_tile:
             w64 = torch.from_numpy(winograd_filter(_to_numpy(w64), winograd_tile))
         hwcf = np.ascontiguousarray(_to_numpy(w64.to(dtype)))
+        if panel:
+            hwcf = pack_filter(hwcf, panel)
         return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(_to_numpy(bias.to(bias_dtype))))
+
+
+def _filter_panel(conv: torch.fx.Node) -> int:
+    """The panel width a folded filter is packed in (`cost_model.filter_panel`), or 0 for
+    HWCF: float32 and float64 convs, whose direct convolution's M is N*Ho*Wo."""
+    y, w = _val(conv), _val(conv.args[1])
+    if y.dtype not in (torch.float32, torch.float64):
+        return 0
+    n, f, ho, wo = y.shape
+    _, c, r, s = w.shape
+    return filter_panel(n * ho * wo, f, c * r * s, host(), y.element_size())
 
 
 def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype):
@@ -412,6 +427,8 @@ class LoomPartition(torch.nn.Module):
         self.algorithms = algorithms
         #: the convs run by Winograd with their filters transformed when folded: node -> m
         self.winograd_tiles: dict[torch.fx.Node, int] = {}
+        #: the convs whose folded filters are packed in panels (`pack_filter`): node -> NR
+        self.filter_panels: dict[torch.fx.Node, int] = {}
         self.fallback = sub
         self.fixed = fixed  # the placeholders that are the model's parameters and buffers: folded
         self.freeze = freeze  # trust them never to change: folded at the first call, never checked
@@ -473,9 +490,13 @@ class LoomPartition(torch.nn.Module):
                 tile = self._winograd_tile(n)
                 if tile:
                     self.winograd_tiles[n] = tile
+                panel = 0 if tile else _filter_panel(n)
+                if panel:
+                    self.filter_panels[n] = panel
                 constants.append(_Constant(n, (pos(w), pos(b), *map(pos, params)),
                                            functools.partial(_fold_conv, eps=eps, dtype=dtype,
-                                                             bias_dtype=_computed_in(dtype), winograd_tile=tile)))
+                                                             bias_dtype=_computed_in(dtype), winograd_tile=tile,
+                                                             panel=panel)))
                 uses |= {(n, w), (n, b)} | ({(bn, p) for p in params} if bn is not None else set())
                 if bn is not None:
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants

@@ -62,13 +62,15 @@ a slot per iteration of it: loom-pack's `private`), not the rows: a loop of row 
 per panel would be a fork and join per panel. Two threads, 128x3072x768 with its
 epilogue, interleaved: 2.85 ms against 3.13 for the order above (one thread 5.48).
 A direct convolution whose rows fit one block (ResNet's 7x7 maps at batch 1, 49 rows)
-takes this order too, its windows read in place: in the order above every row tile
-streams the filter's k block (1.7 MiB, past L2) from L3, and the threads fork and join
-per k block to pack it. znver4, in one process, interleaved, ms, order above -> panel
+takes this order too, its windows read in place, where the staged input fits half of L2
+(read again per panel): in the order above every row tile streams the filter's k block
+(1.7 MiB, past L2) from L3, and the threads fork and join per k block to pack it. znver4, in one process, interleaved, ms, order above -> panel
 order: two threads, 3x3 C512 7^2 1.55 -> 1.26 (a second run 1.48 -> 1.12), 3x3/2 C256
 -> 512 0.82 -> 0.65 (0.74 -> 0.57), its 1x1/2 projection 0.152 -> 0.091; one thread
 1.00x, 1.07-1.09x and 1.08x. At batch 8 (392 rows, past one block) the order above
-stays: the panel order there ran 0.88-0.95x (the windows no longer fit L2 beside B).
+stays: the panel order there ran 0.88-0.95x (the windows no longer fit L2 beside B); so
+does the 1x1/2 projection of 56^2 x 64 (its staged input 800 KiB: in the panel order
+0.99x on one thread, 0.89x on two).
 
 On the CPUs of `A_IN_PLACE` (znver4) A is not packed in either order where its rows are
 contiguous along k: each k step broadcasts MR elements, one from each of MR rows, and
@@ -330,7 +332,8 @@ def _even_blocks(extent: int, size: int, multiple: int) -> int:
 
 def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLOAT,
                 in_place: str = "", panels: bool = False, threads: int = 1, a_rows: bool = True,
-                packed_bytes: int | None = None, dot: str = "") -> MatmulPlan:
+                packed_bytes: int | None = None, dot: str = "", b_panel: bool = False,
+                windows_bytes: int = 0) -> MatmulPlan:
     """The plan for C[M,N] += A[M,K] B[K,N]; `in_place` ("A", "B"): an operand that is
     not a matrix a copy can pack (loom-direct-conv's windows), so only the other is;
     `panels`: the panel order may be chosen (the packing and its fusion not left out),
@@ -339,8 +342,17 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     in place (`A_IN_PLACE`; the panel order then with `MEASURED_PANEL_TILES`' tile);
     `packed_bytes`: the size of A's packed elements where it is not C's (a dot-product
     layout's i16 or bytes), which sizes A's block in L2 (MC); `dot`: the dot-product
-    instruction the register tile runs on (`MEASURED_DOT_TILES`; `SIZED_BY_PACKED`)."""
-    plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A", packed_bytes or element_bytes, dot)
+    instruction the register tile runs on (`MEASURED_DOT_TILES`; `SIZED_BY_PACKED`);
+    `b_panel`: B is one panel of a filter packed ahead of time (K x N, contiguous: an NHWC
+    direct convolution's matmul per panel, `loom.conv2d`'s filter in panels), read in
+    place with A's windows, nothing packed, with the register tile of the whole filter's
+    rows (`MEASURED_WINDOW_ROW_TILES`); `windows_bytes`: the size of the staged input whose
+    windows are A (in place), which the panel order reads again per panel."""
+    plan = _plan_matmul(m, n, k, target, element_bytes, in_place == "A", packed_bytes or element_bytes, dot,
+                        b_panel)
+    if b_panel and plan.rows_tiled:
+        return replace(plan, in_place=in_place, mc=_fit(m, m, plan.mr), pack=False,
+                       why_no_pack="B is a panel of the filter, packed ahead of time (contiguous)")
     a_in_place = a_rows and not in_place and element_bytes in A_IN_PLACE.get(target.cpu, ())
     # the panel order's own tile, where one was measured
     tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes) if a_in_place else None
@@ -352,7 +364,7 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     # idle (65 panels on 2 threads: 0.74x the order of row tiles, 64 panels: 1.21x)
     even = threads == 1 or (n % nr == 0 and (n // nr) % threads == 0)
     # a direct convolution's windows (A in place) too, on the plain fmas (the module's doc)
-    windows = in_place == "A" and not dot
+    windows = in_place == "A" and not dot and windows_bytes <= target.l2 // 2
     if panels and plan.pack and plan.rows_tiled and (not in_place or windows) and m <= plan.mc and even:
         # NC: the columns of a thread; then a k block's working set in L2: A's block,
         # B's panel and, when K is split, the thread's part of C, which every k block
@@ -380,11 +392,11 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
 
 
 def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool,
-                 packed_bytes: int, dot: str) -> MatmulPlan:
+                 packed_bytes: int, dot: str, b_panel: bool = False) -> MatmulPlan:
     e = element_bytes
     mr, nr = register_tile(target, e, windows, bool(dot))
     rows = (MEASURED_DOT_ROW_TILES.get(target.cpu) if dot else
-            MEASURED_WINDOW_ROW_TILES.get(target.cpu, {}).get(e) if k * n * e > target.l2 else None)
+            MEASURED_WINDOW_ROW_TILES.get(target.cpu, {}).get(e) if k * n * e > target.l2 or b_panel else None)
     if windows and m % mr and rows is not None and m % rows[0] == 0 and rows[1] % target.lanes(e) == 0:
         mr, nr = rows
     w = target.lanes(e)
@@ -419,6 +431,25 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
         return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, False, "B is read once, a copy would only add traffic", e)
     return MatmulPlan(m, n, k, mr, nr, mc, nc, kc, w, True, "", e,
                       packed_bytes=packed_bytes if packed_bytes != e else None)
+
+
+def filter_panel(m: int, f: int, k: int, target: Target, element_bytes: int = FLOAT) -> int:
+    """NR of the panels to pack a constant filter into ahead of time for an NHWC direct
+    convolution of M output pixels, F output channels and K = R*S*C taps (`loom.conv2d`'s
+    filter in panels), or 0 to pass it as it is (HWCF). Where the filter is larger than L2
+    its schedule packs it per call, reading each panel's K rows of NR channels 4*F bytes
+    apart, from memory when the filters of a model outgrow L3 (the filter gathered cold:
+    ResNet-18's 3x3 C512 7^2 ran 85.8 GFLOP/s, its panels 107.3; 3x3/2 C256 -> 512 79.7
+    and 105.1; two threads 152 -> 197, 142 -> 198; 3x3 C256 14^2 105.7 -> 108.6, two threads
+    190 -> 212; at batch 8 3x3 C512 7^2 109.1 -> 113.4, two threads 205 -> 216; znver4, one
+    process). A filter that fits L2 stays (3x3 C128 28^2, 590 KiB: 110.6 -> 113.0 on one
+    thread but 208 -> 175 on two). NR is the register tile's (`plan_matmul` with
+    `b_panel`), where whole vectors and dividing F; f32 and f64 only."""
+    if element_bytes not in (4, 8) or k * f * element_bytes <= target.l2:
+        return 0
+    plan = plan_matmul(m, f, k, target, element_bytes, "A", b_panel=True)
+    nr = plan.nr
+    return nr if plan.rows_tiled and nr % target.lanes(element_bytes) == 0 and f % nr == 0 else 0
 
 
 #: the time one element of im2col's patch matrix costs, in fmas of its matmul, per layout:

@@ -239,10 +239,11 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     y = op.outs[0]
     (sh, sw), (ph, pw), (dh, dw) = op.conv_params()
     nhwc = op.layout_name() == "nhwc"
+    nr = op.filter_panel()
     if nhwc:
         n_, h_, w_, c_ = x.type.get_shape()
-        r_, s_, _, f_ = w.type.get_shape()
-        _, ho, wo, _ = y.type.get_shape()
+        r_, s_ = w.type.get_shape()[1:3] if nr else w.type.get_shape()[:2]
+        _, ho, wo, f_ = y.type.get_shape()
         n, oh, ow, f, r, s, c = dims(7)
     else:
         n_, c_, h_, w_ = x.type.get_shape()
@@ -253,6 +254,8 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     iw = ow * sw + s * dw - pw
     x_at, w_at, y_at = ([n, ih, iw, c], [r, s, c, f], [n, oh, ow, f]) if nhwc else (
         [n, c, ih, iw], [f, c, r, s], [n, f, oh, ow])
+    if nr:  # the filter in panels: W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR]
+        w_at = [f // nr, r, s, c, f % nr]
 
     def body(ivs):
         lx = load(x, ivs, x_at)

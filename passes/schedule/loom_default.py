@@ -70,6 +70,8 @@ loops, so that `loom-opt -p loom-default` shows the scheduled loops.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -186,17 +188,20 @@ class LoomDefaultPass(ModulePass):
         """A conv2d nest becomes a direct convolution (loom-direct-conv) or a patch-matrix
         copy and a matmul (loom-im2col), as `cost_model.choose_conv2d` estimates (or as
         `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
-        conv = loom_im2col.match_conv2d(nest, any_filter_layout=True)
+        conv = loom_im2col.match_conv2d(nest, any_filter_layout=True, panels=True)
         if not isinstance(conv, str) and not contiguous(conv.w.type):
             _contiguous_filter(ctx, self.name, nest, conv.w, "vectorize" not in skip)
-            conv = loom_im2col.match_conv2d(nest)
+            conv = loom_im2col.match_conv2d(nest, panels=True)
+        if not isinstance(conv, str) and conv.panel and "direct" in skip:
+            conv = "its filter is in panels, which only a direct convolution reads (skip=direct)"
         if isinstance(conv, str):
             remark(self.name, nest, f"conv2d nest left as it is: {conv}", missed=True)
             return
         patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
         element = str(conv.x.type.get_element_type())
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
-                               conv.strides != (1, 1), direct="direct" not in skip, im2col="im2col" not in skip,
+                               conv.strides != (1, 1), direct="direct" not in skip,
+                               im2col="im2col" not in skip and not conv.panel,
                                low_precision=element if element in ("bf16", "i8", "ui8") else "",
                                dot_in_place=_windows_in_groups(conv, nest, target, skip))
         element = conv.y.type.get_element_type().bitwidth // 8
@@ -264,6 +269,10 @@ class LoomDefaultPass(ModulePass):
         instruction = _instruction(nest, target)
         grouped = isinstance(instruction, Instruction)
         a_rows = _a_rows_contiguous(nest)
+        # an NHWC direct convolution batched over the panels of its filter (loom.conv2d's
+        # filter in panels): each product's B a panel, packed ahead of time
+        b_panel = in_place == "A" and batch > 0
+        windows_bytes = math.prod(_operand(nest, 0).type.get_shape()) * element if in_place == "A" else 0
 
         def plan_of(sub: affine.ForOp, packed: int | None = None, pack_a: bool = grouped) -> MatmulPlan:
             """The plan of a nest of the matmul; for a dot-product instruction, its tile, and
@@ -273,7 +282,8 @@ class LoomDefaultPass(ModulePass):
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
                                a_rows=a_rows and not pack_a, packed_bytes=packed,
-                               dot=instruction.name if grouped else "")
+                               dot=instruction.name if grouped else "", b_panel=b_panel,
+                               windows_bytes=windows_bytes)
 
         def dot(sub: affine.ForOp, plan: MatmulPlan) -> bool:
             """B a transposed view (not made contiguous for another nest of the matmul):

@@ -37,7 +37,13 @@ slower with a stride: 85 -> 56 GFLOP/s on a stride-2 3x3 C128 layer).
 NHWC: the output pixels are the rows, each a broadcast whose address is computed once
 per register tile, so p may be any function of the row: p = (n, oh, ow) with the batch
 folded in, nothing computed twice, Y written in place (no Y', no copy). k = (r*S + s)*C
-+ c: one floordiv and one mod by S*C per k.
++ c: one floordiv and one mod by S*C per k. With the filter in panels of NR output
+channels (rank 5, `loom.conv2d`'s P x R x S x C x NR), one matmul per panel, batched:
+
+    for b, p, f, (r, s, c):   Y[p, b*NR + f] += Xq[p, r, s, c] * Wp[b, (r, s, c), f]
+
+B a panel (K x NR, contiguous: the schedule reads it in place, packing nothing), C its
+NR columns of Y (a view P x (N*Ho*Wo) x NR, rows F apart), A the same windows for every b.
 
 Without padding or strides X is its own staging (a view of it). A 1x1 stride-1 conv is a
 plain matmul on the tensors as they are.
@@ -130,9 +136,10 @@ def window_subscripts(conv: Conv2DNest, geometry: Geometry, batched: bool) -> li
     """The implicit operand's subscripts into the staged planes, expressions of the
     matmul nest's ivs ((b,) i, j, k), k split back into its tap: NCHW, B[k, j] with
     k = (c*R + r)*S + s and j the flat pixel; NHWC, A[i, k] with k = (r*S + s)*C + c
-    and i the flat pixel."""
+    and i the flat pixel. NHWC with a filter in panels: b is the panel, which A's
+    subscripts do not read."""
     (sh, sw), (dh, dw) = conv.strides, conv.dilations
-    nb = 1 if batched else 0
+    nb = 1 if batched or conv.panel else 0
     i, j, k = (AffineExpr.dimension(nb + x) for x in range(3))
     n = AffineExpr.dimension(0) if batched else AffineExpr.constant(0)
     if conv.layout == "nhwc":  # i: n, oh, ow; a window row's taps (s, c) are one run
@@ -230,9 +237,14 @@ def rewrite(conv: Conv2DNest) -> str:
     else:
         c_source = conv.y
         init = None
-    w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
-    w = strided_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
-    c = strided_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])
+    if conv.panel:  # a matmul per panel, batched: B the panel (K x NR, contiguous), C its NR columns of Y
+        nr = conv.panel
+        w = strided_view(conv.w, [conv.f // nr, k, nr], [k * nr, nr, 1])
+        c = strided_view(c_source, [conv.f // nr, rows, nr], [nr, cols, 1])
+    else:
+        w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
+        w = strided_view(conv.w, [*batch, *w_shape], [0, w_shape[1], 1] if batched else [w_shape[1], 1])
+        c = strided_view(c_source, [*batch, rows, cols], [rows * cols, cols, 1] if batched else [cols, 1])
     w.results[0].name_hint, c.results[0].name_hint = "w_mat", "y_mat"
     windows = window_subscripts(conv, geometry, batched)
     if nhwc:  # the windows are A (rows: pixels), W is B
@@ -244,9 +256,12 @@ def rewrite(conv: Conv2DNest) -> str:
         ops += _out_nest(conv, geometry, c_source, accumulate=init is None)
         after.append(memref.DeallocOp.get(c_source))
     replace_nest(conv.nest, ops, after)
-    shape = f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else "")
+    shape = (f"{rows}x{conv.panel}x{k} per panel of the filter, batched over its {conv.f // conv.panel}" if conv.panel
+             else f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else ""))
     operands = (f"A's {rows} rows the windows read from the planes, W as {k}x{conv.f}" if nhwc else
                 f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes")
+    if conv.panel:
+        operands = f"A's {rows} rows the windows read from the planes, B a panel of W, {k}x{conv.panel}"
     return (f"nest 'conv2d' {conv.describe()}: direct convolution: {how}; then an implicit matmul {shape} "
             f"({operands}, no patch matrix)")
 
@@ -287,4 +302,4 @@ class LoomDirectConvPass(ModulePass):
     op: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_conv2d_nests(op, self.op, self.name, rewrite)
+        rewrite_conv2d_nests(op, self.op, self.name, rewrite, panels=True)

@@ -354,22 +354,44 @@ class _Operand:
     view: tuple[list[int], list[int], int] | None = None  # (sizes, strides, offset) of the view to make
 
 
-def _space(store_memref: SSAValue, c: SSAValue) -> list[int] | None:
-    """None when the stores index the result itself; the view's shape when they index a
-    row-major reshape of it (a conv2d's Y as a matrix); Refused for any other view."""
+@dataclass(frozen=True)
+class _Space:
+    """The index space of stores into a view of the result: a row-major reshape of it
+    (`shape`) with its dimensions in the order `order` (a conv2d's Y as a matrix, order
+    0, 1; as its panels' columns, P x rows x NR, order 1, 0, 2: dimension `order[p]` of
+    the reshape is dimension p of the view)."""
+
+    shape: tuple[int, ...]
+    order: tuple[int, ...]
+
+    @property
+    def reshape(self) -> list[int]:
+        return [self.shape[self.order.index(d)] for d in range(len(self.shape))]
+
+
+def _space(store_memref: SSAValue, c: SSAValue) -> _Space | None:
+    """None when the stores index the result itself; their space when they index a
+    row-major reshape of it with its dimensions permuted; Refused for any other view."""
     if store_memref is c:
         return None
     cast = store_memref.owner
+    layout = static_strides(store_memref.type)
     if (isinstance(cast, memref.ReinterpretCastOp) and cast.source is c and not cast.offsets and not cast.sizes
-            and not cast.strides and list(cast.static_offsets.get_values()) == [0]
-            and contiguous(c.type) and contiguous(store_memref.type)
+            and not cast.strides and layout is not None and layout[1] == 0 and contiguous(c.type)
             and math.prod(store_memref.type.get_shape()) == math.prod(c.type.get_shape())):
-        return list(store_memref.type.get_shape())
+        shape, strides = list(store_memref.type.get_shape()), layout[0]
+        # the view's dimensions from the outermost in memory (those of extent 1 first, whose
+        # strides address nothing): a row-major reshape in that order
+        outer = sorted(range(len(shape)), key=lambda d: (shape[d] != 1, -strides[d], d))
+        order = tuple(outer.index(d) for d in range(len(shape)))
+        row_major = row_major_strides([shape[d] for d in outer])
+        if all(strides[d] == s for d, s in zip(outer, row_major) if shape[d] != 1):
+            return _Space(tuple(shape), order)
     raise Refused(f"the producer stores {value_name(c)} through {value_name(store_memref)}, not a row-major "
-                  "reshape of it")
+                  "reshape of it (its dimensions in any order)")
 
 
-def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vectors: bool) -> _Operand:
+def _plan_operand(step: _Step, load: affine.LoadOp, space: _Space | None, vectors: bool) -> _Operand:
     """How the stores of an index space read `load`'s operand (see _Operand)."""
     mtype = load.memref.type
     layout = static_strides(mtype)
@@ -387,13 +409,15 @@ def _plan_operand(step: _Step, load: affine.LoadOp, space: list[int] | None, vec
         logical = [sum(coeffs[p] * s for (coeffs, _), s in zip(rows, strides)) for p in range(len(step.ivs))]
         start = offset + sum(const * s for (_, const), s in zip(rows, strides))
         shape = list(step.store.memref.type.get_shape())
-        reshaped = reshape_strides(shape, logical, space)
+        reshaped = reshape_strides(shape, logical, space.reshape)
         if reshaped is None:
             raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)}, read as "
-                          f"{describe_access(load)}, has no view in the producer's index space {space} "
+                          f"{describe_access(load)}, has no view in the producer's index space {list(space.shape)} "
                           f"(its strides over {shape} are {logical})")
-        identity = [(tuple(int(p == q) for q in range(len(space))), 0) for p in range(len(space))]
-        operand = _Operand(load.memref, identity, reshaped[-1], (space, reshaped, start))
+        ranks = len(space.shape)
+        strides = [reshaped[space.order[p]] for p in range(ranks)]
+        identity = [(tuple(int(p == q) for q in range(ranks)), 0) for p in range(ranks)]
+        operand = _Operand(load.memref, identity, strides[-1], (list(space.shape), strides, start))
     if vectors and operand.lane_stride not in (0, 1):
         raise Refused(f"operand {value_name(load.memref)} of {_what(step.nest)} is read {operand.lane_stride} "
                       f"elements apart along the vector (only 0, a broadcast, or 1)")
@@ -412,7 +436,7 @@ class _Fusion:
     nests: list[affine.ForOp]  # the nests that write it (zero fills, the producer's)
     steps: list[_Step]
     analysis: LastWriteAnalysis
-    spaces: dict[SSAValue, list[int] | None]  # store memref -> its index space
+    spaces: dict[SSAValue, _Space | None]  # store memref -> its index space
     operands: dict[tuple[SSAValue, affine.LoadOp], _Operand] = field(default_factory=dict)
     stopped: str = ""  # why the chain ends before `stopped_at`, for the remark
     stopped_at: affine.ForOp | None = None
@@ -672,8 +696,9 @@ class _Rewriter:
         conv2d's Y as a matrix)."""
         if stored is self.f.c:
             return self.f.result
-        shape = list(stored.type.get_shape())
-        return self._view_of(self.f.result, shape, list(row_major_strides(shape)), 0)
+        layout = static_strides(stored.type)
+        assert layout is not None  # (`_space`)
+        return self._view_of(self.f.result, list(stored.type.get_shape()), list(layout[0]), 0)
 
     def _drop_fill(self) -> None:
         """The loads that read the zero fill read a zero instead (no load at all where

@@ -74,6 +74,8 @@ class Conv2DNest:
     padding: tuple[int, int]
     dilations: tuple[int, int]
     layout: str = "nchw"
+    #: NR of a filter in panels (P x R x S x C x NR, NHWC), 0 for HWCF or FCHW
+    panel: int = 0
 
     @property
     def pointwise(self) -> bool:
@@ -89,7 +91,9 @@ class Conv2DNest:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
         params = f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}])"
         if self.layout == "nhwc":
-            return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c} * HWCF {self.r}x{self.s}x{self.c}x{self.f} "
+            w = (f"panels {self.f // self.panel}x{self.r}x{self.s}x{self.c}x{self.panel}" if self.panel else
+                 f"HWCF {self.r}x{self.s}x{self.c}x{self.f}")
+            return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c} * {w} "
                     f"{params} -> {self.n}x{self.ho}x{self.wo}x{self.f}")
         return (f"{self.n}x{self.c}x{self.h}x{self.width} * {self.f}x{self.c}x{self.r}x{self.s} "
                 f"{params} -> {self.n}x{self.f}x{self.ho}x{self.wo}")
@@ -151,10 +155,12 @@ def _textbook_statement(body: list[Operation]) -> bool:
             and st.memref == ly.memref and st.map == ly.map)
 
 
-def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv2DNest | str:
+def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels: bool = False) -> Conv2DNest | str:
     """The conv2d nest's description, or why it is not the textbook conv2d nest.
     `any_filter_layout`: a W that is not contiguous is no reason (loom-default asks, to
-    copy such a W into a contiguous buffer only for a nest that is otherwise textbook)."""
+    copy such a W into a contiguous buffer only for a nest that is otherwise textbook);
+    `panels`: an NHWC filter in panels (W[f floordiv NR, r, s, c, f mod NR]) is one too
+    (loom-direct-conv reads them; im2col's matrix of W could not)."""
     band = perfect_band(nest)
     if len(band) != 7:
         return f"its perfect band has {len(band)} loops, not the 7 of conv2d's n, f, oh, ow, c, r, s"
@@ -182,6 +188,15 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
     layout = next((name for name, form in _LAYOUTS.items()
                    if ly.map.data.results == tuple(d[i] for i in form.y)
                    and lw.map.data.results == tuple(d[i] for i in form.w)), None)
+    wt = lw.memref.type
+    panel = wt.get_shape()[-1] if wt.get_num_dims() == 5 else 0
+    nhwc = _LAYOUTS["nhwc"]
+    if layout is None and panel and ly.map.data.results == tuple(d[i] for i in nhwc.y):
+        r, s, c, f = (d[i] for i in nhwc.w)
+        if lw.map.data.results == (f // panel, r, s, c, f % panel):
+            if not panels:
+                return "its filter is in panels (P x R x S x C x NR): only a direct convolution reads them"
+            layout = "nhwc"
     if layout is None:
         return ("its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow] (NCHW) "
                 "or W[r, s, c, f] and Y[n, oh, ow, f] (NHWC)")
@@ -207,7 +222,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
     if (guard is None) != (expected_guard is None) or (guard is not None and guard.condition != expected_guard):
         return "its padding guard is not the one that keeps the read of X inside the input"
     shapes = {"x": [n, c, h, width], "w": [f, c, r, s], "y": [n, f, ho, wo]} if layout == "nchw" else {
-        "x": [n, h, width, c], "w": [r, s, c, f], "y": [n, ho, wo, f]}
+        "x": [n, h, width, c], "w": [f // panel, r, s, c, panel] if panel else [r, s, c, f], "y": [n, ho, wo, f]}
     if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
         return "its memrefs' shapes do not match its loops"
     for name, t in (("W", wt), ("Y", yt)):
@@ -218,7 +233,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False) -> Conv
         if not isinstance(owner, Block) and nest.is_ancestor(owner):
             return "a memref it reads is defined inside it"
     return Conv2DNest(nest, lx.memref, lw.memref, ly.memref, n, f, ho, wo, c, r, s, h, width,
-                      strides, padding, dilations, layout)
+                      strides, padding, dilations, layout, panel)
 
 
 def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
@@ -417,13 +432,14 @@ def replace_nest(nest: affine.ForOp, ops: list[Operation], after: list[Operation
     block.erase_op(nest)
 
 
-def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite: Callable[[Conv2DNest], str]) -> None:
+def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite: Callable[[Conv2DNest], str],
+                         panels: bool = False) -> None:
     """A conv2d pass's apply: `rewrite` every textbook conv2d nest of the nests `tag`
     selects (a remark each). With `tag`, a nest that is not one is refused; without, it
     is skipped with a remark, unless no nest is one (refused, the 7-loop nests' reasons
-    given)."""
+    given). `panels`: `rewrite` takes filters in panels (`match_conv2d`)."""
     nests = select_nests(op, tag, pass_name)
-    found = [(nest, match_conv2d(nest)) for nest in nests]
+    found = [(nest, match_conv2d(nest, panels=panels)) for nest in nests]
     if tag is not None:
         for nest, conv in found:
             if isinstance(conv, str):

@@ -72,6 +72,8 @@ def unsupported(conv: loom.Conv2DOp) -> str:
     if element not in (f32, f64):
         return (f"{element} inputs: the transformed tiles would be rounded to them "
                 f"(only f32 and f64 are transformed)")
+    if conv.filter_panel():
+        return "its filter is in panels (packed for the direct convolution), not HWCF"
     return ""
 
 

@@ -95,6 +95,19 @@ func.func @conv_nhwc(%x: memref<1x8x8x2xf32>, %w: memref<3x3x2x3xf32>, %y: memre
 
 // -----
 
+// NHWC with the filter in panels of NR = 4 output channels (P x R x S x C x NR): the same
+// nest, W[r, s, c, f] read at [f floordiv 4, r, s, c, f mod 4].
+// CHECK-LABEL: func.func @conv_panels
+// CHECK: affine.for %f = 0 to 8 {
+// CHECK: affine.load %w[%f floordiv 4, %r, %s, %c, %f mod 4] : memref<2x3x3x2x4xf32>
+// CHECK: {loom.tag = "conv2d"}
+func.func @conv_panels(%x: memref<1x8x8x2xf32>, %w: memref<2x3x3x2x4xf32>, %y: memref<1x8x8x8xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x8x8x2xf32>, memref<2x3x3x2x4xf32>) outs(%y : memref<1x8x8x8xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}
+
+// -----
+
 // Broadcasting: a missing leading dimension is dropped, a size-1 dimension reads index 0.
 // CHECK-LABEL: func.func @add_broadcast
 // CHECK: affine.for %[[I:.*]] = 0 to 4 {

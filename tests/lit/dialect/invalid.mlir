@@ -556,3 +556,36 @@ func.func @winograd_int(%w: tensor<3x3x8x16xi32>) -> tensor<16x8x16xi32> {
   %u = loom.winograd_filter %w {tile = 2} : tensor<3x3x8x16xi32> -> tensor<16x8x16xi32>
   func.return %u : tensor<16x8x16xi32>
 }
+
+// -----
+
+func.func @panels_nchw(%x: tensor<1x3x8x8xf32>, %w: tensor<2x4x3x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) must have rank 4 (FCHW), got shape 2x4x3x3x3
+  %y = loom.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<2x4x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+  func.return %y : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+func.func @panels_rank(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3xf32>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) must have rank 4 (HWCF) or 5 (P x R x S x C x NR, in panels), got shape 3x3x3
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<3x3x3xf32>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+
+// -----
+
+func.func @panels_out(%x: tensor<1x8x8x3xf32>, %w: tensor<2x3x3x3x4xf32>) -> tensor<1x6x6x4xf32> {
+  // CHECK: error: 'loom.conv2d' op result has shape 1x6x6x4, expected 1x6x6x8 from the operand shapes (1x8x8x3, 2x3x3x3x4)
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<2x3x3x3x4xf32>) -> tensor<1x6x6x4xf32>
+  func.return %y : tensor<1x6x6x4xf32>
+}
+
+// -----
+
+func.func @panels_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<2x3x3x2x4xf32>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 2 input channels (shape 2x3x3x2x4, in panels), expected C = 3 from input shape 1x8x8x3 (NHWC)
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<2x3x3x2x4xf32>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+

@@ -135,3 +135,12 @@ func.func @operands(%x: tensor<4x5xf32>, %s: tensor<f32>) -> tensor<4x5xi8> {
   %q = loom.quantize %x, %s : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi8>
   func.return %q : tensor<4x5xi8>
 }
+
+// -----
+
+func.func @panels_bf16(%x: tensor<1x8x8x3xbf16>, %w: tensor<2x3x3x3x4xbf16>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) in panels has element type bf16: a filter in panels is f32 or f64
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xbf16>, tensor<2x3x3x3x4xbf16>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+

@@ -32,6 +32,14 @@ func.func @conv_nhwc(%x: tensor<1x32x32x3xf32>, %w: tensor<3x3x3x8xf32>) -> tens
   func.return %y : tensor<1x32x32x8xf32>
 }
 
+// NHWC with the filter in panels of NR output channels: P x R x S x C x NR, F = P*NR.
+// CHECK-LABEL: func.func @conv_panels
+// CHECK: loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x32x32x3xf32>, tensor<2x3x3x3x16xf32>) -> tensor<1x32x32x32xf32>
+func.func @conv_panels(%x: tensor<1x32x32x3xf32>, %w: tensor<2x3x3x3x16xf32>) -> tensor<1x32x32x32xf32> {
+  %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x32x32x3xf32>, tensor<2x3x3x3x16xf32>) -> tensor<1x32x32x32xf32>
+  func.return %y : tensor<1x32x32x32xf32>
+}
+
 // CHECK-LABEL: func.func @epilogue
 // CHECK: %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
 // CHECK: %p = loom.mul %s, %c : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>

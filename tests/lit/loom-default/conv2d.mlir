@@ -62,3 +62,29 @@ func.func @small_map(%x: memref<1x16x7x7xf32>, %w: memref<64x16x3x3xf32>, %y: me
   loom.conv2d ins(%x, %w : memref<1x16x7x7xf32>, memref<64x16x3x3xf32>) outs(%y : memref<1x64x7x7xf32>) {padding = array<i64: 1, 1>}
   func.return
 }
+
+// -----
+
+// An NHWC filter in panels of 16 output channels (loom.conv2d's rank-5 filter, packed
+// ahead of time): a direct convolution only, one implicit matmul per panel (the batch
+// loop %b), each reading its panel of W in place, contiguous: nothing packed. C is Y's
+// 16 columns of the panel (a view, 32 elements a row). skip=direct leaves it: im2col's
+// matrix of W could not read panels.
+// CHECK-LABEL: func.func @panels(
+// CHECK:         %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [2, 72, 16], strides: [1152, 16, 1]
+// CHECK-NEXT:    %y_mat = memref.reinterpret_cast %y to offset: [0], sizes: [2, 36, 16], strides: [16, 32, 1]
+// CHECK-NOT:     _pack
+// CHECK:         affine.for %b = 0 to 2 {
+// CHECK:         affine.vector_load %w_mat[%b, %k, %j_t2] : memref<2x72x16xf32>, vector<8xf32>
+// CHECK:         vector.fma
+// CHECK:         } {loom.tag = "matmul"}
+// REMARK: conv2d.mlir:[[# @LINE + 7]]:3: remark: [loom-default] conv2d NHWC 1x6x6x8 * panels 2x3x3x8x16 {{.*}}: direct: im2col not allowed here
+// REMARK: conv2d.mlir:[[# @LINE + 6]]:3: remark: [loom-default] nest 'conv2d' {{.*}}; then an implicit matmul 36x16x72 per panel of the filter, batched over its 2 (A's 36 rows the windows read from the planes, B a panel of W, 72x16, no patch matrix)
+// REMARK: conv2d.mlir:[[# @LINE + 5]]:3: remark: [loom-default] matmul 36x16x72 on test: {{.*}}register tile 6x16{{.*}}no packing: B is a panel of the filter, packed ahead of time (contiguous)
+// IM2COL-LABEL: func.func @panels(
+// IM2COL:         } {loom.tag = "conv2d"}
+// SKIP-LABEL: func.func @panels(
+func.func @panels(%x: memref<1x6x6x8xf32>, %w: memref<2x3x3x8x16xf32>, %y: memref<1x6x6x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x6x6x8xf32>, memref<2x3x3x8x16xf32>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}

@@ -155,3 +155,26 @@ func.func @nhwc(%x: memref<2x7x6x3xf32>, %w: memref<3x3x3x4xf32>, %y: memref<2x4
   loom.conv2d ins(%x, %w : memref<2x7x6x3xf32>, memref<3x3x3x4xf32>) outs(%y : memref<2x4x3x4xf32>) {layout = "nhwc", strides = array<i64: 2, 2>, padding = array<i64: 2, 1>, dilations = array<i64: 2, 1>}
   func.return
 }
+
+// -----
+
+// NHWC with the filter in panels of 16 output channels (P x R x S x C x NR): one implicit
+// matmul per panel, batched over the 2 panels (%b), A the windows (which %b does not
+// index: the same planes for every panel), B the panel as a 72 x 16 matrix (contiguous),
+// C the panel's 16 columns of Y (rows 32 elements apart).
+// CHECK-LABEL: func.func @panels(
+// CHECK:         %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [2, 72, 16], strides: [1152, 16, 1] : memref<2x3x3x8x16xf32> to memref<2x72x16xf32>
+// CHECK-NEXT:    %y_mat = memref.reinterpret_cast %y to offset: [0], sizes: [2, 16, 16], strides: [16, 32, 1] : memref<1x4x4x32xf32> to memref<2x16x16xf32, strided<[16, 32, 1]>>
+// CHECK-NEXT:    affine.for %b = 0 to 2 {
+// CHECK-NEXT:      affine.for %i = 0 to 16 {
+// CHECK-NEXT:        affine.for %j = 0 to 16 {
+// CHECK-NEXT:          affine.for %k = 0 to 72 {
+// CHECK-NEXT:            %{{.*}} = affine.load %x_planes[0, 0, %i floordiv 4 * 48 + %k floordiv 24 * 48 + %i mod 4 * 8 + %k mod 24] : memref<1x1x288xf32>
+// CHECK-NEXT:            %{{.*}} = affine.load %w_mat[%b, %k, %j] : memref<2x72x16xf32>
+// CHECK-NEXT:            %{{.*}} = affine.load %y_mat[%b, %i, %j]
+// CHECK:         } {loom.tag = "matmul"}
+// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' NHWC 1x4x4x8 * panels 2x3x3x8x16 (strides [1, 1], padding [1, 1], dilations [1, 1]) -> 1x4x4x32: direct convolution: X staged as 1x1 planes of 6x6x8 with its zero border (1 KiB, nests 'direct.pad'); then an implicit matmul 16x16x72 per panel of the filter, batched over its 2 (A's 16 rows the windows read from the planes, B a panel of W, 72x16, no patch matrix)
+func.func @panels(%x: memref<1x4x4x8xf32>, %w: memref<2x3x3x8x16xf32>, %y: memref<1x4x4x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x4x4x8xf32>, memref<2x3x3x8x16xf32>) outs(%y : memref<1x4x4x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}

@@ -27,3 +27,12 @@ func.func @matmul(%a: memref<4x5xf32>, %b: memref<5x6xf32>, %c: memref<4x6xf32>)
   func.return
 }
 
+// -----
+
+// A filter in panels (rank 5, NHWC): im2col views W as a matrix of F columns, which the
+// panels are not; only a direct convolution reads them.
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-im2col: cannot rewrite nest 'conv2d': its filter is in panels (P x R x S x C x NR): only a direct convolution reads them
+func.func @panels(%x: memref<1x6x6x8xf32>, %w: memref<2x3x3x8x16xf32>, %y: memref<1x6x6x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x6x6x8xf32>, memref<2x3x3x8x16xf32>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}

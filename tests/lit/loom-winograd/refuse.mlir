@@ -30,6 +30,14 @@ func.func @strided(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) -> tensor<1
 
 // -----
 
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: remark: [loom-winograd] kept the direct convolution: its filter is in panels (packed for the direct convolution), not HWCF
+func.func @panels(%x: tensor<1x8x8x4xf32>, %w: tensor<2x3x3x4x8xf32>) -> tensor<1x8x8x16xf32> {
+  %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<2x3x3x4x8xf32>) -> tensor<1x8x8x16xf32>
+  return %y : tensor<1x8x8x16xf32>
+}
+
+// -----
+
 // CHECK: refuse.mlir:[[# @LINE + 2]]:3: remark: [loom-winograd] kept the direct convolution: strides [1, 1], dilations [2, 2]: Winograd's tiles need stride 1, dilation 1
 func.func @dilated(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) -> tensor<1x4x4x4xf32> {
   %y = loom.conv2d %x, %w {layout = "nhwc", dilations = array<i64: 2, 2>} : (tensor<1x8x8x4xf32>, tensor<3x3x4x4xf32>) -> tensor<1x4x4x4xf32>
