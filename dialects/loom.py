@@ -509,8 +509,10 @@ class Conv2DOp(ContractionOp):
     def window(self) -> tuple[int, int, int]:
         """(C, R, S) of the filter, whatever the layout: C*R*S is the reduction length."""
         w = self.ins[1].type.get_shape()
-        # NHWC: R x S x C x F, or in panels P x R x S x C x NR
-        f, c, r, s = w if self.layout_name() == "nchw" else (None, w[-2], w[-4], w[-3])
+        if self.layout_name() == "nchw":
+            _, c, r, s = w
+        else:  # R x S x C x F, or in panels P x R x S x C x NR
+            r, s, c = w[-4], w[-3], w[-2]
         return c, r, s
 
     def filter_panel(self) -> int:

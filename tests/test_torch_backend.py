@@ -4,6 +4,7 @@ model in float64. Skipped when torch is not installed (it is the `torch` extra).
 
 import functools
 import inspect
+import re
 import subprocess
 import sys
 
@@ -990,6 +991,32 @@ def test_winograd_filters_follow_in_place_changes():
     check(program(x), model, x, k=k)
     exact = loom.from_torch(model, (x,))
     assert not exact.partitions[0].winograd_tiles
+
+
+@settings(deadline=None, max_examples=20)
+@given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3, 16]), f=st.sampled_from([4, 12, 32]),
+       hw=st.tuples(st.integers(1, 11), st.integers(1, 11)), window=st.sampled_from([1, 3]),
+       stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), nr=st.sampled_from([1, 4]),
+       bias=st.booleans(), bn=st.booleans())
+def test_random_convs_with_filters_in_panels_match_eager(n, c, f, hw, window, stride, padding, nr, bias, bn):
+    """The panel width forced (NR = 4 or 1, or F itself: one panel): every conv's folded
+    filter, batch norm included, packed in panels; within the direct bound of eager."""
+    if any(d + 2 * padding < window for d in hw):
+        return
+    torch.manual_seed(11)
+    layers = [nn.Conv2d(c, f, window, stride, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
+    model = _randomize_bn(nn.Sequential(*layers, nn.ReLU())).eval()
+    x = torch.randn(n, c, *hw)
+    width = nr if nr > 1 else f
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torchfx, "filter_panel", lambda *args: width)
+        program = loom.from_torch(model, (x,))
+    [part] = program.partitions
+    assert part.error is None and list(part.filter_panels.values()) == [width]
+    filters = [re.search(r", tensor<([0-9x]+)xf32>\) -> ", line).group(1)
+               for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+    assert filters == [f"{f // width}x{window}x{window}x{c}x{width}"], filters
+    check(program(x), model, x, k=window * window * c + 2)
 
 
 def test_filters_larger_than_l2_are_folded_into_panels(monkeypatch):

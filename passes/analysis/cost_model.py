@@ -64,10 +64,10 @@ epilogue, interleaved: 2.85 ms against 3.13 for the order above (one thread 5.48
 A direct convolution whose rows fit one block (ResNet's 7x7 maps at batch 1, 49 rows)
 takes this order too, its windows read in place, where the staged input fits half of L2
 (read again per panel): in the order above every row tile streams the filter's k block
-(1.7 MiB, past L2) from L3, and the threads fork and join per k block to pack it. znver4, in one process, interleaved, ms, order above -> panel
-order: two threads, 3x3 C512 7^2 1.55 -> 1.26 (a second run 1.48 -> 1.12), 3x3/2 C256
--> 512 0.82 -> 0.65 (0.74 -> 0.57), its 1x1/2 projection 0.152 -> 0.091; one thread
-1.00x, 1.07-1.09x and 1.08x. At batch 8 (392 rows, past one block) the order above
+(1.7 MiB, past L2) from L3, and the threads fork and join per k block to pack it. znver4,
+in one process, interleaved, ms, order above -> panel order: two threads, 3x3 C512 7^2
+1.55 -> 1.26 (a second run 1.48 -> 1.12), 3x3/2 C256 -> 512 0.82 -> 0.65 (0.74 -> 0.57),
+its 1x1/2 projection 0.152 -> 0.091; one thread 1.00x, 1.07-1.09x and 1.08x. At batch 8 (392 rows, past one block) the order above
 stays: the panel order there ran 0.88-0.95x (the windows no longer fit L2 beside B); so
 does the 1x1/2 projection of 56^2 x 64 (its staged input 800 KiB: in the panel order
 0.99x on one thread, 0.89x on two).

@@ -71,7 +71,6 @@ loops, so that `loom-opt -p loom-default` shows the scheduled loops.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace

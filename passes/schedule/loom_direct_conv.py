@@ -258,10 +258,11 @@ def rewrite(conv: Conv2DNest) -> str:
     replace_nest(conv.nest, ops, after)
     shape = (f"{rows}x{conv.panel}x{k} per panel of the filter, batched over its {conv.f // conv.panel}" if conv.panel
              else f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else ""))
-    operands = (f"A's {rows} rows the windows read from the planes, W as {k}x{conv.f}" if nhwc else
-                f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes")
-    if conv.panel:
-        operands = f"A's {rows} rows the windows read from the planes, B a panel of W, {k}x{conv.panel}"
+    if nhwc:
+        b = f"B a panel of W, {k}x{conv.panel}" if conv.panel else f"W as {k}x{conv.f}"
+        operands = f"A's {rows} rows the windows read from the planes, {b}"
+    else:
+        operands = f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes"
     return (f"nest 'conv2d' {conv.describe()}: direct convolution: {how}; then an implicit matmul {shape} "
             f"({operands}, no patch matrix)")
 
