@@ -32,17 +32,26 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np
     return out
 
 
-def pack_filter(w: np.ndarray, panel: int) -> np.ndarray:
+def pack_filter(w: np.ndarray, panel: int, group: int = 0) -> np.ndarray:
     """An HWCF filter (R x S x C x F) in panels of `panel` output channels, P x R x S x C x
-    NR with F = P*NR (`loom.conv2d`'s filter in panels), contiguous."""
+    NR with F = P*NR (`loom.conv2d`'s filter in panels), contiguous; with `group` G, in
+    panels of groups of G channels, P x R x S x C/G x NR x G."""
     r, s, c, f = w.shape
     if panel < 1 or f % panel:
         raise ValueError(f"a filter of {f} output channels does not split into panels of {panel}")
+    if group < 0 or (group and c % group):
+        raise ValueError(f"a filter of {c} input channels does not split into groups of {group}")
+    if group:
+        return np.ascontiguousarray(
+            w.reshape(r, s, c // group, group, f // panel, panel).transpose(4, 0, 1, 2, 5, 3))
     return np.ascontiguousarray(w.reshape(r, s, c, f // panel, panel).transpose(3, 0, 1, 2, 4))
 
 
 def unpack_filter(w: np.ndarray) -> np.ndarray:
-    """The HWCF filter of one in panels (`pack_filter`'s inverse)."""
+    """The HWCF filter of one in panels, or in panels of groups (`pack_filter`'s inverse)."""
+    if w.ndim == 6:
+        p, r, s, cg, nr, g = w.shape
+        return w.transpose(1, 2, 3, 5, 0, 4).reshape(r, s, cg * g, p * nr)
     p, r, s, c, nr = w.shape
     return w.transpose(1, 2, 3, 0, 4).reshape(r, s, c, p * nr)
 

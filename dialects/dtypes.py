@@ -17,6 +17,10 @@ import numpy as np
 #: loom element type -> numpy dtype name (dialects/loom.py's ELEMENT_TYPES, in order)
 NUMPY_NAMES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "i8": "int8", "ui8": "uint8", "i32": "int32"}
 
+#: G of a low-precision filter in panels of groups (`loom.conv2d`'s rank 6): the k its
+#: dot-product instruction reads per lane (vdpbf16ps's pairs, vpdpbusd's quads)
+FILTER_GROUPS = {"bf16": 2, "i8": 4, "ui8": 4}
+
 
 @functools.cache
 def dtype_named(name: str) -> np.dtype | None:

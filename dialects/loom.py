@@ -88,7 +88,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.dtypes import NUMPY_NAMES
+from dialects.dtypes import FILTER_GROUPS, NUMPY_NAMES
 from dialects.winograd import TILES, points, tile_count
 from dialects.layout import may_alias, memref_root, reshape_strides, row_major_strides, strided_memref, unknown_origin
 
@@ -467,12 +467,17 @@ class Conv2DOp(ContractionOp):
     with F = P*NR and W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR] (`pack_filter`):
     each panel's R*S*C x NR block contiguous, the layout a direct convolution's schedule
     would pack it into (`filter_panel`; oneDNN's and IREE's weights packed ahead of time).
-    Such a filter is f32 or f64 (the dot-product instructions read pairs or quads of k).
+    Such a filter is f32 or f64. A bf16 or i8/ui8 filter comes in panels of groups, rank 6:
+    P x R x S x C/G x NR x G with W[r, s, c, f] at [f floordiv NR, r, s, c floordiv G,
+    f mod NR, c mod G], G the k its dot-product instruction reads per lane (FILTER_GROUPS:
+    bf16 pairs for vdpbf16ps, byte quads for vpdpbusd): each panel row holds G channels of
+    NR output channels side by side, the layout loom-pack's `group=G` packs B into.
 
     ```mlir
     %y = loom.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x224x224xf32>, tensor<64x3x7x7xf32>) -> tensor<1x64x112x112xf32>
     %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x56x56x64xf32>, tensor<3x3x64x64xf32>) -> tensor<1x56x56x64xf32>
     %y = loom.conv2d %x, %wp {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x7x7x512xf32>, tensor<16x3x3x512x32xf32>) -> tensor<1x7x7x512xf32>
+    %y = loom.conv2d %x, %wg {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x7x7x512xbf16>, tensor<16x3x3x256x32x2xbf16>) -> tensor<1x7x7x512xf32>
     ```
     """
 
@@ -511,14 +516,21 @@ class Conv2DOp(ContractionOp):
         w = self.ins[1].type.get_shape()
         if self.layout_name() == "nchw":
             _, c, r, s = w
-        else:  # R x S x C x F, or in panels P x R x S x C x NR
+        else:  # R x S x C x F, or in panels P x R x S x C x NR, or P x R x S x C/G x NR x G
             r, s, c = w[-4], w[-3], w[-2]
+            if len(w) == 6:
+                r, s, c = w[1], w[2], w[3] * w[5]
         return c, r, s
 
     def filter_panel(self) -> int:
-        """NR of a filter in panels (rank 5, NHWC), 0 for one in its plain layout."""
+        """NR of a filter in panels (rank 5 or 6, NHWC), 0 for one in its plain layout."""
         w = self.ins[1].type.get_shape()
-        return w[-1] if len(w) == 5 else 0
+        return {5: w[-1], 6: w[-2]}.get(len(w), 0)
+
+    def filter_group(self) -> int:
+        """G of a filter in panels of groups (rank 6), 0 for any other."""
+        w = self.ins[1].type.get_shape()
+        return w[-1] if len(w) == 6 else 0
 
     def conv_params(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(strides, padding, dilations), defaults filled in and validated."""
@@ -529,9 +541,16 @@ class Conv2DOp(ContractionOp):
         self.layout_name()
         super().verify_()
         element = self.ins[1].type.get_element_type()
-        if self.filter_panel() and element not in (f32, f64):
+        group = self.filter_group()
+        if self.filter_panel() and not group and element not in (f32, f64):
             raise VerifyException(f"{self._describe(1)} in panels has element type {element}: a filter in panels "
-                                  "is f32 or f64")
+                                  f"of rank 5 is f32 or f64 (a {element} one comes in groups, rank 6)")
+        if group and str(element) not in FILTER_GROUPS:
+            raise VerifyException(f"{self._describe(1)} in panels of groups (rank 6) has element type {element}: a "
+                                  f"filter in groups is {type_names(FILTER_GROUPS, 'or')}")
+        if group and FILTER_GROUPS[str(element)] != group:
+            raise VerifyException(f"{self._describe(1)} in panels of groups of {group} (its last dimension): "
+                                  f"{element} filters are in groups of {FILTER_GROUPS[str(element)]}")
 
     def result_shape(self, shapes):
         x, w = shapes
@@ -540,14 +559,18 @@ class Conv2DOp(ContractionOp):
         xl, wl = self.LAYOUTS[layout]
         if len(x) != 4:
             raise VerifyException(f"{self._describe(0)} must have rank 4 ({xl}), got shape {_fmt_shape(x)}")
-        if len(w) != 4 and not (len(w) == 5 and layout == "nhwc"):
-            panels = " or 5 (P x R x S x C x NR, in panels)" if layout == "nhwc" else ""
+        if len(w) != 4 and not (len(w) in (5, 6) and layout == "nhwc"):
+            panels = (" or 5 (P x R x S x C x NR, in panels) or 6 (P x R x S x C/G x NR x G, in panels of groups)"
+                      if layout == "nhwc" else "")
             raise VerifyException(f"{self._describe(1)} must have rank 4 ({wl}){panels}, got shape {_fmt_shape(w)}")
         if layout == "nchw":
             (n, c, h, wd), (f, wc, r, s) = x, w
         elif len(w) == 5:
             (n, h, wd, c), (p, r, s, wc, nr) = x, w
             f, wl = p * nr, "in panels"
+        elif len(w) == 6:
+            (n, h, wd, c), (p, r, s, cg, nr, g) = x, w
+            f, wc, wl = p * nr, cg * g, "in panels of groups"
         else:
             (n, h, wd, c), (r, s, wc, f) = x, w
         if wc != c:

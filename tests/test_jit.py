@@ -609,7 +609,7 @@ REFUSALS = [  # (expression on x (2, 3), v (3,), b (2, 3, 4), s a float, img (1,
     ("loom.conv2d(img, w, layout='NCHW')", r"loom.conv2d: layout must be 'nchw' or 'nhwc', got 'NCHW'$"),
     ("loom.conv2d(x, w)", r"loom.conv2d takes a 4-D NCHW input and a 4-D FCHW filter, got shapes \(2, 3\) and "
                           r"\(1, 2, 3, 3\)$"),
-    ("loom.conv2d(img, x, layout='nhwc')", r"takes a 4-D NHWC input and a 4-D HWCF filter \(or a 5-D one in panels, "
+    ("loom.conv2d(img, x, layout='nhwc')", r"takes a 4-D NHWC input and a 4-D HWCF filter \(or a 5-D or 6-D one in panels, "
                                            r"pack_filter\), got shapes \(1, 2, 5, 5\) and \(2, 3\)$"),
     ("loom.conv2d(img, w.transpose(1, 0, 2, 3))", r"loom.conv2d: the input has 2 channels but the filter takes 1 "
                                                   r"\(shapes \(1, 2, 5, 5\) and \(2, 1, 3, 3\), layout nchw\)$"),

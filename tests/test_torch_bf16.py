@@ -18,6 +18,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import compiler as loom  # noqa: E402
 from compiler.frontends import torch_fx as torchfx  # noqa: E402
+from passes.support.target import host  # noqa: E402
 from test_torch_backend import _randomize_bn  # noqa: E402
 
 nn = torch.nn
@@ -198,3 +199,29 @@ def test_bfloat16_parameters_changed_in_place_are_folded_again():
             model.a[0].weight.mul_(-1.5)  # the first filter; then a batch norm folded into the second
             model.b[1].running_var.mul_(4.0)
             model.fc.weight.data.add_(0.25)  # (through .data: no version bump)
+
+
+@pytest.mark.parametrize("spec", ["l2=65536", "l2=65536,bf16_dot=0"])
+def test_bfloat16_filters_larger_than_half_of_l2_are_folded_into_panels_of_pairs(monkeypatch, spec):
+    """On a host with AVX512-BF16 a folded bfloat16 filter larger than half of L2 (a 64 KiB
+    L2 here, through LOOM_TARGET) is packed in panels of pairs of channels when folded
+    (`cost_model.filter_panel` with vdpbf16ps), the layout its direct convolution reads in
+    place; without the instruction it stays HWCF. Within bfloat16's bound either way, and
+    folded again when a weight changes."""
+    monkeypatch.setenv("LOOM_TARGET", spec)
+    torch.manual_seed(4)
+    model = _randomized(nn.Sequential(nn.Conv2d(32, 64, 3, 1, 1), nn.BatchNorm2d(64), nn.ReLU(),
+                                      nn.Conv2d(64, 64, 3, 2, 1), nn.ReLU()), seed=4).to(torch.bfloat16)
+    x = torch.randn(1, 32, 14, 14).bfloat16()
+    program = loom.from_torch(model, (x,))
+    [part] = program.partitions
+    grouped = host().bf16_dot  # (of the target LOOM_TARGET gives)
+    assert part.error is None and (len(part.filter_panels) == 2 if grouped else not part.filter_panels)
+    filters = [line for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+    assert all(("x2xbf16>) -> " in line) == bool(grouped) for line in filters), filters
+    for step in range(2):
+        with torch.no_grad():
+            out, eager = program(x), model(x)
+        assert _rel(out, eager) <= 2e-2 and _rel(out, _reference(model, x)) <= 4 * BF16_EPS, step
+        with torch.no_grad():
+            model[3].weight.mul_(-1.5)

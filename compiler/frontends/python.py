@@ -77,7 +77,7 @@ from compiler.driver import kernel_cache
 from compiler.numpy_reference import pack_filter as reference_pack_filter
 from compiler.numpy_reference import winograd_filter as reference_winograd_filter
 from dialects import winograd
-from dialects.dtypes import dtype_expression, numpy_dtype
+from dialects.dtypes import FILTER_GROUPS, dtype_expression, numpy_dtype
 from dialects.loom import (ACCUMULATOR, CASTS, ELEMENT_TYPES, ELEMENTWISE_TYPES, QUANTIZED, broadcast_shapes,
                            conv2d_output_hw, type_names)
 from passes.support.algorithms import check_algorithms
@@ -708,27 +708,29 @@ def mean(x, axis, *, keepdims: bool = False) -> Traced:
 
 def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:
     """2-D convolution (cross-correlation, as torch's): NCHW input with an FCHW filter, or
-    `layout="nhwc"`: NHWC input with an HWCF filter, or a float32/float64 filter in panels
-    (`pack_filter`, 5-D). Its dtypes as matmul's: bfloat16 sums in float32, int8/uint8 (any
-    mix) in int32, and returns that."""
+    `layout="nhwc"`: NHWC input with an HWCF filter, or one in panels (`pack_filter`: 5-D
+    float32/float64, 6-D in groups for bfloat16, int8 and uint8). Its dtypes as matmul's:
+    bfloat16 sums in float32, int8/uint8 (any mix) in int32, and returns that."""
     tx, tw = _traced(x, "loom.conv2d"), _traced(w, "loom.conv2d")
     if layout not in ("nchw", "nhwc"):
         _fail(f"loom.conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
     strides, pads, dils = _pair("stride", stride, 1), _pair("padding", padding, 0), _pair("dilation", dilation, 1)
-    panels = layout == "nhwc" and tw.ndim == 5
+    panels = layout == "nhwc" and tw.ndim in (5, 6)
     if tx.ndim != 4 or (tw.ndim != 4 and not panels):
         names = ("NCHW", "FCHW") if layout == "nchw" else ("NHWC", "HWCF")
         _fail(f"loom.conv2d takes a 4-D {names[0]} input and a 4-D {names[1]} filter"
-              f"{' (or a 5-D one in panels, pack_filter)' if layout == 'nhwc' else ''}, got shapes {tx.shape} "
+              f"{' (or a 5-D or 6-D one in panels, pack_filter)' if layout == 'nhwc' else ''}, got shapes {tx.shape} "
               f"and {tw.shape}")
-    if panels and tw.dtype not in (_FLOAT32, np.dtype(np.float64)):
-        _fail(f"loom.conv2d: a filter in panels is float32 or float64, got {tw.dtype}", type_error=True)
+    group = _filter_group(tw.dtype)
+    if panels and (tw.ndim == 6) != bool(group) or (tw.ndim == 6 and tw.shape[5] != group):
+        _fail(f"loom.conv2d: a {tw.ndim}-D filter in panels of {tw.dtype} is not pack_filter's layout (5-D for "
+              f"float32/float64, 6-D with groups of {group or 'G'} last for {tw.dtype})", type_error=True)
     out = _contraction(tx, tw, "loom.conv2d")
     if layout == "nchw":
         (n, c, h, wd), (f, cw, r, s) = tx.shape, tw.shape
     elif panels:
-        (n, h, wd, c), (p, r, s, cw, nr) = tx.shape, tw.shape
-        f = p * nr
+        (n, h, wd, c), (p, r, s, cw, nr) = tx.shape, tw.shape[:5]
+        f, cw = p * nr, cw * (group or 1)
     else:
         (n, h, wd, c), (r, s, cw, f) = tx.shape, tw.shape
     if c != cw:
@@ -745,18 +747,30 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
                            f"{_tensor(shape, out)}", shape, out)
 
 
+def _filter_group(dtype: np.dtype) -> int:
+    """G of a filter of `dtype` in panels: its dot-product instruction's group (bfloat16
+    pairs, int8/uint8 quads), 0 for float32 and float64 (rank 5, no groups)."""
+    return next((g for name, g in FILTER_GROUPS.items() if numpy_dtype(name) == dtype), 0)
+
+
 def pack_filter(w: np.ndarray, panel: int) -> np.ndarray:
-    """An HWCF float32 or float64 filter in panels of `panel` output channels (P x R x S x
-    C x NR, F = P*NR), for `conv2d(..., layout="nhwc")`: a constant filter packed once,
-    ahead of the calls, in the layout its direct convolution reads (the schedule then
-    packs nothing). The same result as the HWCF filter; `panel` must divide F."""
+    """An HWCF filter in panels of `panel` output channels, for `conv2d(..., layout="nhwc")`:
+    a constant filter packed once, ahead of the calls, in the layout its direct convolution
+    reads (the schedule then packs nothing). float32/float64: P x R x S x C x NR (F =
+    P*NR); bfloat16, int8 and uint8 in groups of the channels their dot-product
+    instruction reads together (G = 2 for bfloat16, 4 for int8/uint8; C a multiple of G):
+    P x R x S x C/G x NR x G. The same result as the HWCF filter; `panel` must divide F."""
     w = np.asarray(w)
-    if w.ndim != 4 or w.dtype not in (_FLOAT32, np.dtype(np.float64)):
-        _fail(f"loom.pack_filter takes an RxSxCxF (HWCF) float32 or float64 filter, got shape {w.shape} {w.dtype}",
-              type_error=True)
+    group = _filter_group(w.dtype)
+    if w.ndim != 4 or (w.dtype not in (_FLOAT32, np.dtype(np.float64)) and not group):
+        _fail(f"loom.pack_filter takes an RxSxCxF (HWCF) float32, float64, bfloat16, int8 or uint8 filter, got shape "
+              f"{w.shape} {w.dtype}", type_error=True)
     if not isinstance(panel, int) or panel < 1 or w.shape[3] % panel:
         _fail(f"loom.pack_filter: panel must be a positive integer that divides F = {w.shape[3]}, got {panel!r}")
-    return reference_pack_filter(w, panel)
+    if group and w.shape[2] % group:
+        _fail(f"loom.pack_filter: a filter of {w.dtype} is packed in groups of {group} channels, and C = {w.shape[2]} "
+              f"is not a multiple of {group}")
+    return reference_pack_filter(w, panel, group)
 
 
 def winograd_filter(w: np.ndarray, tile: int) -> np.ndarray:

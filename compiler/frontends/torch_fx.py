@@ -362,11 +362,13 @@ def _bits(t: torch.Tensor) -> np.ndarray:
     return a.view(f"i{a.itemsize}")
 
 
-def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype, winograd_tile=0, panel=0):
+def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_dtype, winograd_tile=0, panel=0,
+               group=0):
     """The HWCF filter (of dtype) and its bias (of bias_dtype, if any) with the batch norm
     (if any) folded in, computed in float64; with `winograd_tile` m, the filter transformed
     for Winograd's F(m x m, 3 x 3) as well (alpha^2 x C x F), in float64 before rounding;
-    with `panel`, in panels of that many output channels (`pack_filter`)."""
+    with `panel`, in panels of that many output channels (`pack_filter`), of groups of
+    `group` channels if given."""
     with torch.no_grad():
         w64 = w.detach().double()
         bias = conv_bias.detach().double() if conv_bias is not None else None
@@ -383,19 +385,27 @@ def _fold_conv(w, conv_bias, bn_weight, bn_bias, mean, var, *, eps, dtype, bias_
             w64 = torch.from_numpy(winograd_filter(_to_numpy(w64), winograd_tile))
         hwcf = np.ascontiguousarray(_to_numpy(w64.to(dtype)))
         if panel:
-            hwcf = pack_filter(hwcf, panel)
+            hwcf = pack_filter(hwcf, panel, group)
         return (hwcf,) if bias is None else (hwcf, np.ascontiguousarray(_to_numpy(bias.to(bias_dtype))))
 
 
-def _filter_panel(conv: torch.fx.Node) -> int:
-    """The panel width a folded filter is packed in (`cost_model.filter_panel`), or 0 for
-    HWCF: float32 and float64 convs, whose direct convolution's M is N*Ho*Wo."""
+def _filter_panel(conv: torch.fx.Node) -> tuple[int, int]:
+    """The panel width and group a folded filter is packed in (`cost_model.filter_panel`),
+    or (0, 0) for HWCF: float32 and float64 convs, whose direct convolution's M is
+    N*Ho*Wo; bfloat16 ones in pairs of channels on a host with AVX512-BF16, where the
+    direct convolution reads their windows in groups (no dilation, C even)."""
     y, w = _val(conv), _val(conv.args[1])
-    if y.dtype not in (torch.float32, torch.float64):
-        return 0
     n, f, ho, wo = y.shape
     _, c, r, s = w.shape
-    return filter_panel(n * ho * wo, f, c * r * s, host(), y.element_size())
+    dot, group = "", 0
+    if y.dtype == torch.bfloat16:
+        if not host().bf16_dot or c % 2 or any(d != 1 for d in conv.args[5]):
+            return 0, 0
+        dot, group = "vdpbf16ps", 2
+    elif y.dtype not in (torch.float32, torch.float64):
+        return 0, 0
+    nr = filter_panel(n * ho * wo, f, c * r * s, host(), y.element_size(), dot)
+    return (nr, group) if nr else (0, 0)
 
 
 def _affine(bn_weight, bn_bias, mean, var, *, eps, dtype):
@@ -490,13 +500,13 @@ class LoomPartition(torch.nn.Module):
                 tile = self._winograd_tile(n)
                 if tile:
                     self.winograd_tiles[n] = tile
-                panel = 0 if tile else _filter_panel(n)
+                panel, group = (0, 0) if tile else _filter_panel(n)
                 if panel:
                     self.filter_panels[n] = panel
                 constants.append(_Constant(n, (pos(w), pos(b), *map(pos, params)),
                                            functools.partial(_fold_conv, eps=eps, dtype=dtype,
                                                              bias_dtype=_computed_in(dtype), winograd_tile=tile,
-                                                             panel=panel)))
+                                                             panel=panel, group=group)))
                 uses |= {(n, w), (n, b)} | ({(bn, p) for p in params} if bn is not None else set())
                 if bn is not None:
                     constants.append(_Constant(bn, (), lambda: ()))  # applied by the conv's constants

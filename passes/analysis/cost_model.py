@@ -433,7 +433,7 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
                       packed_bytes=packed_bytes if packed_bytes != e else None)
 
 
-def filter_panel(m: int, f: int, k: int, target: Target, element_bytes: int = FLOAT) -> int:
+def filter_panel(m: int, f: int, k: int, target: Target, element_bytes: int = FLOAT, dot: str = "") -> int:
     """NR of the panels to pack a constant filter into ahead of time for an NHWC direct
     convolution of M output pixels, F output channels and K = R*S*C taps (`loom.conv2d`'s
     filter in panels), or 0 to pass it as it is (HWCF). Where the filter is larger than L2
@@ -444,12 +444,26 @@ def filter_panel(m: int, f: int, k: int, target: Target, element_bytes: int = FL
     190 -> 212; at batch 8 3x3 C512 7^2 109.1 -> 113.4, two threads 205 -> 216; znver4, one
     process). A filter that fits L2 stays (3x3 C128 28^2, 590 KiB: 110.6 -> 113.0 on one
     thread but 208 -> 175 on two). NR is the register tile's (`plan_matmul` with
-    `b_panel`), where whole vectors and dividing F; f32 and f64 only."""
-    if element_bytes not in (4, 8) or k * f * element_bytes <= target.l2:
+    `b_panel`), or fewer whole vectors where those do not divide F; f32 and f64, or with `dot` a
+    low-precision filter in panels of groups for that dot-product instruction, which
+    reads the windows in place (the caller knows: NHWC, no dilation, C whole groups).
+
+    With `dot`, where the filter is larger than half of L2: its schedule packs it per call
+    into the instruction's layout, the same gather at 2*F bytes apart (bf16, cold filters,
+    one and two threads, GFLOP/s HWCF -> panels of pairs: 3x3 C512 7^2 154 -> 211 and
+    127 -> 367; 3x3/2 C256 -> 512 153 -> 202 and 271 -> 381; 3x3 C256 14^2 207 -> 217 and
+    360 -> 408; 3x3/2 C128 -> 256, 576 KiB: 205 -> 211 and 299 -> 325; 3x3 C128 28^2,
+    288 KiB: 224 either way, and 3x3 C64 56^2 224 either way, 414 -> 401 on two; znver4)."""
+    if dot:
+        if k * f * element_bytes <= target.l2 // 2:
+            return 0
+    elif element_bytes not in (4, 8) or k * f * element_bytes <= target.l2:
         return 0
-    plan = plan_matmul(m, f, k, target, element_bytes, "A", b_panel=True)
+    plan = plan_matmul(m, f, k, target, 4 if dot else element_bytes, "A", b_panel=True, dot=dot)  # (C's: f32, i32)
     nr = plan.nr
-    return nr if plan.rows_tiled and nr % target.lanes(element_bytes) == 0 and f % nr == 0 else 0
+    while nr > plan.lanes and f % nr:  # whole vectors dividing F (bf16 7x7 maps: 7x48 -> 7x32, 211 GFLOP/s; 7x64 167)
+        nr -= plan.lanes
+    return nr if plan.rows_tiled and nr % plan.lanes == 0 and f % nr == 0 else 0
 
 
 #: the time one element of im2col's patch matrix costs, in fmas of its matmul, per layout:

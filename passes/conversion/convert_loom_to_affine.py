@@ -211,27 +211,37 @@ def lower_matmul(op: loom.MatmulOp) -> list[Operation]:
 
 
 def matmul_nest(a: SSAValue, b: SSAValue, c: SSAValue, a_at: Sequence[AffineExpr] | None = None,
-                b_at: Sequence[AffineExpr] | None = None) -> list[Operation]:
+                b_at: Sequence[AffineExpr] | None = None, k: int | None = None) -> list[Operation]:
     """The textbook nest (b,) i, j, k of `C[(b,) i, j] += A[(b,) i, k] * B[(b,) k, j]`
     on memrefs (C already zeroed), tagged "matmul". `a_at`, `b_at`: A's or B's
     subscripts, expressions of the nest's ivs, when it is not the matrix itself
-    (loom-direct-conv reads the windows of an input through them)."""
+    (loom-direct-conv reads the windows of an input through them, and a filter's panel
+    in groups); `k` the extent of k where neither is (else the matrix operand's)."""
     batched = len(c.type.get_shape()) == 3
-    k_extent = b.type.get_shape()[-2] if a_at is not None else a.type.get_shape()[-1]  # from a matrix operand
+    k_extent = k if k is not None else b.type.get_shape()[-2] if a_at is not None else a.type.get_shape()[-1]
     extents = [*c.type.get_shape(), k_extent]
     nb = 1 if batched else 0
     bt = [AffineExpr.dimension(0)] if batched else []
-    i, j, k = (AffineExpr.dimension(nb + x) for x in range(3))
+    i, j, kd = (AffineExpr.dimension(nb + x) for x in range(3))
 
     def body(ivs):
-        la = load(a, ivs, a_at if a_at is not None else [*bt, i, k])
-        lb = load(b, ivs, b_at if b_at is not None else [*bt, k, j])
+        la = load(a, ivs, a_at if a_at is not None else [*bt, i, kd])
+        lb = load(b, ivs, b_at if b_at is not None else [*bt, kd, j])
         lc = load(c, ivs, [*bt, i, j])
         ops = accumulate(lc.result, la.result, lb.result)
         return [la, lb, lc, *ops, store(ops[-1].results[0], c, ivs, [*bt, i, j])]
 
     names = ["b", "i", "j", "k"][1 - nb :]
     return build_nest(extents, "matmul", body, names)
+
+
+def panel_subscripts(r: AffineExpr, s: AffineExpr, c: AffineExpr, f: AffineExpr, nr: int, g: int) -> list[AffineExpr]:
+    """Where W[r, s, c, f] lies in a filter in panels of NR (`loom.conv2d`'s rank 5:
+    [f floordiv NR, r, s, c, f mod NR]), or in panels of groups of G (rank 6: [f floordiv
+    NR, r, s, c floordiv G, f mod NR, c mod G])."""
+    if g:
+        return [f // nr, r, s, c // g, f % nr, c % g]
+    return [f // nr, r, s, c, f % nr]
 
 
 def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
@@ -255,7 +265,7 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     x_at, w_at, y_at = ([n, ih, iw, c], [r, s, c, f], [n, oh, ow, f]) if nhwc else (
         [n, c, ih, iw], [f, c, r, s], [n, f, oh, ow])
     if nr:  # the filter in panels: W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR]
-        w_at = [f // nr, r, s, c, f % nr]
+        w_at = panel_subscripts(r, s, c, f, nr, op.filter_group())
 
     def body(ivs):
         lx = load(x, ivs, x_at)

@@ -77,9 +77,11 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from dialects import arith_ext
 from dialects.layout import contiguous, dimension_last, static_strides
@@ -92,7 +94,7 @@ from passes.analysis.cost_model import (
     choose_conv2d,
     plan_matmul,
 )
-from passes.analysis.grouped_reads import NotGrouped, contiguous_group
+from passes.analysis.grouped_reads import NotGrouped, contiguous_group, grouped_read
 from passes.analysis.loop_utils import (
     TAG,
     constant_trip_count,
@@ -105,7 +107,9 @@ from passes.analysis.loop_utils import (
     tagged_nests,
     unlowered_loom_op,
 )
-from passes.conversion.convert_loom_to_affine import copy_nest
+from passes.conversion.convert_loom_to_affine import build_nest, copy_nest
+from passes.conversion.convert_loom_to_affine import load as load_at
+from passes.conversion.convert_loom_to_affine import store as store_at
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
 from passes.schedule import loom_direct_conv, loom_im2col
 from passes.schedule.loom_compensate import LoomCompensatePass
@@ -325,6 +329,8 @@ class LoomDefaultPass(ModulePass):
             columns = self._column_blocks(plan, skip, target)
             transposed = _transposed_b(sub) is not None
             on = dot_products(sub, target, plan, skip)
+            if not isinstance(on, DotProducts) and _b_in_groups(sub, 0):
+                _ungrouped_b(self.name, sub, on or "the nest's products are not on a dot-product instruction")
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
@@ -668,6 +674,53 @@ def _a_in_groups(nest: affine.ForOp, group: int) -> bool:
     return True
 
 
+def _b_in_groups(nest: affine.ForOp, group: int) -> bool:
+    """Whether the textbook matmul nest reads B in groups of `group` (0: of any size) along
+    k already (a panel of a filter in panels of groups, `grouped_reads.grouped_read`)."""
+    loads = _loads_of(nest, _operand(nest, 1))
+    if not loads:
+        return False
+    try:
+        g = grouped_read(loads[0])[1]
+    except NotGrouped:
+        return False
+    return not group or g == group
+
+
+def _ungrouped_b(pass_name: str, nest: affine.ForOp, why: str) -> None:
+    """Give a textbook matmul nest whose B is read in groups in place (`_b_in_groups`: the
+    panels of a filter in groups, b, k floordiv G, j*G + k mod G) but that will not run on
+    the dot-product instruction (the target lacks it, or the plan cannot use it: `why`) a
+    copy of B with its groups undone, P x K x NR, read at [b, k, j] as the panels of a
+    filter of rank 5 are: the widened schedule then reads B's rows as vectors, where
+    the groups would leave it scalar (stride G along j)."""
+    b = _operand(nest, 1)
+    load = _loads_of(nest, b)[0]
+    g = grouped_read(load)[1]
+    p, kg, nrg = b.type.get_shape()
+    alloc = memref.AllocOp.get(b.type.get_element_type(), 64, [p, kg * g, nrg // g])
+    alloc.memref.name_hint = "w_ungrouped"
+    d = [AffineExpr.dimension(i) for i in range(3)]
+
+    def body(ivs: list[SSAValue]) -> list[Operation]:
+        element = load_at(b, ivs, [d[0], d[1] // g, d[2] * g + d[1] % g])
+        return [element, store_at(element.result, alloc.memref, ivs, d)]
+
+    copy = build_nest([p, kg * g, nrg // g], "matmul.ungrouped", body, ["b", "k", "j"])
+    block = nest.parent_block()
+    assert block is not None
+    for op in [alloc, *(inner for outer in copy for inner in outer.walk())]:
+        op.location = nest.location
+    block.insert_ops_before([alloc, *copy], nest)
+    block.insert_op_after(memref.DeallocOp.get(alloc.memref), nest)
+    bv, _, j, k = (AffineExpr.dimension(i) for i in range(4))  # the textbook nest's (b, i, j, k)
+    new = affine.LoadOp(alloc.memref, list(load.indices), AffineMapAttr(AffineMap(4, 0, (bv, k, j))),
+                        load.result.type)
+    Rewriter.replace_op(load, new)
+    remark(pass_name, nest, f"B's panels are in groups of {g} along k, but {why}: copied with the groups undone "
+           f"first (nest 'matmul.ungrouped', {b.type} -> {alloc.memref.type})")
+
+
 def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set[str]) -> DotProducts | str:
     """The dot-product instruction a low-precision matmul nest's register tile runs on, or
     why it runs widened: bf16 pairs on vdpbf16ps (AVX512-BF16), u8 x s8 quads on vpdpbusd
@@ -684,7 +737,9 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
     g = instruction.group
     windows = (plan.in_place == "A" and not dot.compensated and instruction.key in IN_PLACE_INSTRUCTIONS
                and _a_in_groups(nest, g))
-    if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and plan.pack and (plan.pack_a or windows)) or (
+    # B a panel of a filter in panels of groups, read in place (loom.conv2d's rank 6)
+    b_packed = plan.pack or (windows and _b_in_groups(nest, g))
+    if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and b_packed and (plan.pack_a or windows)) or (
             plan.in_place and not windows):
         return f"{dot.instruction.name} not used: both operands must be packed in panels"
     if plan.kc < plan.k and plan.kc % g:
@@ -709,6 +764,8 @@ def products(nest: affine.ForOp, plan: MatmulPlan, dot: DotProducts | str, skip:
                     f"+128 to ui8), {i.described} with 128 x B's column sums subtracted (loom-compensate, loom-dot)")
         widened = [f"{s} as {e}" for s, e in zip(sources, dot.elements) if s != e]
         packed = f"packed in groups of {i.group} along k" + (f" ({', '.join(widened)})" if widened else "")
+        if not plan.pack:  # (dot_products: B a panel of a filter in groups, A the windows)
+            packed = f"both read in place in groups of {i.group} along k (the windows, and the filter's panel)"
         return f"{pair} products summed in {summed}: {packed}, {i.described} (loom-dot)"
     packed = plan.pack and "pack" not in skip
     where = ("as they are read" if not packed else "as they are packed" if plan.pack_a

@@ -237,9 +237,15 @@ def rewrite(conv: Conv2DNest) -> str:
     else:
         c_source = conv.y
         init = None
+    b_at = None
     if conv.panel:  # a matmul per panel, batched: B the panel (K x NR, contiguous), C its NR columns of Y
-        nr = conv.panel
-        w = strided_view(conv.w, [conv.f // nr, k, nr], [k * nr, nr, 1])
+        nr, g = conv.panel, conv.group
+        if g:  # B[k, j] at [k floordiv G, j*G + k mod G] of the panel's K/G x NR*G
+            w = strided_view(conv.w, [conv.f // nr, k // g, nr * g], [k * nr, nr * g, 1])
+            b, _, j, kd = (AffineExpr.dimension(x) for x in range(4))
+            b_at = [b, kd // g, j * g + kd % g]
+        else:
+            w = strided_view(conv.w, [conv.f // nr, k, nr], [k * nr, nr, 1])
         c = strided_view(c_source, [conv.f // nr, rows, nr], [nr, cols, 1])
     else:
         w_shape = [k, conv.f] if nhwc else [conv.f, k]  # W repeated over the batch (stride 0)
@@ -248,7 +254,7 @@ def rewrite(conv: Conv2DNest) -> str:
     w.results[0].name_hint, c.results[0].name_hint = "w_mat", "y_mat"
     windows = window_subscripts(conv, geometry, batched)
     if nhwc:  # the windows are A (rows: pixels), W is B
-        nest_ops = matmul_nest(planes, w.results[0], c.results[0], a_at=windows)
+        nest_ops = matmul_nest(planes, w.results[0], c.results[0], a_at=windows, b_at=b_at, k=k)
     else:  # W is A, the windows are B (columns: pixels)
         nest_ops = matmul_nest(w.results[0], planes, c.results[0], b_at=windows)
     ops += [w, c, *nest_ops]
@@ -260,6 +266,7 @@ def rewrite(conv: Conv2DNest) -> str:
              else f"{rows}x{cols}x{k}" + (f", batched over {conv.n}" if batched else ""))
     if nhwc:
         b = f"B a panel of W, {k}x{conv.panel}" if conv.panel else f"W as {k}x{conv.f}"
+        b += f" in groups of {conv.group} along k" if conv.group else ""
         operands = f"A's {rows} rows the windows read from the planes, {b}"
     else:
         operands = f"W as {conv.f}x{k}, B's {k} rows the window taps read from the planes"

@@ -50,7 +50,7 @@ from dialects import arith_ext
 from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
-from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, zero_nest
+from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, panel_subscripts, zero_nest
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class Conv2DNest:
     layout: str = "nchw"
     #: NR of a filter in panels (P x R x S x C x NR, NHWC), 0 for HWCF or FCHW
     panel: int = 0
+    #: G of a filter in panels of groups (P x R x S x C/G x NR x G), 0 for any other
+    group: int = 0
 
     @property
     def pointwise(self) -> bool:
@@ -91,7 +93,9 @@ class Conv2DNest:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
         params = f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}])"
         if self.layout == "nhwc":
-            w = (f"panels {self.f // self.panel}x{self.r}x{self.s}x{self.c}x{self.panel}" if self.panel else
+            p = self.f // self.panel if self.panel else 0
+            w = (f"panels of groups {p}x{self.r}x{self.s}x{self.c // self.group}x{self.panel}x{self.group}"
+                 if self.group else f"panels {p}x{self.r}x{self.s}x{self.c}x{self.panel}" if self.panel else
                  f"HWCF {self.r}x{self.s}x{self.c}x{self.f}")
             return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c} * {w} "
                     f"{params} -> {self.n}x{self.ho}x{self.wo}x{self.f}")
@@ -189,13 +193,13 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
                    if ly.map.data.results == tuple(d[i] for i in form.y)
                    and lw.map.data.results == tuple(d[i] for i in form.w)), None)
     wt = lw.memref.type
-    panel = wt.get_shape()[-1] if wt.get_num_dims() == 5 else 0
+    panel, group = {5: (wt.get_shape()[-1], 0), 6: tuple(wt.get_shape()[-2:])}.get(wt.get_num_dims(), (0, 0))
     nhwc = _LAYOUTS["nhwc"]
     if layout is None and panel and ly.map.data.results == tuple(d[i] for i in nhwc.y):
-        r, s, c, f = (d[i] for i in nhwc.w)
-        if lw.map.data.results == (f // panel, r, s, c, f % panel):
+        if lw.map.data.results == tuple(panel_subscripts(*(d[i] for i in nhwc.w), panel, group)):
             if not panels:
-                return "its filter is in panels (P x R x S x C x NR): only a direct convolution reads them"
+                layout = "P x R x S x C/G x NR x G" if group else "P x R x S x C x NR"
+                return f"its filter is in panels ({layout}): only a direct convolution reads them"
             layout = "nhwc"
     if layout is None:
         return ("its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow] (NCHW) "
@@ -222,7 +226,9 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
     if (guard is None) != (expected_guard is None) or (guard is not None and guard.condition != expected_guard):
         return "its padding guard is not the one that keeps the read of X inside the input"
     shapes = {"x": [n, c, h, width], "w": [f, c, r, s], "y": [n, f, ho, wo]} if layout == "nchw" else {
-        "x": [n, h, width, c], "w": [f // panel, r, s, c, panel] if panel else [r, s, c, f], "y": [n, ho, wo, f]}
+        "x": [n, h, width, c], "y": [n, ho, wo, f],
+        "w": [f // panel, r, s, c // group, panel, group] if group else [f // panel, r, s, c, panel] if panel
+        else [r, s, c, f]}
     if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
         return "its memrefs' shapes do not match its loops"
     for name, t in (("W", wt), ("Y", yt)):
@@ -233,7 +239,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
         if not isinstance(owner, Block) and nest.is_ancestor(owner):
             return "a memref it reads is defined inside it"
     return Conv2DNest(nest, lx.memref, lw.memref, ly.memref, n, f, ho, wo, c, r, s, h, width,
-                      strides, padding, dilations, layout, panel)
+                      strides, padding, dilations, layout, panel, group)
 
 
 def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:

@@ -108,6 +108,19 @@ func.func @conv_panels(%x: memref<1x8x8x2xf32>, %w: memref<2x3x3x2x4xf32>, %y: m
 
 // -----
 
+// A bf16 filter in panels of groups (P x R x S x C/2 x NR x 2): W[r, s, c, f] read at
+// [f floordiv 4, r, s, c floordiv 2, f mod 4, c mod 2], widened to f32 as it is read.
+// CHECK-LABEL: func.func @conv_groups
+// CHECK: %[[W:.*]] = affine.load %w[%f floordiv 4, %r, %s, %c floordiv 2, %f mod 4, %c mod 2] : memref<2x3x3x2x4x2xbf16>
+// CHECK: arith.extf %[[W]] : bf16 to f32
+// CHECK: {loom.tag = "conv2d"}
+func.func @conv_groups(%x: memref<1x8x8x4xbf16>, %w: memref<2x3x3x2x4x2xbf16>, %y: memref<1x8x8x8xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x8x8x4xbf16>, memref<2x3x3x2x4x2xbf16>) outs(%y : memref<1x8x8x8xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}
+
+// -----
+
 // Broadcasting: a missing leading dimension is dropped, a size-1 dimension reads index 0.
 // CHECK-LABEL: func.func @add_broadcast
 // CHECK: affine.for %[[I:.*]] = 0 to 4 {

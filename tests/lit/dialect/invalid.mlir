@@ -568,7 +568,7 @@ func.func @panels_nchw(%x: tensor<1x3x8x8xf32>, %w: tensor<2x4x3x3x3xf32>) -> te
 // -----
 
 func.func @panels_rank(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3xf32>) -> tensor<1x6x6x8xf32> {
-  // CHECK: error: 'loom.conv2d' op operand #1 (filter) must have rank 4 (HWCF) or 5 (P x R x S x C x NR, in panels), got shape 3x3x3
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) must have rank 4 (HWCF) or 5 (P x R x S x C x NR, in panels) or 6 (P x R x S x C/G x NR x G, in panels of groups), got shape 3x3x3
   %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<3x3x3xf32>) -> tensor<1x6x6x8xf32>
   func.return %y : tensor<1x6x6x8xf32>
 }

@@ -139,8 +139,32 @@ func.func @operands(%x: tensor<4x5xf32>, %s: tensor<f32>) -> tensor<4x5xi8> {
 // -----
 
 func.func @panels_bf16(%x: tensor<1x8x8x3xbf16>, %w: tensor<2x3x3x3x4xbf16>) -> tensor<1x6x6x8xf32> {
-  // CHECK: error: 'loom.conv2d' op operand #1 (filter) in panels has element type bf16: a filter in panels is f32 or f64
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) in panels has element type bf16: a filter in panels of rank 5 is f32 or f64 (a bf16 one comes in groups, rank 6)
   %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x3xbf16>, tensor<2x3x3x3x4xbf16>) -> tensor<1x6x6x8xf32>
   func.return %y : tensor<1x6x6x8xf32>
 }
 
+
+// -----
+
+func.func @groups_f32(%x: tensor<1x8x8x4xf32>, %w: tensor<2x3x3x2x4x2xf32>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) in panels of groups (rank 6) has element type f32: a filter in groups is bf16, i8 or ui8
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x4xf32>, tensor<2x3x3x2x4x2xf32>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+
+// -----
+
+func.func @groups_size(%x: tensor<1x8x8x4xui8>, %w: tensor<2x3x3x2x4x2xi8>) -> tensor<1x6x6x8xi32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) in panels of groups of 2 (its last dimension): i8 filters are in groups of 4
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x4xui8>, tensor<2x3x3x2x4x2xi8>) -> tensor<1x6x6x8xi32>
+  func.return %y : tensor<1x6x6x8xi32>
+}
+
+// -----
+
+func.func @groups_channels(%x: tensor<1x8x8x6xbf16>, %w: tensor<2x3x3x2x4x2xbf16>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 4 input channels (shape 2x3x3x2x4x2, in panels of groups), expected C = 6 from input shape 1x8x8x6 (NHWC)
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x6xbf16>, tensor<2x3x3x2x4x2xbf16>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}

@@ -40,6 +40,14 @@ func.func @conv_panels(%x: tensor<1x32x32x3xf32>, %w: tensor<2x3x3x3x16xf32>) ->
   func.return %y : tensor<1x32x32x32xf32>
 }
 
+// A bf16 filter in panels of pairs of channels: P x R x S x C/2 x NR x 2 (int8: quads).
+// CHECK-LABEL: func.func @conv_groups
+// CHECK: loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x8xbf16>, tensor<2x3x3x4x16x2xbf16>) -> tensor<1x6x6x32xf32>
+func.func @conv_groups(%x: tensor<1x8x8x8xbf16>, %w: tensor<2x3x3x4x16x2xbf16>) -> tensor<1x6x6x32xf32> {
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x8x8x8xbf16>, tensor<2x3x3x4x16x2xbf16>) -> tensor<1x6x6x32xf32>
+  func.return %y : tensor<1x6x6x32xf32>
+}
+
 // CHECK-LABEL: func.func @epilogue
 // CHECK: %s = loom.add %c, %bias : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
 // CHECK: %p = loom.mul %s, %c : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>

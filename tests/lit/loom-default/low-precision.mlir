@@ -102,3 +102,20 @@ func.func @u8s8_transposed(%a: tensor<512x512xui8>, %w: tensor<512x512xi8>) -> t
   %c = loom.matmul %a, %b : (tensor<512x512xui8>, tensor<512x512xi8>) -> tensor<512x512xi32>
   func.return %c : tensor<512x512xi32>
 }
+
+// -----
+
+// A bf16 NHWC filter in panels of pairs (loom.conv2d's rank 6, P x R x S x C/2 x NR x 2):
+// with AVX512-BF16 the panel is B as it is, in the groups vdpbf16ps reads, and the
+// windows A: nothing packed; 36 rows are 28 in the register tile's rows and a copy of 8,
+// planned as a matrix-vector product, which the instruction does not run: that copy
+// reads a copy of B with the groups undone. Without the instruction, every nest does.
+// AVX2: remark: [loom-default] B's panels are in groups of 2 along k, but no AVX512-BF16 on this target: copied with the groups undone first (nest 'matmul.ungrouped', memref<2x36x32xbf16> -> memref<2x72x16xbf16>)
+// AVX2: remark: [loom-default] matmul 36x16x72 on test: {{.*}}no packing: B is a panel of the filter, packed ahead of time (contiguous);{{.*}} bf16 x bf16 products summed in f32: widened to f32 as they are read, f32 FMAs (no AVX512-BF16 on this target); pass list: loom-tile{{.*}},loom-vectorize{width=8 op=matmul}
+// DOT: remark: [loom-default] matmul 28x16x72 on test512: {{.*}}no packing: B is a panel of the filter, packed ahead of time (contiguous);{{.*}} bf16 x bf16 products summed in f32: both read in place in groups of 2 along k (the windows, and the filter's panel), vdpbf16ps (loom-dot); pass list: {{[^_]*}}loom-dot{width=16 op=matmul}
+// DOT: remark: [loom-default] B's panels are in groups of 2 along k, but vdpbf16ps not used: both operands must be packed in panels: copied with the groups undone first (nest 'matmul.ungrouped', memref<2x36x32xbf16> -> memref<2x72x16xbf16>)
+// DOT: remark: [loom-default] matmul 8x16x72 (peeled copy 1 of the nest) on test512: {{.*}}8 rows < MR=14
+func.func @groups(%x: memref<1x6x6x8xbf16>, %w: memref<2x3x3x4x16x2xbf16>, %y: memref<1x6x6x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x6x6x8xbf16>, memref<2x3x3x4x16x2xbf16>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}

@@ -178,3 +178,20 @@ func.func @panels(%x: memref<1x4x4x8xf32>, %w: memref<2x3x3x8x16xf32>, %y: memre
   loom.conv2d ins(%x, %w : memref<1x4x4x8xf32>, memref<2x3x3x8x16xf32>) outs(%y : memref<1x4x4x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
   func.return
 }
+
+// -----
+
+// A bf16 filter in panels of pairs of channels (P x R x S x C/2 x NR x 2): B the panel
+// as K/2 x 2*NR (contiguous), read at [k floordiv 2, j*2 + k mod 2], the groups
+// vdpbf16ps reads (loom-dot); k still runs over the 72 taps.
+// CHECK-LABEL: func.func @groups(
+// CHECK:         %w_mat = memref.reinterpret_cast %w to offset: [0], sizes: [2, 36, 32], strides: [1152, 32, 1] : memref<2x3x3x4x16x2xbf16> to memref<2x36x32xbf16>
+// CHECK:                   affine.for %k = 0 to 72 {
+// CHECK-NEXT:            %{{.*}} = affine.load %x_planes
+// CHECK-NEXT:            %{{.*}} = affine.load %w_mat[%b, %k floordiv 2, %j * 2 + %k mod 2] : memref<2x36x32xbf16>
+// CHECK:         } {loom.tag = "matmul"}
+// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' NHWC 1x4x4x8 * panels of groups 2x3x3x4x16x2 {{.*}}then an implicit matmul 16x16x72 per panel of the filter, batched over its 2 (A's 16 rows the windows read from the planes, B a panel of W, 72x16 in groups of 2 along k, no patch matrix)
+func.func @groups(%x: memref<1x4x4x8xbf16>, %w: memref<2x3x3x4x16x2xbf16>, %y: memref<1x4x4x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x4x4x8xbf16>, memref<2x3x3x4x16x2xbf16>) outs(%y : memref<1x4x4x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}

@@ -36,3 +36,11 @@ func.func @panels(%x: memref<1x6x6x8xf32>, %w: memref<2x3x3x8x16xf32>, %y: memre
   loom.conv2d ins(%x, %w : memref<1x6x6x8xf32>, memref<2x3x3x8x16xf32>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
   func.return
 }
+
+// -----
+
+// CHECK: refuse.mlir:[[# @LINE + 2]]:3: error: loom-im2col: cannot rewrite nest 'conv2d': its filter is in panels (P x R x S x C/G x NR x G): only a direct convolution reads them
+func.func @groups(%x: memref<1x6x6x8xbf16>, %w: memref<2x3x3x4x16x2xbf16>, %y: memref<1x6x6x32xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x6x6x8xbf16>, memref<2x3x3x4x16x2xbf16>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
+  func.return
+}
