@@ -497,7 +497,7 @@ class ConvChoice:
 
 def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", strided: bool = False, *,
                   direct: bool = True, im2col: bool = True, low_precision: str = "",
-                  dot_in_place: str = "") -> ConvChoice:
+                  dot_in_place: str = "", padded: tuple[int, int] | None = None) -> ConvChoice:
     """Direct convolution or im2col for a conv2d of `f` output channels whose im2col
     copies `copied` patch elements (0: none, a 1x1 stride-1 conv) and whose direct
     convolution throws away the share `wasted` of its computed pixels. Each strategy's
@@ -517,14 +517,19 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
     groups (an NHWC window row's taps are one run of S*C elements, C whole groups; no
     dilation; loom-dot): then no element is widened either way, and the estimates decide
     (bf16 3x3 C64 56^2 NHWC, znver4, one thread: im2col 137.5 GFLOP/s, its copy and packing
-    a fifth of the time; direct 212.9)."""
+    a fifth of the time; direct 212.9). `padded`: (Cp, C), the direct convolution's
+    channels padded with zeros up to whole groups for that instruction: (Cp - C)/C more
+    products (the 3-channel stem in pairs, a third more: bf16 7x7/2 stem at batch 8,
+    znver4, one thread: im2col 1.64 ms per image, direct with 4 channels 1.40)."""
     per_element = IM2COL_ELEMENT_FMAS[layout]
     im2col_cost = per_element / f if copied else 0.0
     penalty = DIRECT_PENALTY[layout] + (STRIDED_PENALTY[layout] if strided else 0.0)
-    direct_cost = wasted / (1 - wasted) + penalty
+    extra = (padded[0] - padded[1]) / padded[1] if padded else 0.0
+    direct_cost = wasted / (1 - wasted) + penalty + extra
+    channels = f", {padded[1]} channels padded to {padded[0]} +{extra:.1%}" if padded else ""
     estimate = (f"estimated time over the matmul's: direct +{direct_cost:.1%} (the windows' overhang "
                 f"{wasted:.1%} of the computed pixels, taps read in place{' across stride phases' * strided} "
-                f"+{penalty:.0%}), im2col "
+                f"+{penalty:.0%}{channels}), im2col "
                 + (f"+{im2col_cost:.1%} (the patch matrix, {copied / 1e6:.3g}M elements, copied and packed: "
                    f"{per_element} fmas' time each, 1/{f} per fma)" if copied else "+0% (no copy)"))
     if not direct:
@@ -533,11 +538,11 @@ def choose_conv2d(f: int, copied: int, wasted: float, layout: str = "nchw", stri
         return ConvChoice("im2col", f"{low_precision} input: im2col's packing widens each element once (in groups "
                           f"along k for a dot-product instruction), the direct convolution at every read; "
                           + estimate)
+    strategy = "direct" if not im2col or direct_cost < im2col_cost else "im2col"
     if dot_in_place:
-        estimate = f"{low_precision} input, {dot_in_place} reading the windows in place, in groups; " + estimate
-    if not im2col:
-        return ConvChoice("direct", "im2col not allowed here; " + estimate)
-    return ConvChoice("direct" if direct_cost < im2col_cost else "im2col", estimate)
+        reading = "reading" if strategy == "direct" else "would read"
+        estimate = f"{low_precision} input, {dot_in_place} {reading} the windows in place, in groups; " + estimate
+    return ConvChoice(strategy, "im2col not allowed here; " * (not im2col) + estimate)
 
 
 #: Winograd F(m x m, 3 x 3) (loom-winograd), in the time of one fma at the peak per element:

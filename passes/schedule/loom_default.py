@@ -202,20 +202,24 @@ class LoomDefaultPass(ModulePass):
             return
         patch = conv.n * conv.c * conv.r * conv.s * conv.ho * conv.wo if conv.copies else 0
         element = str(conv.x.type.get_element_type())
+        in_groups, group = _windows_in_groups(conv, nest, target, skip)
+        channels = loom_direct_conv.padded_channels(conv, group)
         choice = choose_conv2d(conv.f, patch, loom_direct_conv.Geometry.of(conv).wasted(conv), conv.layout,
                                conv.strides != (1, 1), direct="direct" not in skip,
                                im2col="im2col" not in skip and not conv.panel,
                                low_precision=element if element in ("bf16", "i8", "ui8") else "",
-                               dot_in_place=_windows_in_groups(conv, nest, target, skip))
+                               dot_in_place=in_groups, padded=(channels, conv.c) if channels else None)
         element = conv.y.type.get_element_type().bitwidth // 8
         direct = choice.strategy == "direct"
         strategy = loom_direct_conv if direct else loom_im2col
         in_place = ("A" if conv.layout == "nhwc" else "B") if direct else ""
-        plan = plan_matmul(*strategy.matmul_shape(conv), target, element, in_place)
+        plan = plan_matmul(*strategy.matmul_shape(replace(conv, c=channels) if direct and channels else conv),
+                           target, element, in_place)
         remark(self.name, nest, f"conv2d {conv.describe()} on {target.describe()}: {choice.strategy}: {choice.why}; "
                f"estimated traffic of its matmul: "
                f"{', '.join(f'{lv} {el / 1e6:.3g}M' for lv, el in plan.traffic().items())}", choice=choice)
-        remark(self.name, nest, strategy.rewrite(conv), rewrite=choice.strategy)
+        rewritten = loom_direct_conv.rewrite(conv, group) if direct else loom_im2col.rewrite(conv)
+        remark(self.name, nest, rewritten, rewrite=choice.strategy)
 
     def _parallelize(self, ctx: Context, op: ModuleOp, target: Target) -> None:
         """Every nest's parallel loops worth it on `num-threads` threads (loom-parallelize)."""
@@ -647,17 +651,20 @@ def _instruction(nest: affine.ForOp, target: Target) -> Instruction | str:
 IN_PLACE_INSTRUCTIONS = ("vdpbf16ps", "vpdpbusd", "vpdpbusd.swapped")
 
 
-def _windows_in_groups(conv: loom_im2col.Conv2DNest, nest: affine.ForOp, target: Target, skip: set[str]) -> str:
+def _windows_in_groups(conv: loom_im2col.Conv2DNest, nest: affine.ForOp, target: Target,
+                       skip: set[str]) -> tuple[str, int]:
     """The dot-product instruction that would read a direct convolution's windows in place
-    in groups (`dot_products`, `grouped_reads.contiguous_group`), or "": NHWC, no dilation
-    (a window row's S*C taps are one run, in a plane of their own per phase of the
-    strides), C whole groups, and an instruction that reads A's own elements."""
+    in groups (`dot_products`, `grouped_reads.contiguous_group`), and its group; or ("", 0):
+    NHWC, no dilation (a window row's S*C taps are one run, in a plane of their own per
+    phase of the strides), and an instruction that reads A's own elements. Where C is not
+    whole groups, the planes get zero channels up to whole groups
+    (`loom_direct_conv.padded_channels`)."""
     instruction = _instruction(nest, target)
     if (not isinstance(instruction, Instruction) or instruction.key not in IN_PLACE_INSTRUCTIONS
             or _sources(nest) == ["i8", "i8"] or conv.layout != "nhwc" or conv.dilations != (1, 1)
-            or conv.c % instruction.group or {"pack", "vectorize"} & skip):
-        return ""
-    return instruction.name
+            or {"pack", "vectorize"} & skip):
+        return "", 0
+    return instruction.name, instruction.group
 
 
 def _a_in_groups(nest: affine.ForOp, group: int) -> bool:

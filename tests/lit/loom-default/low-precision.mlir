@@ -119,3 +119,17 @@ func.func @groups(%x: memref<1x6x6x8xbf16>, %w: memref<2x3x3x4x16x2xbf16>, %y: m
   loom.conv2d ins(%x, %w : memref<1x6x6x8xbf16>, memref<2x3x3x4x16x2xbf16>) outs(%y : memref<1x6x6x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
   func.return
 }
+
+// -----
+
+// The 3-channel bf16 stem: with AVX512-BF16 a direct convolution on 4 channels (the
+// planes and the filter padded with zeros: a third more products, estimated cheaper than
+// im2col's patch matrix), its windows read in place in pairs; without it, im2col.
+// AVX2: remark: [loom-default] conv2d NHWC 1x32x32x3 * HWCF 7x7x3x64 {{.*}}: im2col: bf16 input: im2col's packing widens each element once
+// DOT: remark: [loom-default] conv2d NHWC 1x32x32x3 * HWCF 7x7x3x64 {{.*}}: direct: bf16 input, vdpbf16ps reading the windows in place, in groups; estimated time over the matmul's: direct +33.3% ({{.*}}, 3 channels padded to 4 +33.3%), im2col +75.0%
+// DOT: remark: [loom-default] nest 'conv2d' {{.*}}its 3 channels padded with zeros to 4 (whole groups of 2), and W copied into a 7x7x4x64 buffer with zeros in the added channels; then an implicit matmul 256x64x196
+// DOT: remark: [loom-default] matmul 252x64x196 on test512: {{.*}}A read in place (the windows of the staged input), packed B 196x64{{.*}}vdpbf16ps (loom-dot)
+func.func @stem(%x: memref<1x32x32x3xbf16>, %w: memref<7x7x3x64xbf16>, %y: memref<1x16x16x64xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x32x32x3xbf16>, memref<7x7x3x64xbf16>) outs(%y : memref<1x16x16x64xf32>) {layout = "nhwc", strides = array<i64: 2, 2>, padding = array<i64: 3, 3>}
+  func.return
+}
