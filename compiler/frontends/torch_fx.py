@@ -70,6 +70,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from compiler.frontends import python as F
 from compiler.numpy_reference import pack_filter, winograd_filter
+from dialects.dtypes import FILTER_GROUPS
 from passes.analysis.cost_model import choose_winograd, filter_panel
 from passes.support.algorithms import check_algorithms
 from passes.support.diagnostics import LoomError
@@ -401,7 +402,7 @@ def _filter_panel(conv: torch.fx.Node) -> tuple[int, int]:
     if y.dtype == torch.bfloat16:
         if not host().bf16_dot or c % 2 or any(d != 1 for d in conv.args[5]):
             return 0, 0
-        dot, group = "vdpbf16ps", 2
+        dot, group = "vdpbf16ps", FILTER_GROUPS["bf16"]
     elif y.dtype not in (torch.float32, torch.float64):
         return 0, 0
     nr = filter_panel(n * ho * wo, f, c * r * s, host(), y.element_size(), dot)

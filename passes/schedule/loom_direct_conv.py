@@ -111,9 +111,9 @@ class Geometry:
         return conv.padding != (0, 0) or conv.strides != (1, 1) or not contiguous(conv.x.type)
 
     def plane_elements(self, conv: Conv2DNest) -> int:
-        """Elements of the staged input (0 when X is its own staging)."""
+        """Elements of the staged input, where X is staged."""
         sh, sw = conv.strides
-        return conv.n * conv.c * sh * sw * self.hq * self.wq if self.staged(conv) else 0
+        return conv.n * conv.c * sh * sw * self.hq * self.wq
 
     def wasted(self, conv: Conv2DNest) -> float:
         """The share of the computed pixels thrown away (NCHW: each row's overhang)."""
