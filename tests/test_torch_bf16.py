@@ -225,3 +225,34 @@ def test_bfloat16_filters_larger_than_half_of_l2_are_folded_into_panels_of_pairs
         assert _rel(out, eager) <= 2e-2 and _rel(out, _reference(model, x)) <= 4 * BF16_EPS, step
         with torch.no_grad():
             model[3].weight.mul_(-1.5)
+
+
+@pytest.mark.skipif(not host().bf16_dot, reason="the host has no AVX512-BF16: bfloat16 filters stay HWCF")
+@settings(deadline=None, max_examples=20)
+@given(n=st.sampled_from([1, 2]), c=st.sampled_from([2, 4, 6]), f=st.sampled_from([4, 12, 32]),
+       hw=st.tuples(st.integers(1, 9), st.integers(1, 9)), window=st.sampled_from([1, 3]),
+       stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), nr=st.sampled_from([1, 4]),
+       bias=st.booleans(), bn=st.booleans())
+def test_random_bfloat16_convs_with_filters_in_panels_of_pairs(n, c, f, hw, window, stride, padding, nr, bias, bn):
+    """The panel width forced (NR = 4 or 1, or F itself: one panel): every bfloat16 conv's
+    folded filter, batch norm included, packed in panels of pairs; within bfloat16's bound
+    of the float64 model, as the HWCF filter's kernel is."""
+    if any(d + 2 * padding < window for d in hw):
+        return
+    torch.manual_seed(12)
+    layers = [nn.Conv2d(c, f, window, stride, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
+    model = _randomized(nn.Sequential(*layers, nn.ReLU())).to(torch.bfloat16)
+    x = torch.randn(n, c, *hw).bfloat16()
+    width = nr if nr > 1 else f
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torchfx, "filter_panel", lambda *args: width)
+        program = loom.from_torch(model, (x,))
+    [part] = program.partitions
+    assert part.error is None and list(part.filter_panels.values()) == [width]
+    filters = [line for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+    assert all(f"x{c // 2}x{width}x2xbf16>) -> " in line for line in filters), filters
+    with torch.no_grad():
+        out = program(x)
+    ref = _reference(model, x)
+    k = c * window * window
+    assert (out.double() - ref).abs().max() <= (2 * BF16_EPS + 4 * k * 2.0 ** -24) * max(ref.abs().max(), 1e-30)
