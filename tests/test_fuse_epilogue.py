@@ -860,3 +860,26 @@ def test_epilogues_fuse_in_a_function_long_enough_to_be_outlined():
     for _ in range(layers):
         arrays += [(rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)]
     assert_within_bound(kern(*arrays), compiler.reference(src, *arrays), layers * n, np.float32)
+
+
+@settings(deadline=None, max_examples=12)
+@given(m=st.integers(1, 40), n=st.sampled_from([1, 16, 33]), k=st.integers(1, 40), threads=st.sampled_from([1, 2]),
+       seed=st.integers(0, 2**16))
+def test_a_widened_bf16_residual_is_read_in_the_epilogue(m, n, k, threads, seed):
+    """relu(a @ b + f32(r)) with r bf16 (a residual block's last conv in a bf16 model):
+    the add reads r and widens it in the matmul's stores, its cast nest gone; the same
+    bits as the kernel that keeps every nest (skip=fuse)."""
+    bf = ml_dtypes.bfloat16
+    src = f"""func.func @f(%a: tensor<{m}x{k}xbf16>, %b: tensor<{k}x{n}xbf16>, %r: tensor<{m}x{n}xbf16>) -> tensor<{m}x{n}xf32> {{
+  %y = loom.matmul %a, %b : (tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16>) -> tensor<{m}x{n}xf32>
+  %w = loom.cast %r : tensor<{m}x{n}xbf16> -> tensor<{m}x{n}xf32>
+  %s = loom.add %y, %w : (tensor<{m}x{n}xf32>, tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %o = loom.relu %s : tensor<{m}x{n}xf32> -> tensor<{m}x{n}xf32>
+  return %o : tensor<{m}x{n}xf32>
+}}"""
+    rng = np.random.default_rng(seed)
+    a, b, r = (rng.standard_normal(s).astype(bf) for s in ((m, k), (k, n), (m, n)))
+    fused = compiler.compile(src, num_threads=threads, remarks=True)
+    assert any("widens it to f32 itself" in x for x in fused.remarks), fused.remarks
+    unfused = compiler.compile(src, pipeline="loom-default{skip=fuse}", num_threads=threads)
+    np.testing.assert_array_equal(fused(a, b, r), unfused(a, b, r))

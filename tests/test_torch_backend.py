@@ -993,28 +993,41 @@ def test_winograd_filters_follow_in_place_changes():
     assert not exact.partitions[0].winograd_tiles
 
 
-@settings(deadline=None, max_examples=20)
-@given(n=st.sampled_from([1, 2]), c=st.sampled_from([1, 3, 16]), f=st.sampled_from([4, 12, 32]),
-       hw=st.tuples(st.integers(1, 11), st.integers(1, 11)), window=st.sampled_from([1, 3]),
-       stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), nr=st.sampled_from([1, 4]),
-       bias=st.booleans(), bn=st.booleans())
-def test_random_convs_with_filters_in_panels_match_eager(n, c, f, hw, window, stride, padding, nr, bias, bn):
-    """The panel width forced (NR = 4 or 1, or F itself: one panel): every conv's folded
-    filter, batch norm included, packed in panels; within the direct bound of eager."""
-    if any(d + 2 * padding < window for d in hw):
-        return
-    torch.manual_seed(11)
+#: the layers of the panel fuzzers (with c and hw): NR = 4 or 1 (F itself: one panel)
+PANEL_CONVS = dict(n=st.sampled_from([1, 2]), f=st.sampled_from([4, 12, 32]), window=st.sampled_from([1, 3]),
+                   stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), nr=st.sampled_from([1, 4]),
+                   bias=st.booleans(), bn=st.booleans())
+
+
+def conv_bn_relu(c, f, window, stride, padding, bias, bn, seed):
+    torch.manual_seed(seed)
     layers = [nn.Conv2d(c, f, window, stride, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
-    model = _randomize_bn(nn.Sequential(*layers, nn.ReLU())).eval()
-    x = torch.randn(n, c, *hw)
-    width = nr if nr > 1 else f
+    return _randomize_bn(nn.Sequential(*layers, nn.ReLU()), seed).eval()
+
+
+def in_panels(model, x, width):
+    """`from_torch` with every folded filter's panel width forced to `width`; the program
+    and its conv2d lines."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(torchfx, "filter_panel", lambda *args: width)
         program = loom.from_torch(model, (x,))
     [part] = program.partitions
     assert part.error is None and list(part.filter_panels.values()) == [width]
-    filters = [re.search(r", tensor<([0-9x]+)xf32>\) -> ", line).group(1)
-               for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+    return program, [line for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+
+
+@settings(deadline=None, max_examples=20)
+@given(c=st.sampled_from([1, 3, 16]), hw=st.tuples(st.integers(1, 11), st.integers(1, 11)), **PANEL_CONVS)
+def test_random_convs_with_filters_in_panels_match_eager(n, c, f, hw, window, stride, padding, nr, bias, bn):
+    """The panel width forced (NR = 4 or 1, or F itself: one panel): every conv's folded
+    filter, batch norm included, packed in panels; within the direct bound of eager."""
+    if any(d + 2 * padding < window for d in hw):
+        return
+    model = conv_bn_relu(c, f, window, stride, padding, bias, bn, 11)
+    x = torch.randn(n, c, *hw)
+    width = nr if nr > 1 else f
+    program, lines = in_panels(model, x, width)
+    filters = [re.search(r", tensor<([0-9x]+)xf32>\) -> ", line).group(1) for line in lines]
     assert filters == [f"{f // width}x{window}x{window}x{c}x{width}"], filters
     check(program(x), model, x, k=window * window * c + 2)
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 import compiler as loom  # noqa: E402
 from compiler.frontends import torch_fx as torchfx  # noqa: E402
 from passes.support.target import host  # noqa: E402
-from test_torch_backend import _randomize_bn  # noqa: E402
+from test_torch_backend import PANEL_CONVS, _randomize_bn, conv_bn_relu, in_panels  # noqa: E402
 
 nn = torch.nn
 BF16_EPS = 2.0 ** -8  # bfloat16's unit roundoff is half of it
@@ -229,27 +229,17 @@ def test_bfloat16_filters_larger_than_half_of_l2_are_folded_into_panels_of_pairs
 
 @pytest.mark.skipif(not host().bf16_dot, reason="the host has no AVX512-BF16: bfloat16 filters stay HWCF")
 @settings(deadline=None, max_examples=20)
-@given(n=st.sampled_from([1, 2]), c=st.sampled_from([2, 4, 6]), f=st.sampled_from([4, 12, 32]),
-       hw=st.tuples(st.integers(1, 9), st.integers(1, 9)), window=st.sampled_from([1, 3]),
-       stride=st.sampled_from([1, 2]), padding=st.sampled_from([0, 1]), nr=st.sampled_from([1, 4]),
-       bias=st.booleans(), bn=st.booleans())
+@given(c=st.sampled_from([2, 4, 6]), hw=st.tuples(st.integers(1, 9), st.integers(1, 9)), **PANEL_CONVS)
 def test_random_bfloat16_convs_with_filters_in_panels_of_pairs(n, c, f, hw, window, stride, padding, nr, bias, bn):
     """The panel width forced (NR = 4 or 1, or F itself: one panel): every bfloat16 conv's
     folded filter, batch norm included, packed in panels of pairs; within bfloat16's bound
     of the float64 model, as the HWCF filter's kernel is."""
     if any(d + 2 * padding < window for d in hw):
         return
-    torch.manual_seed(12)
-    layers = [nn.Conv2d(c, f, window, stride, padding, bias=bias)] + ([nn.BatchNorm2d(f)] if bn else [])
-    model = _randomized(nn.Sequential(*layers, nn.ReLU())).to(torch.bfloat16)
+    model = conv_bn_relu(c, f, window, stride, padding, bias, bn, 12).to(torch.bfloat16)
     x = torch.randn(n, c, *hw).bfloat16()
     width = nr if nr > 1 else f
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torchfx, "filter_panel", lambda *args: width)
-        program = loom.from_torch(model, (x,))
-    [part] = program.partitions
-    assert part.error is None and list(part.filter_panels.values()) == [width]
-    filters = [line for line in part.jit.specialize(*part._example).source.splitlines() if "loom.conv2d" in line]
+    program, filters = in_panels(model, x, width)
     assert all(f"x{c // 2}x{width}x2xbf16>) -> " in line for line in filters), filters
     with torch.no_grad():
         out = program(x)

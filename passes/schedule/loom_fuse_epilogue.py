@@ -78,7 +78,10 @@ with a remark, where a load cannot be told to be the first (or K = 0: the fill i
 
 What is fused: the chain of textbook elementwise nests (`add`, `mul`, `relu`,
 `dequantize`, `quantize`, `cast`, at most MAX_STEPS of them) that reads the producer's
-result, and then each one's result, at the element it writes.
+result, and then each one's result, at the element it writes. First, a `cast` nest that
+only widens a buffer (bf16 -> f32) into a temporary that one such nest reads at its
+element (a bf16 model's residual) is folded into that reader, which widens each element
+as it reads it: the temporary, written after the producer, would stop the chain.
 
 An epilogue may change the element type: a quantized layer's i32 sums + bias, dequantized
 to f32, relu'd and requantized to ui8 (`x @ w` on u8 x s8, or a conv2d, then the next
@@ -929,6 +932,8 @@ class LoomFuseEpiloguePass(ModulePass):
         select_nests(op, None, self.name)  # the loom ops lowered first (an error says so)
         functions = [o for o in op.walk() if isinstance(o, func.FuncOp)]
         for block in [b for function in functions for b in function.body.blocks]:  # (cf branches: several)
+            for cast in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) == "cast"]:
+                _inline_widening(self.name, block, cast)
             stopped: set[Operation] = set()  # where a fused chain stopped, said in its remark
             for nest in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) in EPILOGUES]:
                 if nest.parent is None or nest in stopped:
@@ -942,6 +947,56 @@ class LoomFuseEpiloguePass(ModulePass):
             filled: set[SSAValue] = set()
             for init in [o for o in block.ops if isinstance(o, affine.ForOp) and nest_tag(o) in INITS]:
                 _drop_lone_fill(block, init, filled)
+
+
+def _inline_widening(pass_name: str, block: Block, cast: affine.ForOp) -> None:
+    """A `cast` nest that widens a buffer (bf16 -> f32) into a temporary that one epilogue
+    nest after it reads, each element where it writes it (a residual block's bf16 output,
+    added in f32 to the next block's last conv2d): that nest reads the source and widens
+    each element itself, and the cast nest and its temporary go. The epilogue then reads
+    no buffer written after the producer, and fuses (bf16 ResNet-18, batch 8, one thread:
+    layer1's second convs, residual add and relu unfused, 10.4 ms each; fused, 8.4)."""
+    band = perfect_band(cast)
+    body = [o for o in band[-1].body.block.ops if not isinstance(o, affine.YieldOp)]
+    if len(body) != 3 or not all(constant_bounds(loop) is not None and constant_bounds(loop)[0] == 0
+                                 and step_of(loop) == 1 for loop in band):
+        return
+    load, widen, store = body
+    ivs = [loop.body.block.args[0] for loop in band]
+    if not (isinstance(load, affine.LoadOp) and isinstance(widen, arith.ExtFOp) and isinstance(store, affine.StoreOp)
+            and widen.input is load.result and store.value is widen.result
+            and _identity(map_forms(load.map.data, load.indices), ivs)
+            and _identity(map_forms(store.map.data, store.indices), ivs)):
+        return
+    temporary, source = store.memref, load.memref
+    users = [u for u in _users(temporary, block) if u is not cast and not isinstance(u, memref.DeallocOp)]
+    if not isinstance(temporary.owner, memref.AllocOp) or len(users) != 1 or nest_tag(users[0]) not in EPILOGUES:
+        return
+    consumer = users[0]
+    reads = [o for o in consumer.walk() if isinstance(o, affine.LoadOp) and o.memref is temporary]
+    consumer_ivs = [loop.body.block.args[0] for loop in perfect_band(consumer)]
+    root = memref_root(source)
+    between = [o for o in block.ops
+               if block.get_operation_index(cast) < block.get_operation_index(o) < block.get_operation_index(consumer)]
+    if (root is None or any(may_write(o, root) for o in between) or len(reads) != sum(
+            1 for o in consumer.walk() if isinstance(o, (*LOADS, *STORES)) and access_memref(o) is temporary)
+            or not all(_identity(map_forms(r.map.data, r.indices), consumer_ivs) for r in reads)
+            or list(temporary.type.get_shape()) != [constant_bounds(loop)[1] for loop in perfect_band(consumer)]):
+        return
+    for read in reads:
+        element = affine.LoadOp(source, list(read.indices), read.map, load.result.type)
+        wide = arith.ExtFOp(element.result, widen.result.type)
+        parent = read.parent_block()
+        assert parent is not None
+        parent.insert_ops_before([element, wide], read)
+        read.result.replace_all_uses_with(wide.result)
+        read.detach()
+        read.erase()
+    for op in [cast, *(u for u in _users(temporary, block) if isinstance(u, memref.DeallocOp)), temporary.owner]:
+        op.detach()
+        op.erase()
+    remark(pass_name, consumer, f"{_what(consumer)} reads {value_name(source)} and widens it to "
+           f"{widen.result.type} itself: the cast nest before it and its temporary dropped")
 
 
 def _drop_lone_fill(block: Block, init: affine.ForOp, filled: set[SSAValue]) -> None:
