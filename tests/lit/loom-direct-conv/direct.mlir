@@ -195,3 +195,18 @@ func.func @groups(%x: memref<1x4x4x8xbf16>, %w: memref<2x3x3x4x16x2xbf16>, %y: m
   loom.conv2d ins(%x, %w : memref<1x4x4x8xbf16>, memref<2x3x3x4x16x2xbf16>) outs(%y : memref<1x4x4x32xf32>) {layout = "nhwc", padding = array<i64: 1, 1>}
   func.return
 }
+
+// -----
+
+// An NHWC 1x1 window at stride 2 with no padding (a ResNet projection): X read in place,
+// no planes: A's row (n, oh, ow) is X[n, oh*2, ow*2, :], at ((oh*Wq + ow)*2*C + c) of X
+// viewed flat, Wq = W.
+// CHECK-LABEL: func.func @projection(
+// CHECK-NOT:     direct.pad
+// CHECK:         %x_planes = memref.reinterpret_cast %x to offset: [0], sizes: [1, 1, 512], strides: [512, 0, 1]
+// CHECK:         affine.load %x_planes[0, %k floordiv 8 mod 2, %i floordiv 4 * 128 + %k floordiv 8 floordiv 2 * 128 + %i mod 4 * 16 + %k mod 8]
+// REMARK: direct.mlir:[[# @LINE + 2]]:3: remark: [loom-direct-conv] nest 'conv2d' NHWC 1x8x8x8 * HWCF 1x1x8x16 (strides [2, 2], padding [0, 0], dilations [1, 1]) -> 1x4x4x16: direct convolution: X read in place (a 1x1 window, no padding: each window the 8 channels of X[n, oh*2, ow*2] where they lie); then an implicit matmul 16x16x8
+func.func @projection(%x: memref<1x8x8x8xf32>, %w: memref<1x1x8x16xf32>, %y: memref<1x4x4x16xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x8x8x8xf32>, memref<1x1x8x16xf32>) outs(%y : memref<1x4x4x16xf32>) {layout = "nhwc", strides = array<i64: 2, 2>}
+  func.return
+}
