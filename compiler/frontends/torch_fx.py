@@ -416,9 +416,9 @@ def _filter_panel(conv: torch.fx.Node) -> tuple[int, int]:
     _, c, r, s = w.shape
     dot, group = "", 0
     if y.dtype == torch.bfloat16:
-        if not host().bf16_dot or c % 2 or any(d != 1 for d in conv.args[5]):
-            return 0, 0
         dot, group = "vdpbf16ps", FILTER_GROUPS["bf16"]
+        if not host().bf16_dot or c % group or any(d != 1 for d in conv.args[5]):
+            return 0, 0
     elif y.dtype not in (torch.float32, torch.float64):
         return 0, 0
     nr = filter_panel(n * ho * wo, f, c * r * s, host(), y.element_size(), dot)

@@ -334,7 +334,7 @@ class LoomDefaultPass(ModulePass):
             transposed = _transposed_b(sub) is not None
             on = dot_products(sub, target, plan, skip)
             if not isinstance(on, DotProducts) and _b_in_groups(sub, 0):
-                _ungrouped_b(self.name, sub, on or "the nest's products are not on a dot-product instruction")
+                _ungrouped_b(self.name, sub, on)
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan

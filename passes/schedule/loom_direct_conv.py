@@ -223,22 +223,6 @@ def padded_channels(conv: Conv2DNest, group: int) -> int:
     return -(-conv.c // group) * group
 
 
-def _padded_filter(conv: Conv2DNest, channels: int) -> tuple[list[Operation], SSAValue]:
-    """W (R x S x C x F) copied into a zeroed R x S x `channels` x F buffer (nests
-    'direct.pad'): the rows of the added channels' taps are zeros."""
-    element = conv.w.type.get_element_type()
-    buffer = memref.AllocOp.get(element, 64, [conv.r, conv.s, channels, conv.f])
-    buffer.memref.name_hint = "w_padded"
-    same = AffineMapAttr(AffineMap.identity(4))
-
-    def body(ivs: list[SSAValue]) -> list[Operation]:
-        value = affine.LoadOp(conv.w, ivs, same, element)
-        return [value, affine.StoreOp(value.result, buffer.memref, ivs, same)]
-
-    copy = build_nest([conv.r, conv.s, conv.c, conv.f], "direct.pad", body, ["r", "s", "c", "f"])
-    return [buffer, *zero_nest(buffer.memref, "direct.pad"), *copy], buffer.memref
-
-
 def rewrite(conv: Conv2DNest, group: int = 0) -> str:
     """Replace the nest; returns the remark. `group`: an NHWC conv whose C is not whole
     groups of it gets C rounded up (`padded_channels`)."""
@@ -254,8 +238,10 @@ def rewrite(conv: Conv2DNest, group: int = 0) -> str:
     ops: list[Operation] = []
     after: list[Operation] = []
     w_source = conv.w
-    if channels:
-        ops, w_source = _padded_filter(original, channels)
+    if channels:  # W in a zeroed R x S x Cp x F buffer: the added channels' rows are zeros
+        ops, w_source = bordered(conv.w, [conv.r, conv.s, channels, conv.f],
+                                 tuple(AffineExpr.dimension(i) for i in range(4)), "w_padded", ["r", "s", "c", "f"],
+                                 "direct.pad")
         after.append(memref.DeallocOp.get(w_source))
     if geometry.staged(conv) or channels:
         staging, planes = staged_planes(original, geometry, channels)

@@ -198,8 +198,8 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
     if layout is None and panel and ly.map.data.results == tuple(d[i] for i in nhwc.y):
         if lw.map.data.results == tuple(panel_subscripts(*(d[i] for i in nhwc.w), panel, group)):
             if not panels:
-                layout = "P x R x S x C/G x NR x G" if group else "P x R x S x C x NR"
-                return f"its filter is in panels ({layout}): only a direct convolution reads them"
+                shape = "P x R x S x C/G x NR x G" if group else "P x R x S x C x NR"
+                return f"its filter is in panels ({shape}): only a direct convolution reads them"
             layout = "nhwc"
     if layout is None:
         return ("its accesses of W and Y are not W[f, c, r, s] and Y[n, f, oh, ow] (NCHW) "
