@@ -75,7 +75,10 @@ does the 1x1/2 projection of 56^2 x 64 (its staged input 800 KiB: in the panel o
 On the CPUs of `A_IN_PLACE` (znver4) A is not packed in either order where its rows are
 contiguous along k: each k step broadcasts MR elements, one from each of MR rows, and
 those MR sequential streams cost less than a pass over A per block of columns (and the
-panel order there takes its own tile, `MEASURED_PANEL_TILES`).
+panel order there takes its own tile, `MEASURED_PANEL_TILES`). So on a dot-product
+instruction, whose broadcast reads a group of k consecutive elements of a row, as A's row
+holds them (loom-default decides whether the instruction can: not s8 x s8, which shifts A
+as it packs).
 
 Operands that fit in L1 together (64^3) are not packed: the copies would cost more than
 the strided reads they save. A matmul with fewer rows than MR (a matrix-vector product,
@@ -134,10 +137,12 @@ class MatmulPlan:
     #: the bytes of a packed element of A and B where they are not C's (a dot-product
     #: layout's bytes, i16 or bf16), which the sizes of their blocks are told in
     packed_bytes: int | None = None
-    #: in the panel order, whether B's panel is copied by the first row tile as it
-    #: computes (loom-fuse-pack); not where a nest between them reads the panel
-    #: (loom-compensate's column sums)
-    b_copy_fused: bool = True
+    #: in the panel order, how B's panel is copied (loom-fuse-pack): "fused", by the first
+    #: row tile as it computes; "ahead", before its row tiles, in the groups of a
+    #: dot-product instruction (which the fmas' vectors interleave), the copy prefetching
+    #: the source of a later one; "before", before its row tiles, where a nest between
+    #: them reads the panel (loom-compensate's column sums)
+    b_copy: str = "fused"
 
     @property
     def rows_tiled(self) -> bool:
@@ -174,9 +179,10 @@ class MatmulPlan:
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
             if self.panels:
-                words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + (
-                    "copied by the first row tile as it computes, the next panel prefetched by the others"
-                    if self.b_copy_fused else "copied before its row tiles (its column sums read it)"))
+                words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + {
+                    "fused": "copied by the first row tile as it computes, the next panel prefetched by the others",
+                    "ahead": "copied before its row tiles, in groups, each copy prefetching a later panel's rows",
+                    "before": "copied before its row tiles (its column sums read it)"}[self.b_copy])
         if self.pack:
             e, rows = self.packed_bytes or self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else
@@ -224,6 +230,14 @@ MEASURED_WINDOW_TILES: dict[str, dict[int, tuple[int, int]]] = {"znver4": {4: (4
 #: 1.07, 1.06; 1024x768x3072 1.05, 1.05 -> 1.07, 1.07. Two threads (row blocks split
 #: evenly): 512^3 1.00, 0.97 -> 1.11, 1.09; 1024^3 1.01, 1.10 -> 1.07, 1.18; 2048^3 1.04,
 #: 1.04 -> 1.06, 1.08; 1024x3072x768 1.01, 1.04 -> 1.11, 1.07. The panel order: below
+#: (`MEASURED_PANEL_TILES`). On a dot-product instruction (`dot`: vpdpbusd, vdpbf16ps) A's
+#: rows hold each group of k side by side, as the broadcast reads it: A in place there
+#: too, its tile `MEASURED_DOT_TILES` (4x64). znver4, in one process, interleaved, A packed
+#: -> in place, u8 x s8 GOP/s, one thread, warm / after a 64 MiB sweep of the caches:
+#: 128x3072x768 402 -> 403 / 352 -> 353, 197x768x768 422 -> 430 / 342 -> 355, 1024^3 414
+#: -> 423 / 406 -> 417; two threads 850 -> 849 / 714 -> 719, 792 -> 819 / 590 -> 625, 854
+#: -> 877 / 811 -> 841; bf16 GFLOP/s, one thread: 206 -> 207 / 194 -> 195, 217 -> 221 /
+#: 190 -> 196, 215 -> 222 / 214 -> 221
 A_IN_PLACE: dict[str, frozenset[int]] = {"znver4": frozenset({4})}
 #: the register tile of the panel order (one row block, B's panels streamed) where A's
 #: rows are read in place (`A_IN_PLACE`). znver4, f32, one thread, 8x48 with A packed ->
@@ -356,7 +370,8 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     a_in_place = a_rows and not in_place and element_bytes in A_IN_PLACE.get(target.cpu, ())
     # the panel order's own tile, where one was measured
     tile = MEASURED_PANEL_TILES.get(target.cpu, {}).get(element_bytes) if a_in_place else None
-    own = (replace(plan, mr=tile[0], nr=max(1, min(tile[1], n)), pack_a=False)
+    own = (replace(plan, pack_a=False) if a_in_place and dot else  # (the instruction's own tile)
+           replace(plan, mr=tile[0], nr=max(1, min(tile[1], n)), pack_a=False)
            if tile is not None and m >= tile[0] else plan)
     nr = own.nr
     # on several threads, as many whole panels for each: blocks of unequal width would

@@ -276,15 +276,18 @@ class LoomDefaultPass(ModulePass):
         instruction = _instruction(nest, target)
         grouped = isinstance(instruction, Instruction)
         a_rows = _a_rows_contiguous(nest)
+        # on a dot-product instruction, A's rows may be read in place where the broadcast
+        # can read each group of k where it lies (`_a_groups_in_place`)
+        a_groups = grouped and a_rows and _a_groups_in_place(nest, instruction)
         # an NHWC direct convolution batched over the panels of its filter (loom.conv2d's
         # filter in panels): each product's B a panel, packed ahead of time
         b_panel = in_place == "A" and batch > 0
         windows_bytes = math.prod(_operand(nest, 0).type.get_shape()) * element if in_place == "A" else 0
 
-        def plan_of(sub: affine.ForOp, packed: int | None = None, pack_a: bool = grouped) -> MatmulPlan:
+        def plan_of(sub: affine.ForOp, packed: int | None = None, pack_a: bool = grouped and not a_groups) -> MatmulPlan:
             """The plan of a nest of the matmul; for a dot-product instruction, its tile, and
-            `pack_a`: both operands packed (A's rows read in place, A_IN_PLACE, measured
-            for f32, would keep them out of the instruction's layout)."""
+            `pack_a`: A packed in the instruction's groups wherever its rows, read in place
+            (A_IN_PLACE), would not hold them as the instruction reads them."""
             found = _matmul_shape(sub)
             assert found is not None
             return plan_matmul(*found[1], target, element, in_place, panels=panels, threads=threads,
@@ -338,7 +341,7 @@ class LoomDefaultPass(ModulePass):
             if isinstance(on, DotProducts):  # blocks of A's packed elements (where the plan keeps the dot path)
                 packed = plan_of(sub, on.packed_bytes)
                 plan = packed if isinstance(dot_products(sub, target, packed, skip), DotProducts) else plan
-                plan = replace(plan, b_copy_fused=not on.compensated)
+                plan = replace(plan, b_copy="before" if on.compensated else "ahead")
             elif grouped:  # widened after all (a copy peeled off the last columns): A need not be packed
                 plan = plan_of(sub, pack_a=False)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
@@ -667,9 +670,19 @@ def _windows_in_groups(conv: loom_im2col.Conv2DNest, nest: affine.ForOp, target:
     return instruction.name, instruction.group
 
 
+def _a_groups_in_place(nest: affine.ForOp, instruction: Instruction) -> bool:
+    """Whether the dot-product instruction can broadcast each group of A's k from A itself
+    (a matmul whose A rows are contiguous along k): one that reads A's own elements
+    (`IN_PLACE_INSTRUCTIONS`, not s8 x s8, whose A is shifted to u8 as it is packed), and
+    K in whole groups."""
+    shape = _matmul_shape(nest)
+    return (instruction.key in IN_PLACE_INSTRUCTIONS and _sources(nest) != ["i8", "i8"] and shape is not None
+            and shape[1][2] % instruction.group == 0 and _a_in_groups(nest, instruction.group))
+
+
 def _a_in_groups(nest: affine.ForOp, group: int) -> bool:
-    """Whether the textbook matmul nest's A (read in place: a direct convolution's windows)
-    has each group of `group` k adjacent (`grouped_reads.contiguous_group`)."""
+    """Whether the textbook matmul nest's A (read in place: a direct convolution's windows,
+    a matmul's rows) has each group of `group` k adjacent (`grouped_reads.contiguous_group`)."""
     band = perfect_band(nest)
     loads = [o for o in band[-1].body.block.ops if isinstance(o, affine.LoadOp)]
     if not loads:
@@ -742,8 +755,9 @@ def dot_products(nest: affine.ForOp, target: Target, plan: MatmulPlan, skip: set
         return instruction
     dot = DotProducts(instruction, compensated=_sources(nest) == ["i8", "i8"] and instruction.key == "vpdpbusd")
     g = instruction.group
-    windows = (plan.in_place == "A" and not dot.compensated and instruction.key in IN_PLACE_INSTRUCTIONS
-               and _a_in_groups(nest, g))
+    # A read in place: a direct convolution's windows, or a matmul's rows (`MatmulPlan.pack_a`)
+    windows = ((plan.in_place == "A" or not plan.pack_a) and not dot.compensated
+               and instruction.key in IN_PLACE_INSTRUCTIONS and _a_in_groups(nest, g))
     # B a panel of a filter in panels of groups, read in place (loom.conv2d's rank 6)
     b_packed = plan.pack or (windows and _b_in_groups(nest, g))
     if {"tile", "pack", "vectorize"} & skip or not (plan.rows_tiled and b_packed and (plan.pack_a or windows)) or (
@@ -771,6 +785,8 @@ def products(nest: affine.ForOp, plan: MatmulPlan, dot: DotProducts | str, skip:
                     f"+128 to ui8), {i.described} with 128 x B's column sums subtracted (loom-compensate, loom-dot)")
         widened = [f"{s} as {e}" for s, e in zip(sources, dot.elements) if s != e]
         packed = f"packed in groups of {i.group} along k" + (f" ({', '.join(widened)})" if widened else "")
+        if plan.pack and not plan.pack_a and plan.in_place != "A":
+            packed = f"B {packed}, A's rows read in place (each group of {i.group} side by side in them)"
         if not plan.pack:  # (dot_products: B a panel of a filter in groups, A the windows)
             packed = f"both read in place in groups of {i.group} along k (the windows, and the filter's panel)"
         return f"{pair} products summed in {summed}: {packed}, {i.described} (loom-dot)"
@@ -885,7 +901,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
         passes.append(LoomHoistPass(op=op))
     if "prefetch" not in skip and plan.rows_tiled:
         passes.append(LoomPrefetchPass(op=op))
-    if plan.panels and plan.b_copy_fused:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
+    if plan.panels and plan.b_copy != "before":  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
         passes.append(LoomFusePackPass(op=op))
     return tuple(passes)
 

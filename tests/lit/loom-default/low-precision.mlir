@@ -5,12 +5,15 @@
 // dot-product instruction (loom-dot), A and B packed in groups along k (bytes as i16 for
 // vpmaddwd), or widened once per element as loom-pack copies them (where the plan packs)
 // or as the loops read them, and why not the dot-product instruction. On znver4, where
-// f32 matmuls read A's rows in place (cost_model.A_IN_PLACE), a dot-product nest packs
-// both operands all the same.
+// matmuls read A's rows in place (cost_model.A_IN_PLACE), the instruction's broadcast reads
+// each group of k where A's row holds it: only B is packed (not for s8 x s8, whose A is
+// shifted as it is packed, nor with K not whole groups, whose last group is padded).
 
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; bf16 x bf16 products summed in f32: widened to f32 as they are packed, f32 FMAs (no AVX512-BF16 on this target); pass list: {{.*}}loom-pack{{.*}}
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; bf16 x bf16 products summed in f32: packed in groups of 2 along k, vdpbf16ps (loom-dot); pass list: {{.*}}loom-pack{operand=1 {{.*}} group=2 element=bf16 {{.*}}loom-dot{width=16 op=matmul}
-// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; packed A {{.*}}; bf16 x bf16 products summed in f32: packed in groups of 2 along k, vdpbf16ps (loom-dot); pass list:
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; A's rows read in place, not packed {{.*}}; bf16 x bf16 products summed in f32: B packed in groups of 2 along k, A's rows read in place (each group of 2 side by side in them), vdpbf16ps (loom-dot); pass list:
+// ZNVER4-NOT: loom-pack{operand=0
+// ZNVER4: remark: [loom-dot] {{.*}}vdpbf16ps
 func.func @bf16(%a: tensor<512x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<512x512xf32> {
   %c = loom.matmul %a, %b : (tensor<512x512xbf16>, tensor<512x512xbf16>) -> tensor<512x512xf32>
   func.return %c : tensor<512x512xf32>
@@ -30,7 +33,10 @@ func.func @u8s8(%a: tensor<48x64xui8>, %b: tensor<64x64xi8>) -> tensor<48x64xi32
 // u8 x s8 packed: i16 pairs on vpmaddwd + vpaddd on AVX2, u8/s8 quads on vpdpbusd with VNNI.
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 2 along k (ui8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list: {{.*}}group=2 element=i16{{.*}}loom-dot{width=8 op=matmul}
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list: {{.*}}group=4 element=i8{{.*}}group=4 element=ui8{{.*}}loom-dot{width=16 op=matmul}
-// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; packed A {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list:
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}; A's rows read in place, not packed {{.*}}; ui8 x i8 products summed in i32: B packed in groups of 4 along k, A's rows read in place (each group of 4 side by side in them), vpdpbusd (loom-dot); pass list:
+// ZNVER4-NOT: loom-pack{operand=0
+// ZNVER4: remark: [loom-dot] {{.*}}vpdpbusd
+// ZNVER4: remark: [loom-fuse-pack] copy of %b into %b_pack left as it is: it lays %b_pack out in groups {{.*}}; it prefetches what the copy 2 iterations of %j_t2 ahead reads (4 prefetches)
 func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
   %c = loom.matmul %a, %b : (tensor<512x512xui8>, tensor<512x512xi8>) -> tensor<512x512xi32>
   func.return %c : tensor<512x512xi32>
@@ -44,7 +50,7 @@ func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tenso
 // of C dropped all the same (the subtraction reads a zero first).
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list: {{.*}}group=4 element=i8{{.*}}group=4 element=ui8{{.*}}loom-compensate{op=matmul},loom-vectorize{{.*}}loom-dot{width=16 op=matmul}
-// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}B a KC x NR panel at a time, copied before its row tiles (its column sums read it); {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list:
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}B a KC x NR panel at a time, copied before its row tiles (its column sums read it); packed A {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list:
 // ZNVER4-NOT: loom-fuse-pack
 // ZNVER4: remark: [loom-fuse-epilogue] the zero fill of %c dropped
 func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
@@ -62,6 +68,7 @@ func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x51
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x511 on test512: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list:
 // DOT: remark: [loom-pack] packed operand 1 (%b) {{.*}}, a tile's last group of 3 padded with zeros,
 // DOT: remark: [loom-dot] nest {{.*}}: vpdpbusd {{.*}}; %k runs on to its tiles' last whole group
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x512x511 on znver4: {{.*}}; ui8 x i8 products summed in i32: packed in groups of 4 along k, vpdpbusd (loom-dot); pass list: {{.*}}loom-pack{operand=0
 func.func @odd_k(%a: tensor<512x511xui8>, %b: tensor<511x512xi8>) -> tensor<512x512xi32> {
   %c = loom.matmul %a, %b : (tensor<512x511xui8>, tensor<511x512xi8>) -> tensor<512x512xi32>
   func.return %c : tensor<512x512xi32>

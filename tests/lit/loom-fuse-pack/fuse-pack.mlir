@@ -132,3 +132,56 @@ func.func @scalar_read(%a: memref<8x16xf32>, %b: memref<16x64xf32>, %c: memref<8
   memref.dealloc %b_pack : memref<1x16x16xf32>
   func.return
 }
+
+// -----
+
+// A copy into groups of 4 along k (loom-pack{group=4}, a dot-product instruction's layout):
+// each vector its reader loads interleaves 4 rows of %b, which no read of %b gives, so the
+// copy stays where it is. It prefetches what the copy 2 iterations of %j_t ahead reads
+// (GROUPED_AHEAD): each of its 4 rows, 128 bytes of it, 2 cache lines, before the loops
+// that walk a row.
+// CHECK-LABEL: func.func @groups
+// CHECK:         affine.for %k_cp = 0 to 16 step 4 {
+// CHECK-NEXT:      %[[J0:.*]] = affine.apply affine_map<(d0, d1) -> ((d1 + 256))> (%k_cp, %j_t)
+// CHECK-NEXT:      loom.prefetch %b[%k_cp, %[[J0]]], read, locality<3>, data : memref<16x256xi8>
+// CHECK-NEXT:      %[[J1:.*]] = affine.apply affine_map<(d0, d1) -> ((d1 + 320))> (%k_cp, %j_t)
+// CHECK-NEXT:      loom.prefetch %b[%k_cp, %[[J1]]], read
+// CHECK-NEXT:      %[[K1:.*]] = affine.apply affine_map<(d0, d1) -> ((d0 + 1))> (%k_cp, %j_t)
+// CHECK-NEXT:      loom.prefetch %b[%[[K1]], %[[J0]]], read
+// CHECK-NEXT:      loom.prefetch %b[%[[K1]], %[[J1]]], read
+// CHECK-COUNT-4:   loom.prefetch %b[
+// CHECK-NOT:       loom.prefetch
+// CHECK:           affine.for %j_panel = 0 to 1 {
+// CHECK:             affine.store %{{.*}}, %b_pack[%j_panel, %k_cp floordiv 4, %j_cp * 4 + 3]
+// CHECK:         affine.for %i = 0 to 8 {
+// CHECK-NEXT:      affine.vector_load %b_pack[0, 0, 0]
+
+// NOPF-LABEL: func.func @groups
+// NOPF-NOT:   loom.prefetch
+
+// REMARK: fuse-pack.mlir:[[# @LINE + 4]]:5: remark: [loom-fuse-pack] copy of %b into %b_pack left as it is: it lays %b_pack out in groups (each vector its reader loads interleaves rows of %b); it prefetches what the copy 2 iterations of %j_t ahead reads (8 prefetches)
+func.func @groups(%b: memref<16x256xi8>, %c: memref<8x256xi8>) {
+  %b_pack = memref.alloc() {alignment = 64 : i64} : memref<1x4x512xi8>
+  affine.for %j_t = 0 to 256 step 128 {
+    affine.for %k_cp = 0 to 16 step 4 {
+      affine.for %j_panel = 0 to 1 {
+        affine.for %j_cp = 0 to 128 {
+          %0 = affine.load %b[%k_cp, %j_t + %j_panel * 128 + %j_cp] : memref<16x256xi8>
+          affine.store %0, %b_pack[%j_panel, %k_cp floordiv 4, %j_cp * 4] : memref<1x4x512xi8>
+          %1 = affine.load %b[%k_cp + 1, %j_t + %j_panel * 128 + %j_cp] : memref<16x256xi8>
+          affine.store %1, %b_pack[%j_panel, %k_cp floordiv 4, %j_cp * 4 + 1] : memref<1x4x512xi8>
+          %2 = affine.load %b[%k_cp + 2, %j_t + %j_panel * 128 + %j_cp] : memref<16x256xi8>
+          affine.store %2, %b_pack[%j_panel, %k_cp floordiv 4, %j_cp * 4 + 2] : memref<1x4x512xi8>
+          %3 = affine.load %b[%k_cp + 3, %j_t + %j_panel * 128 + %j_cp] : memref<16x256xi8>
+          affine.store %3, %b_pack[%j_panel, %k_cp floordiv 4, %j_cp * 4 + 3] : memref<1x4x512xi8>
+        }
+      }
+    }
+    affine.for %i = 0 to 8 {
+      %v = affine.vector_load %b_pack[0, 0, 0] : memref<1x4x512xi8>, vector<64xi8>
+      affine.vector_store %v, %c[%i, %j_t] : memref<8x256xi8>, vector<64xi8>
+    }
+  } {loom.tag = "matmul"}
+  memref.dealloc %b_pack : memref<1x4x512xi8>
+  func.return
+}
