@@ -140,8 +140,8 @@ class MatmulPlan:
     #: in the panel order, how B's panel is copied (loom-fuse-pack): "fused", by the first
     #: row tile as it computes; "ahead", before its row tiles, in the groups of a
     #: dot-product instruction (which the fmas' vectors interleave), the copy prefetching
-    #: the source of a later one; "before", before its row tiles, where a nest between
-    #: them reads the panel (loom-compensate's column sums)
+    #: the source of a later one; "before", the same where a nest between them reads the
+    #: panel too (loom-compensate's column sums)
     b_copy: str = "fused"
 
     @property
@@ -182,7 +182,8 @@ class MatmulPlan:
                 words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + {
                     "fused": "copied by the first row tile as it computes, the next panel prefetched by the others",
                     "ahead": "copied before its row tiles, in groups, each copy prefetching a later panel's rows",
-                    "before": "copied before its row tiles (its column sums read it)"}[self.b_copy])
+                    "before": "copied before its row tiles (its column sums read it), each copy prefetching a "
+                              "later panel's rows"}[self.b_copy])
         if self.pack:
             e, rows = self.packed_bytes or self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else

@@ -901,7 +901,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
         passes.append(LoomHoistPass(op=op))
     if "prefetch" not in skip and plan.rows_tiled:
         passes.append(LoomPrefetchPass(op=op))
-    if plan.panels and plan.b_copy != "before":  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
+    if plan.panels:  # (not where tile, pack or fuse-pack is skipped: see plan_matmul)
         passes.append(LoomFusePackPass(op=op))
     return tuple(passes)
 

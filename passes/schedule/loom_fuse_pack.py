@@ -199,10 +199,9 @@ class LoomFusePackPass(ModulePass):
         """A copy into groups (`_Copy.solved` None) stays where it is: each vector its reader
         loads interleaves G rows of the source. With `prefetch`, it prefetches what the copy
         `GROUPED_AHEAD` iterations of its loop ahead reads (`_prefetch_ahead`)."""
-        reader, _ = _reader(copy)
         level = _next_copy_loop(copy.nest)
-        if reader is None or not isinstance(level, affine.ForOp):
-            return  # (no pack before its reader: not one of loom-pack's copies)
+        if not isinstance(level, affine.ForOp):
+            return  # (a copy made once: nothing comes after it to prefetch)
         count = _prefetch_ahead(copy, level, GROUPED_AHEAD) if self.prefetch else 0
         ahead = (f"; it prefetches what the copy {GROUPED_AHEAD} iterations of %{iv_name(level)} ahead reads "
                  f"({count} prefetch{'es' * (count != 1)})" if count else "")

@@ -46,12 +46,13 @@ func.func @u8s8_packed(%a: tensor<512x512xui8>, %b: tensor<512x512xi8>) -> tenso
 
 // s8 x s8: i16 pairs on vpmaddwd without VNNI; with it, on vpdpbusd, which reads one side
 // unsigned: A shifted by +128 as it is packed, 128 x B's column sums taken back out of C
-// (loom-compensate), B's copy then before its row tiles (the sums read it), the zero fill
-// of C dropped all the same (the subtraction reads a zero first).
+// (loom-compensate), B's copy then before its row tiles (the sums read it), prefetching a
+// later panel's rows as every copy into groups does, the zero fill of C dropped all the
+// same (the subtraction reads a zero first).
 // AVX2: remark: [loom-default] matmul 510x512x512 on test: {{.*}}; i8 x i8 products summed in i32: packed in groups of 2 along k (i8 as i16, i8 as i16), vpmaddwd + vpaddd (loom-dot); pass list:
 // DOT: remark: [loom-default] matmul {{[0-9]+}}x512x512 on test512: {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list: {{.*}}group=4 element=i8{{.*}}group=4 element=ui8{{.*}}loom-compensate{op=matmul},loom-vectorize{{.*}}loom-dot{width=16 op=matmul}
-// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}B a KC x NR panel at a time, copied before its row tiles (its column sums read it); packed A {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list:
-// ZNVER4-NOT: loom-fuse-pack
+// ZNVER4: remark: [loom-default] matmul {{[0-9]+}}x{{[0-9]+}}x512 on znver4: {{.*}}B a KC x NR panel at a time, copied before its row tiles (its column sums read it), each copy prefetching a later panel's rows; packed A {{.*}}; i8 x i8 products summed in i32: packed in groups of 4 along k (A's i8 shifted by +128 to ui8), vpdpbusd with 128 x B's column sums subtracted (loom-compensate, loom-dot); pass list:
+// ZNVER4: remark: [loom-fuse-pack] copy of %b into %b_pack left as it is: it lays %b_pack out in groups {{.*}}; it prefetches what the copy 2 iterations of %j_t2 ahead reads
 // ZNVER4: remark: [loom-fuse-epilogue] the zero fill of %c dropped
 func.func @s8s8(%a: tensor<512x512xi8>, %b: tensor<512x512xi8>) -> tensor<512x512xi32> {
   %c = loom.matmul %a, %b : (tensor<512x512xi8>, tensor<512x512xi8>) -> tensor<512x512xi32>
