@@ -91,7 +91,7 @@ def test_parse_shapes_list_and_defaults():
     (["--shapes", "--layers", "resnet"], "--layers applies to --conv only"),
     (["--shapes", "--layout", "nhwc"], "--layout applies to --conv only"),
     (["--conv", "--layers", "vgg"], "invalid choice: 'vgg'"),
-    (["--model", "vgg16"], "--model: unknown model vgg16 (expected resnet18, mlp)"),
+    (["--model", "alexnet"], "--model: unknown model alexnet (expected resnet18, resnet50, vgg11, regnet_y_400mf, mobilenet_v2, mlp)"),
     (["--model", "mlp", "--batches", "0"], "--batches must be comma-separated positive integers"),
     (["--model", "mlp", "--threads-list", "x"], "--threads-list must be comma-separated positive integers"),
     (["--shapes", "--batches", "2"], "--batches applies to --model only"),

@@ -84,8 +84,9 @@ conv2d alone, interleaved, in `--rounds` rounds (5 is a good number on a shared 
 the medians of the rounds, and the range of the ratios.
 
 `--model` runs whole torch models through `compiler.torch_backend` (torch.compile) beside
-torch eager (tools/bench/models.py; needs the `bench` extra: torch, and torchvision for
-resnet18): ResNet-18 at 224x224 with random weights, and the MLP block 128x768 -> 3072 ->
+torch eager (tools/bench/models.py; needs the `bench` extra: torch, and torchvision for the
+CNNs): ResNet-18 at 224x224 with random weights (and resnet50, vgg11, regnet_y_400mf,
+mobilenet_v2: grouped and depthwise convolutions among them), and the MLP block 128x768 -> 3072 ->
 relu -> 768 (batch sequences of 128 tokens), at each batch size and thread count, one
 process, interleaved, medians of rounds; the table gives eager/Loom, the relative error,
 how many ATen ops ran in Loom, and the compile time (first call) cold and warm from the
@@ -125,7 +126,7 @@ SHAPES = "64,128,256,512,1024,2048,1000,128x768x3072,197x768x768,127x255x511,1x4
 ABLATION_SHAPES = "1024,127x255x511"
 DTYPE_SHAPES = "1024,2048,128x3072x768,197x768x768"
 CHAIN = "1000"  # tools.bench.compile_time.CHAIN_LENGTHS
-MODELS = ("resnet18", "mlp")  # tools.bench.models.MODELS
+MODELS = ("resnet18", "resnet50", "vgg11", "regnet_y_400mf", "mobilenet_v2", "mlp")  # tools.bench.models.MODELS
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -165,7 +166,7 @@ def parse_args(argv):
                       help="measure the machine's peaks: f32 and f64 FMAs, bf16 and int8 dot products")
     mode.add_argument("--fusion", action="store_true", help="epilogue fusion: fused against unfused and numpy")
     mode.add_argument("--model", metavar="NAMES",
-                      help="torch models through compiler.torch_backend beside torch eager: resnet18, mlp")
+                      help="torch models through compiler.torch_backend beside torch eager: " + ", ".join(MODELS))
     p.add_argument("--batches", default="1,8", help="--model: batch sizes (default 1,8)")
     p.add_argument("--threads-list", default="1,2", help="--model: thread counts (default 1,2)")
     p.add_argument("--layers", choices=("resnet", "family", "all"), help="--conv: which layers (default all)")

@@ -1,6 +1,7 @@
 """`loom-bench --model`: whole torch models through `compiler.torch_backend` beside torch eager.
 
-Each model (ResNet-18 at 224x224, from torchvision with random weights; the MLP block
+Each model (ResNet-18 and the other CNNs of `CNNS` at 224x224, from torchvision with random
+weights; the MLP block
 128x768 -> 3072 -> relu -> 768 of a transformer, `batch` sequences of 128 tokens) is
 compiled with `torch.compile(model, backend=compiler.torch_backend)` per batch size and
 thread count (Loom's kernels for torch's thread count), checked against torch eager, and
@@ -33,7 +34,11 @@ from compiler.measure.runner import timed_rounds
 from tools.bench import peers as anchors
 from tools.bench.common import bench_machine
 
-MODELS = ("resnet18", "mlp")
+#: the CNNs of torchvision it builds (random weights, 224x224 inputs): ResNet-18 and its
+#: deeper kin, a VGG, a RegNet (grouped convolutions and squeeze-excitation) and a
+#: MobileNet (depthwise convolutions), so that a schedule is tuned for CNNs, not for one
+CNNS = ("resnet18", "resnet50", "vgg11", "regnet_y_400mf", "mobilenet_v2")
+MODELS = (*CNNS, "mlp")
 #: seconds of sleep before each block of a model's runs on several threads (see measure_model)
 MODEL_SETTLE = 1.0
 
@@ -69,12 +74,12 @@ def build_model(name: str, batch: int):
     import torch
 
     torch.manual_seed(0)
-    if name == "resnet18":
+    if name in CNNS:
         try:
             import torchvision
         except ImportError:
-            raise RuntimeError("--model resnet18 needs torchvision (pip install torchvision)") from None
-        return torchvision.models.resnet18().eval(), torch.randn(batch, 3, 224, 224)
+            raise RuntimeError(f"--model {name} needs torchvision (pip install torchvision)") from None
+        return getattr(torchvision.models, name)().eval(), torch.randn(batch, 3, 224, 224)
     if name == "mlp":
         nn = torch.nn
         return nn.Sequential(nn.Linear(768, 3072), nn.ReLU(), nn.Linear(3072, 768)).eval(), torch.randn(batch, 128, 768)
