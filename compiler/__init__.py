@@ -36,7 +36,7 @@ _API = {
     "ArgSpec": "compiler.jit.kernel",
     "LoomError": "passes.support.diagnostics",
     "PIPELINES": "passes.pipelines",
-    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "conv2d", "max_pool2d", "avg_pool2d", "mean", "matmul",
+    **dict.fromkeys(["jit", "JitFunction", "TraceError", "relu", "clamp", "conv2d", "max_pool2d", "avg_pool2d", "mean", "matmul",
                      "add", "multiply", "quantize", "dequantize", "winograd_conv2d", "winograd_filter", "pack_filter", "transpose", "reshape", "broadcast_to", "contiguous"],
                     "compiler.frontends.python"),
 }

@@ -240,6 +240,9 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
         value = a[0] * a[1]
     elif isinstance(op, loom.ReluOp):
         value = np.maximum(a[0], a[0].dtype.type(0))
+    elif isinstance(op, loom.ClampOp):
+        lo, hi = op.bounds()
+        value = np.clip(a[0], a[0].dtype.type(lo), a[0].dtype.type(hi))
     elif isinstance(op, loom.CastOp):
         value = _cast(out_t, a[0], dtype)
     elif isinstance(op, loom.QuantizeOp):

@@ -54,6 +54,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
+    FloatAttr,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -893,6 +894,46 @@ class ReluOp(LoomComputeOp):
 
 
 @irdl_op_definition
+class ClampOp(LoomComputeOp):
+    """min(max(x, min), max) elementwise, a NaN staying a NaN: torch's hardtanh and clamp
+    (ReLU6 is `min = 0, max = 6`), numpy's clip. Floats (f32, f64); the bounds are f64
+    attributes, finite, `min <= max`.
+
+    ```mlir
+    %r = loom.clamp %s {min = 0.0 : f64, max = 6.0 : f64} : tensor<64x16xf32>
+    ```
+    """
+
+    name = "loom.clamp"
+    OPERAND_NAMES: ClassVar[tuple[str, ...]] = ("input",)
+    TYPES: ClassVar[tuple[Attribute, ...]] = (f32, f64)
+    IN_PLACE: ClassVar[bool] = True
+
+    min = opt_prop_def(Attribute)
+    max = opt_prop_def(Attribute)
+
+    def bounds(self) -> tuple[float, float]:
+        """(min, max); raises VerifyException naming a missing or bad bound."""
+        values = []
+        for name in ("min", "max"):
+            attr = self.properties.get(name)
+            if not isinstance(attr, FloatAttr) or attr.type != f64 or not math.isfinite(attr.value.data):
+                raise VerifyException(f"attribute '{name}' is required: a finite float, as in {{{name} = 6.0 : f64}}, "
+                                      f"got {attr if attr is not None else 'none'}")
+            values.append(attr.value.data)
+        if values[0] > values[1]:
+            raise VerifyException(f"attribute 'min' ({values[0]}) is larger than 'max' ({values[1]})")
+        return values[0], values[1]
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.bounds()
+
+    def result_shape(self, shapes):
+        return shapes[0]
+
+
+@irdl_op_definition
 class CastOp(LoomComputeOp):
     """An element type conversion: f32 -> bf16 (round to nearest even; a NaN stays a
     NaN), bf16 -> f32 (exact), i32 -> f32 (round to nearest even).
@@ -1378,6 +1419,6 @@ class TicksOp(IRDLOperation):
         super().__init__(result_types=[i64])
 
 
-Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, MeanOp, AddOp, MulOp, ReluOp, CastOp, QuantizeOp, DequantizeOp, *WINOGRAD_OP_TYPES,
+Loom = Dialect("loom", [MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, MeanOp, AddOp, MulOp, ReluOp, ClampOp, CastOp, QuantizeOp, DequantizeOp, *WINOGRAD_OP_TYPES,
                        *VIEW_OP_TYPES,
                        PrefetchOp, TicksOp], [])

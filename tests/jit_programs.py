@@ -3,9 +3,9 @@
 A program is Python source: a function of one to three arrays and a float, a few lines
 of views (slices with any steps, integer indices, `None` and `...`, `.T`, `.transpose`,
 `.reshape`, `broadcast_to`, `contiguous`) and operations (`@`, `+`, `-`, `*`, `relu`,
-unary `-`, numbers and the float argument), each line valid for numpy. The same source
-runs under @loom.jit (`relu` is loom.relu, ...) and under numpy (`relu` is
-`np.maximum(v, 0)`). The arrays hold small integers, and the generator keeps a bound on
+`clamp` of floats, unary `-`, numbers and the float argument), each line valid for numpy.
+The same source runs under @loom.jit (`relu` is loom.relu, `clamp` loom.clamp, ...) and
+under numpy (`relu` is `np.maximum(v, 0)`, `clamp` `np.clip`). The arrays hold small integers, and the generator keeps a bound on
 every value's magnitude under 2**20, so that every sum and product is exact in float32
 and float64 and the two must agree bit for bit.
 
@@ -78,8 +78,9 @@ class Program:
         return out
 
 
-JIT_NAMES = {"np": np, "relu": loom.relu, "broadcast_to": loom.broadcast_to, "contiguous": loom.contiguous}
-NUMPY_NAMES = {"np": np, "relu": lambda v: np.maximum(v, 0), "broadcast_to": np.broadcast_to,
+JIT_NAMES = {"np": np, "relu": loom.relu, "clamp": loom.clamp, "broadcast_to": loom.broadcast_to,
+             "contiguous": loom.contiguous}
+NUMPY_NAMES = {"np": np, "relu": lambda v: np.maximum(v, 0), "clamp": np.clip, "broadcast_to": np.broadcast_to,
                "contiguous": lambda v: np.array(v, order="C")}  # a copy of any shape, 0-d included
 
 
@@ -297,8 +298,12 @@ def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 def _unary(b: _Builder, v: Value) -> None:
     if v.dtype in EIGHT_BITS:
         return
-    if b.draw(st.booleans()):
+    kind = b.draw(st.sampled_from(["relu", "neg", "clamp"] if v.dtype != INT32 else ["relu", "neg"]))
+    if kind == "relu":
         b.add(f"relu({v.name})", v.shape, v.bound, v.dtype)
+    elif kind == "clamp":  # bounds that are whole or half numbers: still exact
+        low = b.draw(st.integers(-8, 4)) / 2
+        b.add(f"clamp({v.name}, {low}, {low + b.draw(st.integers(0, 8)) / 2})", v.shape, v.bound, v.dtype)
     else:
         b.add(f"-{v.name}", v.shape, v.bound, v.dtype)
 

@@ -546,6 +546,56 @@ def test_refusals_are_left_to_torch_with_the_reason():
         assert torch.equal(program(xh), half(xh))
 
 
+class MobileBlock(nn.Module):
+    """MobileNetV2's ops around a depthwise conv (which stays in torch): a 1x1 conv, batch
+    norm and ReLU6 (aten.hardtanh 0..6), then hardtanh and clamp with their own bounds."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv2d(4, 12, 1, bias=False), nn.BatchNorm2d(12), nn.ReLU6())
+        self.project = nn.Conv2d(12, 6, 3, padding=1)
+        self.fc = nn.Linear(6 * 5 * 7, 9)
+
+    def forward(self, x):
+        y = nn.functional.hardtanh(self.project(self.expand(x)), -0.5, 0.75)
+        return torch.clamp(self.fc(y.flatten(1)), -1.0, 2.0)
+
+
+def test_relu6_hardtanh_and_clamp_run_in_loom():
+    """ReLU6, hardtanh and clamp with both bounds are loom.clamp in the conv's and the
+    linear layer's epilogues: against float64, NaN kept where torch keeps it."""
+    torch.manual_seed(3)
+    model = _randomize_bn(MobileBlock()).eval()
+    with torch.no_grad():
+        model.expand[0].weight.mul_(4)  # (past ReLU6's 6, below 0: both bounds bite)
+    x = torch.randn(2, 4, 5, 7)
+    out, ran = programs(compiled(model), x)
+    check(out, model, x, k=4 + 108 + 210)
+    report = ran[0].report()
+    assert "9 ATen ops: 9 in Loom (1 kernels), 0 in torch" in report, report
+    assert "aten.hardtanh x2" in report and "aten.clamp" in report, report
+    x[0, 0, 0, 0] = float("nan")
+    out, _ = programs(compiled(model), x)
+    with torch.no_grad():
+        assert torch.equal(torch.isnan(out), torch.isnan(model(x)))
+
+
+def test_a_one_sided_clamp_stays_in_torch():
+    """clamp(x, min=...) alone, or with bounds the wrong way round, stays in torch with the
+    reason; clamp with both bounds runs in Loom."""
+
+    def fn(x, w):
+        y = x @ w
+        return torch.clamp(y, min=0.5), torch.clamp(y, 1.0, -1.0), torch.clamp(y, -1.0, 1.0)
+
+    x, w = torch.randn(4, 3), torch.randn(3, 5)
+    program = torchfx.compile_graph(fn, [x, w])
+    reasons = [(q.op, q.where, q.reason) for q in program.ops if q.op == "aten.clamp"]
+    assert reasons == [("aten.clamp", "torch", "a clamp with one bound alone (Loom's clamp takes both)"),
+                       ("aten.clamp", "torch", "a clamp whose min (1.0) is larger than its max (-1.0)"),
+                       ("aten.clamp", "loom", None)], program.report()
+
+
 def test_every_refusal_names_its_reason():
     """One graph of ops Loom refuses, each for its own reason (nothing compiled): a 0-d result,
     a mixed-dtype add, a 0-d operand, a bool operand, a transposed, a 1-D and a 3-D convolution,

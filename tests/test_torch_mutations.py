@@ -36,6 +36,14 @@ class ConvBn(nn.Sequential):
         super().__init__(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
 
 
+class Mobile(nn.Sequential):
+    """A 1x1 conv, batch norm and ReLU6, a linear layer and a hardtanh (loom.clamp both)."""
+
+    def __init__(self):
+        super().__init__(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.ReLU6(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3),
+                         nn.Hardtanh(-0.5, 0.5))
+
+
 class Attention(nn.Module):
     """q @ k.t() of a buffer (folded, checked) and of an input (read at each call)."""
 
@@ -61,15 +69,15 @@ class ScalesInput(nn.Module):
 
 def _inputs(kind: str) -> list:
     g = np.random.default_rng(1)
-    if kind == "convbn":
+    if kind in ("convbn", "mobile"):
         return [torch.from_numpy(g.standard_normal((2, 3, 6, 6)).astype(np.float32))]
     x = torch.from_numpy(g.standard_normal((4, 6)).astype(np.float32))
     return [x, torch.from_numpy(g.standard_normal((7, 5)).astype(np.float32))] if kind == "attention" else [x]
 
 
 MODELS = {"mlp": lambda: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4)), "convbn": ConvBn,
-          "attention": Attention, "inplace": ScalesInput}
-K = {"mlp": 6 + 8, "convbn": 27 + 64, "attention": 6 + 5 + 5, "inplace": 6}  # the reduction lengths
+          "attention": Attention, "inplace": ScalesInput, "mobile": Mobile}
+K = {"mlp": 6 + 8, "convbn": 27 + 64, "attention": 6 + 5 + 5, "inplace": 6, "mobile": 3 + 144}  # the reduction lengths
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ strides (`loom.buffer_layout`), never a copy; a view with a negative stride is r
 What a trace may do: `@` (2-D, batched 3-D, and 3-D @ 2-D; `np.matmul(a, b, dtype=)`),
 `+`, `-`, `*` with numpy broadcasting (Python numbers and float arguments included, on
 either side: they become inputs of the kernel, so a new value does not recompile), unary
-`-`, `loom.relu`, `loom.conv2d(x, w, stride=, padding=, dilation=, layout=)`,
+`-`, `loom.relu`, `loom.clamp(x, min, max)`, `loom.conv2d(x, w, stride=, padding=, dilation=, layout=)`,
 `.astype(dtype)`, `loom.quantize(x, scale, zero_point, dtype=np.uint8, axis=None)`,
 `loom.dequantize(q, scale, zero_point, axis=None)`, `.T`, `.transpose(...)`, slicing with
 steps (`x[1:, ::2]`, `x[::-1]`, an integer index, `...`, `None`), `loom.broadcast_to`,
@@ -292,7 +292,7 @@ class Traced:
 
     def _unsupported(self, what: str, *, kind: type[TraceError] = TraceTypeError):
         raise kind(f"{what} is not supported on a traced array inside @loom.jit (supported: @, +, -, *, "
-                   "loom.relu, loom.conv2d, .astype, loom.quantize, loom.dequantize, .T, .transpose, slicing, "
+                   "loom.relu, loom.clamp, loom.conv2d, .astype, loom.quantize, loom.dequantize, .T, .transpose, slicing, "
                    ".reshape, loom.broadcast_to, loom.contiguous; and .shape, .dtype, .ndim, .size)",
                    location=_user_location())
 
@@ -589,6 +589,24 @@ def relu(x) -> Traced:
     t = _traced(x, "loom.relu")
     _elementwise_dtype(t, "loom.relu")
     return t._function.op(f"loom.relu {t.name} : {t.type}", t.shape, t.dtype)
+
+
+def clamp(x, min, max) -> Traced:  # noqa: A002 (numpy's and torch's names)
+    """numpy.clip(x, min, max) elementwise: torch's clamp and hardtanh, ReLU6 as
+    clamp(x, 0, 6); a NaN stays a NaN. float32 and float64 arrays; `min` and `max` are
+    Python numbers (finite, min <= max), part of the kernel (a new value compiles anew)."""
+    t = _traced(x, "loom.clamp")
+    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        _fail(f"loom.clamp of {_an_array(t.dtype)}: Loom clamps float32 and float64 arrays", type_error=True)
+    bounds = []
+    for name, v in (("min", min), ("max", max)):
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not np.isfinite(v):
+            _fail(f"loom.clamp's {name} must be a finite Python number, got {v!r}", type_error=True)
+        bounds.append(float(v))
+    if bounds[0] > bounds[1]:
+        _fail(f"loom.clamp's min ({bounds[0]}) is larger than its max ({bounds[1]})")
+    lo, hi = (f"{b:.17e}" for b in bounds)  # (MLIR's float literal: a decimal point, every digit)
+    return t._function.op(f"loom.clamp {t.name} {{min = {lo} : f64, max = {hi} : f64}} : {t.type}", t.shape, t.dtype)
 
 
 def matmul(a, b) -> Traced:

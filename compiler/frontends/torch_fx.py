@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import operator
 import re
 import threading
@@ -82,7 +83,9 @@ aten = torch.ops.aten
 CONV = aten.convolution.default
 BATCH_NORM = {aten.native_batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 COMPUTE = {CONV, aten.mm.default, aten.addmm.default, aten.bmm.default, aten.linear.default}
-ELEMENTWISE = {aten.relu.default, aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor}
+#: hardtanh(x, min_val, max_val) (ReLU6's) and clamp(x, min, max): loom.clamp, bounds that are numbers
+CLAMPS = {aten.hardtanh.default: ("min_val", "max_val", -1.0, 1.0), aten.clamp.default: ("min", "max", None, None)}
+ELEMENTWISE = {aten.relu.default, aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor, *CLAMPS}
 VIEWS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.default, aten._unsafe_view.default,
          aten.reshape.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
          aten.flatten.using_ints, aten.clone.default, aten.alias.default, aten.detach.default}
@@ -180,6 +183,12 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
 def _arg(n: torch.fx.Node, index: int, name: str, default):
     """An ATen node's argument by position or keyword, else its default."""
     return n.args[index] if len(n.args) > index else n.kwargs.get(name, default)
+
+
+def _clamp_bounds(node: torch.fx.Node) -> tuple[object, object]:
+    """(min, max) of a hardtanh or clamp node (`CLAMPS`: its defaults where not given)."""
+    low, high, low_default, high_default = CLAMPS[node.target]
+    return _arg(node, 1, low, low_default), _arg(node, 2, high, high_default)
 
 
 def _pool_pair(a) -> tuple[int, int] | None:
@@ -324,6 +333,14 @@ class LoomSupport(OperatorSupportBase):
                 return "a batch norm whose parameters are computed in the graph"
             if _val(node.args[0]).dim() < 2:
                 return "a batch norm of a 1-D tensor"
+        if target in CLAMPS:
+            bounds = _clamp_bounds(node)
+            if any(b is None for b in bounds):
+                return "a clamp with one bound alone (Loom's clamp takes both)"
+            if not all(isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b) for b in bounds):
+                return "a clamp whose bounds are not finite numbers"
+            if bounds[0] > bounds[1]:
+                return f"a clamp whose min ({bounds[0]}) is larger than its max ({bounds[1]})"
         if target in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor):
             if not any(isinstance(a, torch.fx.Node) for a in node.args[:2]):
                 return "an op on numbers alone"
@@ -648,6 +665,9 @@ class LoomPartition(torch.nn.Module):
         if t is aten.relu.default:
             v = env[n.args[0]]
             return _Value(F.relu(_wide(v.traced)), nhwc=v.nhwc, shape=v.shape)
+        if t in CLAMPS:
+            v = env[n.args[0]]
+            return _Value(F.clamp(_wide(v.traced), *_clamp_bounds(n)), nhwc=v.nhwc, shape=v.shape)
         if t in (MAX_POOL, AVG_POOL):
             v = env[n.args[0]]
             window, stride, padding = (_pool_pair(_arg(n, i, name, None))

@@ -12,7 +12,7 @@ The nests are the textbook ones, the starting point of every schedule:
   Low precision: bf16 elements are widened to f32 (`arith.extf`), i8/ui8 to i32
   (`arith_ext.extsi`/`extui`: arith's casts that take vectors too) as they are read, and
   summed with `muli`/`addi` in i32;
-- `loom.add` / `loom.mul` / `loom.relu`: one nest over the output, operands indexed with
+- `loom.add` / `loom.mul` / `loom.relu` / `loom.clamp`: one nest over the output, operands indexed with
   numpy broadcasting (a size-1 or missing dimension reads index 0); on i32, `addi`,
   `muli` and `maxsi`;
 - `loom.cast` (`truncf`, `extf`, `arith_ext.sitofp`), `loom.quantize` (`divf`,
@@ -535,7 +535,7 @@ def conv2d_guard(ih: AffineExpr, iw: AffineExpr, hw: tuple[int, int], padding: t
 
 
 def elementwise_body(op: loom.LoomComputeOp, values: list[SSAValue]) -> list[Operation]:
-    """The ops computing one output element of an elementwise op (add, mul, relu, cast,
+    """The ops computing one output element of an elementwise op (add, mul, relu, clamp, cast,
     quantize, dequantize) from its operands' elements `values`; the result is the last op's."""
     out_t = op.output_type.get_element_type()
     integer = isinstance(out_t, IntegerType)
@@ -546,6 +546,13 @@ def elementwise_body(op: loom.LoomComputeOp, values: list[SSAValue]) -> list[Ope
         # max(x, 0) with NaN passing through, like numpy.maximum(x, 0)
         keep = arith.CmpfOp(values[0], zero, "ugt")
         return [zero, keep, arith.SelectOp(keep, values[0], zero)]
+    if isinstance(op, loom.ClampOp):
+        # max(x, min), then min(., max), a NaN passing through both (as numpy.clip)
+        lo, hi = (constant(b, out_t) for b in op.bounds())
+        above = arith.CmpfOp(values[0], lo, "ugt")
+        raised = arith.SelectOp(above, values[0], lo)
+        below = arith.CmpfOp(raised, hi, "ult")
+        return [lo, hi, above, raised, below, arith.SelectOp(below, raised, hi)]
     if isinstance(op, loom.AddOp | loom.MulOp):
         ops = {(loom.AddOp, False): arith.AddfOp, (loom.MulOp, False): arith.MulfOp,
                (loom.AddOp, True): arith.AddiOp, (loom.MulOp, True): arith.MuliOp}

@@ -1,4 +1,4 @@
-"""loom-fuse-epilogue: the elementwise ops after a matmul or conv2d (add, mul, relu) computed
+"""loom-fuse-epilogue: the elementwise ops after a matmul or conv2d (add, mul, relu, clamp) computed
 inside its nest, on each element where the nest writes it for the last time.
 
 `relu(x @ w + b)` lowers to a zero fill of C, a matmul nest that accumulates into C, an
@@ -76,7 +76,7 @@ all the same, under the same analysis: its first reads read a zero, and C is wri
 once (a plain 64^3 matmul on znver4 ran 1-2% faster for it, 128^3 2%). The fill stays,
 with a remark, where a load cannot be told to be the first (or K = 0: the fill is C).
 
-What is fused: the chain of textbook elementwise nests (`add`, `mul`, `relu`,
+What is fused: the chain of textbook elementwise nests (`add`, `mul`, `relu`, `clamp`,
 `dequantize`, `quantize`, `cast`, at most MAX_STEPS of them) that reads the producer's
 result, and then each one's result, at the element it writes. First, a `cast` nest that
 only widens a buffer (bf16 -> f32) into a temporary that one such nest reads at its
@@ -166,7 +166,7 @@ from passes.schedule.loom_vectorize import ELEMENTWISE, extremum  # the ops loom
 PRODUCERS = ("matmul", "direct.out", "conv2d", "winograd_output")
 #: the elementwise nests an epilogue is made of (the quantization's and the casts change the
 #: element type: an i32 accumulator's layer requantized to ui8)
-EPILOGUES = ("add", "mul", "relu", "dequantize", "quantize", "cast")
+EPILOGUES = ("add", "mul", "relu", "clamp", "dequantize", "quantize", "cast")
 #: the most elementwise nests one epilogue takes: each adds its ops to every store of
 #: the register block (a longer chain keeps its other nests)
 MAX_STEPS = 8

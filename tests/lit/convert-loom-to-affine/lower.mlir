@@ -156,6 +156,24 @@ func.func @relu_mul(%a: memref<8xf64>, %b: memref<8xf64>, %p: memref<8xf64>, %r:
 
 // -----
 
+// clamp: max(x, min) then min(., max), each a select that keeps a NaN (numpy.clip's).
+// CHECK-LABEL: func.func @clamp
+// CHECK: %[[V:.*]] = affine.load %p[%{{.*}}] : memref<8xf32>
+// CHECK-NEXT: %[[LO:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK-NEXT: %[[HI:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK-NEXT: %[[GT:.*]] = arith.cmpf ugt, %[[V]], %[[LO]] : f32
+// CHECK-NEXT: %[[UP:.*]] = arith.select %[[GT]], %[[V]], %[[LO]] : f32
+// CHECK-NEXT: %[[LT:.*]] = arith.cmpf ult, %[[UP]], %[[HI]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.select %[[LT]], %[[UP]], %[[HI]] : f32
+// CHECK-NEXT: affine.store %[[R]], %r[%{{.*}}] : memref<8xf32>
+// CHECK: {loom.tag = "clamp"}
+func.func @clamp(%p: memref<8xf32>, %r: memref<8xf32>) {
+  loom.clamp ins(%p : memref<8xf32>) outs(%r : memref<8xf32>) {min = -1.0 : f64, max = 6.0 : f64}
+  func.return
+}
+
+// -----
+
 // CHECK-LABEL: func.func @copy
 // CHECK: affine.for %[[I:.*]] = 0 to 2 {
 // CHECK-NEXT: affine.for %[[J:.*]] = 0 to 3 {

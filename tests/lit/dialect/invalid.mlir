@@ -73,6 +73,46 @@ func.func @broadcast(%a: tensor<4x5xf32>, %b: tensor<4xf32>) -> tensor<4x5xf32> 
 
 // -----
 
+func.func @clamp_no_bounds(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.clamp' op attribute 'min' is required: a finite float, as in {min = 6.0 : f64}, got none
+  %r = loom.clamp %a {max = 6.0 : f64} : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @clamp_f32_bound(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.clamp' op attribute 'max' is required: a finite float, as in {max = 6.0 : f64}, got 6.000000e+00 : f32
+  %r = loom.clamp %a {min = 0.0 : f64, max = 6.0 : f32} : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @clamp_infinite(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.clamp' op attribute 'max' is required: a finite float
+  %r = loom.clamp %a {min = 0.0 : f64, max = 0x7FF0000000000000 : f64} : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @clamp_reversed(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.clamp' op attribute 'min' (6.0) is larger than 'max' (0.0)
+  %r = loom.clamp %a {min = 6.0 : f64, max = 0.0 : f64} : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @clamp_int(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.clamp' op operand #0 (input) has element type i32: loom.clamp computes in f32 and f64
+  %r = loom.clamp %a {min = 0.0 : f64, max = 6.0 : f64} : tensor<4xi32>
+  func.return %r : tensor<4xi32>
+}
+
+// -----
+
 func.func @int_type(%a: tensor<4xi8>) -> tensor<4xi8> {
   // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loom.relu' op operand #0 (input) has element type i8: loom.relu computes in f32, f64 and i32
   %r = loom.relu %a : tensor<4xi8>

@@ -59,6 +59,16 @@ func.func @epilogue(%c: tensor<4x5xf32>, %bias: tensor<5xf32>) -> tensor<4x5xf32
   func.return %r : tensor<4x5xf32>
 }
 
+// clamp's bounds are f64 attributes (hardtanh, ReLU6, numpy.clip).
+// CHECK-LABEL: func.func @clamp
+// CHECK: %r = loom.clamp %x {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64} : tensor<4x5xf32>
+// CHECK: loom.clamp ins(%m : memref<8xf64>) outs(%n : memref<8xf64>) {min = -1.500000e+00 : f64, max = 2.500000e-01 : f64}
+func.func @clamp(%x: tensor<4x5xf32>, %m: memref<8xf64>, %n: memref<8xf64>) -> tensor<4x5xf32> {
+  %r = loom.clamp %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x5xf32>
+  loom.clamp ins(%m : memref<8xf64>) outs(%n : memref<8xf64>) {min = -1.5 : f64, max = 0.25 : f64}
+  func.return %r : tensor<4x5xf32>
+}
+
 // CHECK-LABEL: func.func @bufferized
 // CHECK: loom.matmul ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
 func.func @bufferized(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32>) {

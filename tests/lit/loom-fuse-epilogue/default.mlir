@@ -41,6 +41,30 @@ func.func @dense(%x: tensor<45x37xf32>, %w: tensor<37x45xf32>, %bias: tensor<45x
 
 // -----
 
+// clamp (ReLU6) in the epilogue: its two selects a max and a min of vectors.
+// CHECK-LABEL: func.func @relu6(
+// CHECK:         %[[B:.*]] = affine.vector_load %bias[%j_t2] : memref<45xf32>, vector<8xf32>
+// CHECK-NEXT:    %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : vector<8xf32>
+// CHECK-DAG:     %[[LO:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-DAG:     %[[HI:.*]] = arith.constant dense<6.000000e+00> : vector<8xf32>
+// CHECK:         %[[UP:.*]] = arith.maximumf %[[S]], %[[LO]] : vector<8xf32>
+// CHECK-NEXT:    %[[R:.*]] = arith.minimumf %[[UP]], %[[HI]] : vector<8xf32>
+// CHECK-NEXT:    affine.vector_store %[[R]], %r[%i_t2, %j_t2] : memref<45x45xf32>, vector<8xf32>
+// CHECK-NOT:     loom.tag = "clamp"
+// CHECK:         func.return
+// SKIP-LABEL: func.func @relu6(
+// SKIP:         arith.minimumf %{{.*}} : vector<8xf32>
+// SKIP:         } {loom.tag = "clamp"}
+// REMARK: default.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] fused add (line [[# @LINE + 3]]), clamp (line [[# @LINE + 4]]) into the 'matmul' nest (line [[# @LINE + 2]])
+func.func @relu6(%x: tensor<45x37xf32>, %w: tensor<37x45xf32>, %bias: tensor<45xf32>) -> tensor<45x45xf32> {
+  %c = loom.matmul %x, %w : (tensor<45x37xf32>, tensor<37x45xf32>) -> tensor<45x45xf32>
+  %s = loom.add %c, %bias : (tensor<45x45xf32>, tensor<45xf32>) -> tensor<45x45xf32>
+  %r = loom.clamp %s {min = 0.0 : f64, max = 6.0 : f64} : tensor<45x45xf32>
+  func.return %r : tensor<45x45xf32>
+}
+
+// -----
+
 // Two rows (fewer than MR = 6): the (k, i, j) plan, k unroll-jammed by 8 over [0, 32),
 // its remainder [32, 37) a nest of its own. The main nest's stores are never the last
 // write (the remainder's rewrites the same elements): no epilogue there; the
