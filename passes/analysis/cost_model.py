@@ -181,9 +181,10 @@ class MatmulPlan:
             if self.panels:
                 words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + {
                     "fused": "copied by the first row tile as it computes, the next panel prefetched by the others",
-                    "ahead": "copied before its row tiles, in groups, each copy prefetching a later panel's rows",
-                    "before": "copied before its row tiles (its column sums read it), each copy prefetching a "
-                              "later panel's rows"}[self.b_copy])
+                    "ahead": "copied before its row tiles, in groups, each copy prefetching the rows of the "
+                             "panel two ahead (where there is one)",
+                    "before": "copied before its row tiles (its column sums read it), each copy prefetching the "
+                              "rows of the panel two ahead (where there is one)"}[self.b_copy])
         if self.pack:
             e, rows = self.packed_bytes or self.element_bytes, min(self.m, self.mc)
             a = (f"packed A {self.mc}x{self.kc} ({self.mc * self.kc * e // 1024} KiB, L2)" if self.pack_a else
