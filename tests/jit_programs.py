@@ -5,9 +5,9 @@ of views (slices with any steps, integer indices, `None` and `...`, `.T`, `.tran
 `.reshape`, `broadcast_to`, `contiguous`) and operations (`@`, `+`, `-`, `*`, `relu`,
 `clamp` of floats, unary `-`, numbers and the float argument), each line valid for numpy.
 The same source runs under @loom.jit (`relu` is loom.relu, `clamp` loom.clamp, ...) and
-under numpy (`relu` is `np.maximum(v, 0)`, `clamp` `np.clip`). The arrays hold small integers, and the generator keeps a bound on
-every value's magnitude under 2**20, so that every sum and product is exact in float32
-and float64 and the two must agree bit for bit.
+under numpy (`relu` is `np.maximum(v, 0)`, `clamp` `np.clip`). The arrays hold small
+integers, and the generator keeps a bound on every value's magnitude under 2**20, so that
+every sum and product is exact in float32 and float64 and the two must agree bit for bit.
 
 `int8_programs` are quantized layers: `np.matmul(a0, a1, dtype=np.int32)` of int8 and
 uint8 arrays (any mix, over their whole range), maybe an int32 bias added and relu, then
