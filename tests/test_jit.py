@@ -266,6 +266,23 @@ def test_dtype_errors():
         loom.jit(lambda a, b: a)(a32, [1.0])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clamp_is_numpys_clip_and_refuses_bad_bounds(dtype):
+    """loom.clamp(x, min, max) gives np.clip's values bit for bit, a NaN kept and infinities
+    clamped; an int32 array, a bound that is not a finite number, and min > max are refused
+    at the user's line."""
+    x = np.array([[-np.inf, -3.0, -0.5, 0.0], [0.25, 6.0, 7.5, np.nan]], dtype)
+    got = loom.jit(lambda a: loom.clamp(a * 2, -1, 6))(x)
+    np.testing.assert_array_equal(got, np.clip(x * 2, -1, 6))
+    with pytest.raises(TypeError, match=r"loom.clamp of an int32 array: Loom clamps float32 and float64 arrays"):
+        loom.jit(lambda a: loom.clamp(a, 0, 6))(np.ones((2, 2), np.int32))
+    for low, shown in ((float("nan"), "nan"), (True, "True"), ("0", "'0'")):
+        with pytest.raises(TypeError, match=rf"loom.clamp's min must be a finite Python number, got {shown}"):
+            loom.jit(lambda a, low=low: loom.clamp(a, low, 6))(x)
+    with pytest.raises(loom.TraceError, match=r"loom.clamp's min \(6.0\) is larger than its max \(0.0\)"):
+        loom.jit(lambda a: loom.clamp(a, 6, 0))(x)
+
+
 def test_captured_arrays_and_float_arithmetic_are_refused():
     w = np.ones((2, 2), np.float32)
     with pytest.raises(TypeError, match=r"captured from outside the function"):
