@@ -16,8 +16,12 @@ from passes.support.diagnostics import LoomError
 from dialects import loom, winograd
 
 
-def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
-    """Cross-correlation, NCHW input, FCHW filter, accumulated in x's dtype."""
+def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, padding, dilations, groups: int = 1) -> np.ndarray:
+    """Cross-correlation, NCHW input, FCHW filter (F x C/groups x R x S), accumulated in
+    x's dtype; with `groups`, each group's output channels from its own input channels."""
+    if groups > 1:
+        xs, ws = np.split(x, groups, axis=1), np.split(w, groups, axis=0)
+        return np.concatenate([conv2d_nchw(a, b, strides, padding, dilations) for a, b in zip(xs, ws)], axis=1)
     n, c, h, wd = x.shape
     f, _, r, s = w.shape
     (sh, sw), (ph, pw), (dh, dw) = strides, padding, dilations
@@ -56,9 +60,9 @@ def unpack_filter(w: np.ndarray) -> np.ndarray:
     return w.transpose(1, 2, 3, 0, 4).reshape(r, s, c, p * nr)
 
 
-def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations) -> np.ndarray:
-    """The same on NHWC input and an HWCF filter (R x S x C x F), NHWF out."""
-    y = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), strides, padding, dilations)
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, padding, dilations, groups: int = 1) -> np.ndarray:
+    """The same on NHWC input and an HWCF filter (R x S x C/groups x F), NHWF out."""
+    y = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), strides, padding, dilations, groups)
     return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
 
 
@@ -221,7 +225,7 @@ def evaluate_op(op: loom.LoomComputeOp, args: list[np.ndarray], dtype=np.float64
         value = np.matmul(a[0], a[1])
     elif isinstance(op, loom.Conv2DOp):
         conv = conv2d_nchw if op.layout_name() == "nchw" else conv2d_nhwc
-        value = conv(a[0], unpack_filter(a[1]) if op.filter_panel() else a[1], *op.conv_params())
+        value = conv(a[0], unpack_filter(a[1]) if op.filter_panel() else a[1], *op.conv_params(), op.group_count())
     elif isinstance(op, loom.MaxPool2DOp):
         value = pool2d(a[0], *op.pool_params(), op.layout_name() == "nhwc")
     elif isinstance(op, loom.AvgPool2DOp):

@@ -464,6 +464,12 @@ class Conv2DOp(ContractionOp):
 
     Ho = (H + 2*ph - dh*(R-1) - 1) / sh + 1, Wo likewise.
 
+    `groups` (1 by default; torch's `groups=`): the C input and F output channels split
+    into that many groups, output channel f summing only the input channels of its own
+    group, f floordiv (F/groups); the filter then holds C/groups input channels (FCHW
+    F x C/groups x R x S, HWCF R x S x C/groups x F). groups = C = F is a depthwise
+    convolution. A grouped filter comes in its plain layout (not in panels).
+
     In NHWC the filter may come in panels of NR output channels, rank 5: P x R x S x C x NR
     with F = P*NR and W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR] (`pack_filter`):
     each panel's R*S*C x NR block contiguous, the layout a direct convolution's schedule
@@ -479,6 +485,7 @@ class Conv2DOp(ContractionOp):
     %y = loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x56x56x64xf32>, tensor<3x3x64x64xf32>) -> tensor<1x56x56x64xf32>
     %y = loom.conv2d %x, %wp {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x7x7x512xf32>, tensor<16x3x3x512x32xf32>) -> tensor<1x7x7x512xf32>
     %y = loom.conv2d %x, %wg {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x7x7x512xbf16>, tensor<16x3x3x256x32x2xbf16>) -> tensor<1x7x7x512xf32>
+    %y = loom.conv2d %x, %wd {layout = "nhwc", padding = array<i64: 1, 1>, groups = 32 : i64} : (tensor<1x112x112x32xf32>, tensor<3x3x1x32xf32>) -> tensor<1x112x112x32xf32>
     ```
     """
 
@@ -491,6 +498,7 @@ class Conv2DOp(ContractionOp):
     padding = opt_prop_def(Attribute)
     dilations = opt_prop_def(Attribute)
     layout = opt_prop_def(Attribute)
+    groups = opt_prop_def(Attribute)
 
     #: layout -> (input, filter) dimension names
     LAYOUTS: ClassVar[dict[str, tuple[str, str]]] = {"nchw": ("NCHW", "FCHW"), "nhwc": ("NHWC", "HWCF")}
@@ -512,8 +520,19 @@ class Conv2DOp(ContractionOp):
                                   f"(NHWC input, HWCF filter), got {attr}")
         return attr.data
 
+    def group_count(self) -> int:
+        """`groups`, 1 where it is absent."""
+        attr = self.properties.get("groups")
+        if attr is None:
+            return 1
+        if not isinstance(attr, IntegerAttr) or attr.type != i64 or attr.value.data < 1:
+            raise VerifyException(f"attribute 'groups' must be a positive i64 (the channel groups; 1: a dense "
+                                  f"convolution), got {attr}")
+        return attr.value.data
+
     def window(self) -> tuple[int, int, int]:
-        """(C, R, S) of the filter, whatever the layout: C*R*S is the reduction length."""
+        """(C, R, S) of the filter, whatever the layout: C*R*S is the reduction length (C
+        the channels of one group where there are groups)."""
         w = self.ins[1].type.get_shape()
         if self.layout_name() == "nchw":
             _, c, r, s = w
@@ -540,6 +559,7 @@ class Conv2DOp(ContractionOp):
     def verify_(self) -> None:
         self.conv_params()  # a bad attribute first: the shape messages below depend on them
         self.layout_name()
+        self.group_count()
         super().verify_()
         element = self.ins[1].type.get_element_type()
         group = self.filter_group()
@@ -564,6 +584,10 @@ class Conv2DOp(ContractionOp):
             panels = (" or 5 (P x R x S x C x NR, in panels) or 6 (P x R x S x C/G x NR x G, in panels of groups)"
                       if layout == "nhwc" else "")
             raise VerifyException(f"{self._describe(1)} must have rank 4 ({wl}){panels}, got shape {_fmt_shape(w)}")
+        groups = self.group_count()
+        if groups > 1 and len(w) != 4:
+            raise VerifyException(f"{self._describe(1)} has shape {_fmt_shape(w)}: a grouped filter (groups = "
+                                  f"{groups}) comes in its plain layout, rank 4 ({wl}), not in panels")
         if layout == "nchw":
             (n, c, h, wd), (f, wc, r, s) = x, w
         elif len(w) == 5:
@@ -574,10 +598,15 @@ class Conv2DOp(ContractionOp):
             f, wc, wl = p * nr, cg * g, "in panels of groups"
         else:
             (n, h, wd, c), (r, s, wc, f) = x, w
-        if wc != c:
+        for name, channels in (("input", c), ("output", f)):
+            if channels % groups:
+                raise VerifyException(f"{groups} groups do not split the {channels} {name} channels (input shape "
+                                      f"{_fmt_shape(x)} ({xl}), filter shape {_fmt_shape(w)} ({wl}))")
+        if wc * groups != c:
+            per_group = f" per group, expected C/groups = {c // groups}" if groups > 1 else f", expected C = {c}"
             raise VerifyException(
-                f"{self._describe(1)} has {wc} input channels (shape {_fmt_shape(w)}, {wl}), "
-                f"expected C = {c} from input shape {_fmt_shape(x)} ({xl})"
+                f"{self._describe(1)} has {wc} input channels (shape {_fmt_shape(w)}, {wl}){per_group} "
+                f"from input shape {_fmt_shape(x)} ({xl})"
             )
         ho, wo = conv2d_output_hw(h, wd, r, s, strides, padding, dilations)
         if ho < 1 or wo < 1:

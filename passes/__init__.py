@@ -25,6 +25,7 @@ LOOM_PASSES: dict[str, str] = {
     "loom-default": "schedule.loom_default:LoomDefaultPass",
     "loom-im2col": "schedule.loom_im2col:LoomIm2colPass",
     "loom-direct-conv": "schedule.loom_direct_conv:LoomDirectConvPass",
+    "loom-grouped-conv": "schedule.loom_grouped_conv:LoomGroupedConvPass",
     "loom-winograd": "schedule.loom_winograd:LoomWinogradPass",
     "loom-fuse-epilogue": "schedule.loom_fuse_epilogue:LoomFuseEpiloguePass",
     "loom-pack": "schedule.loom_pack:LoomPackPass",

@@ -724,11 +724,14 @@ def mean(x, axis, *, keepdims: bool = False) -> Traced:
     return m if keepdims else reshape(m, tuple(n for d, n in enumerate(t.shape) if d not in normal))
 
 
-def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Traced:
+def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw", groups: int = 1) -> Traced:
     """2-D convolution (cross-correlation, as torch's): NCHW input with an FCHW filter, or
     `layout="nhwc"`: NHWC input with an HWCF filter, or one in panels (`pack_filter`: 5-D
     float32/float64, 6-D in groups for bfloat16, int8 and uint8). Its dtypes as matmul's:
-    bfloat16 sums in float32, int8/uint8 (any mix) in int32, and returns that."""
+    bfloat16 sums in float32, int8/uint8 (any mix) in int32, and returns that. `groups`
+    (torch's): C and F split into that many groups, each output channel summing its own
+    group's C/groups input channels (the filter's C dimension); groups = C = F is a
+    depthwise convolution. A grouped filter is not in panels."""
     tx, tw = _traced(x, "loom.conv2d"), _traced(w, "loom.conv2d")
     if layout not in ("nchw", "nhwc"):
         _fail(f"loom.conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
@@ -751,8 +754,19 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
         f, cw = p * nr, cw * (group or 1)
     else:
         (n, h, wd, c), (r, s, cw, f) = tx.shape, tw.shape
-    if c != cw:
-        _fail(f"loom.conv2d: the input has {c} channels but the filter takes {cw} (shapes {tx.shape} and "
+    if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
+        _fail(f"loom.conv2d: groups must be a positive integer, got {groups!r}", type_error=True)
+    if groups < 1:
+        _fail(f"loom.conv2d: groups must be a positive integer, got {groups!r}")
+    groups = int(groups)
+    if groups > 1 and panels:
+        _fail("loom.conv2d: a grouped convolution takes its filter in its plain layout, not in panels")
+    if c % groups or f % groups:
+        _fail(f"loom.conv2d: {groups} groups do not split the {c} input and {f} output channels (shapes {tx.shape} "
+              f"and {tw.shape}, layout {layout})")
+    if c != cw * groups:
+        per_group = f" per group ({groups} groups: C/groups = {c // groups})" if groups > 1 else ""
+        _fail(f"loom.conv2d: the input has {c} channels but the filter takes {cw}{per_group} (shapes {tx.shape} and "
               f"{tw.shape}, layout {layout})")
     ho, wo = conv2d_output_hw(h, wd, r, s, strides, pads, dils)
     if ho < 1 or wo < 1:
@@ -760,7 +774,8 @@ def conv2d(x, w, *, stride=1, padding=0, dilation=1, layout: str = "nchw") -> Tr
               f"{wd + 2 * pads[1]} input")
     shape = (n, f, ho, wo) if layout == "nchw" else (n, ho, wo, f)
     attrs = [f"strides = {_array_attr(strides)}", f"padding = {_array_attr(pads)}",
-             f"dilations = {_array_attr(dils)}"] + ([f'layout = "{layout}"'] if layout != "nchw" else [])
+             f"dilations = {_array_attr(dils)}"] + ([f'layout = "{layout}"'] if layout != "nchw" else []) + (
+                 [f"groups = {groups} : i64"] if groups > 1 else [])
     return tx._function.op(f"loom.conv2d {tx.name}, {tw.name} {{{', '.join(attrs)}}} : ({tx.type}, {tw.type}) -> "
                            f"{_tensor(shape, out)}", shape, out)
 

@@ -36,7 +36,7 @@ rounded too, as in torch); autocast's casts of the parameters fold with them.
 What stays in torch, and why, is in the report (`program.report()`, `compiler.explain`):
 an op Loom has no operation for, a dtype other than float32/float64/bfloat16 (a cast
 other than between float32 and bfloat16), a batch norm in
-training mode, a grouped or transposed convolution, a group with no matmul or conv2d (the
+training mode, a transposed convolution, a group with no matmul or conv2d (the
 elementwise ops alone are as fast in torch), or a group Loom failed to compile (its error).
 A Python float that changes between calls (dynamo passes it as a tensor read with `.item()`)
 is read at each call, the ops that use it run in torch. A graph that needs autograd (grad
@@ -298,8 +298,6 @@ class LoomSupport(OperatorSupportBase):
             x, w, _, stride, padding, dilation, transposed, _, groups = node.args
             if transposed:
                 return "a transposed convolution"
-            if groups != 1:
-                return "a grouped convolution (groups > 1; Loom's conv2d has groups = 1)"
             if _val(w).dim() != 4:
                 return f"a {_val(w).dim() - 2}-D convolution (Loom's conv2d is 2-D)"
         if target is MAX_POOL:
@@ -431,6 +429,8 @@ def _filter_panel(conv: torch.fx.Node) -> tuple[int, int]:
     y, w = _val(conv), _val(conv.args[1])
     n, f, ho, wo = y.shape
     _, c, r, s = w.shape
+    if conv.args[8] != 1:  # a grouped convolution's filter stays in its plain layout
+        return 0, 0
     dot, group = "", 0
     if y.dtype == torch.bfloat16:
         dot, group = "vdpbf16ps", FILTER_GROUPS["bf16"]
@@ -573,7 +573,7 @@ class LoomPartition(torch.nn.Module):
         stride, _, dilation = conv.args[3:6]
         y, w = _val(conv), _val(conv.args[1])
         if (tuple(w.shape[2:]) != (3, 3) or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1)
-                or y.dtype not in (torch.float32, torch.float64)):
+                or y.dtype not in (torch.float32, torch.float64) or conv.args[8] != 1):
             return 0
         n, f, ho, wo = y.shape
         return choose_winograd(n, ho, wo, w.shape[1], f, filter_given=True).tile
@@ -633,7 +633,7 @@ class LoomPartition(torch.nn.Module):
         if t in (aten.t.default, aten.permute.default, aten.transpose.int) and n in folded:
             return _Value(folded[n][0])  # a weight transposed at compile time
         if t is CONV:
-            x, w, b, stride, padding, dilation = n.args[:6]
+            x, w, b, stride, padding, dilation, _, _, groups = n.args
             xv = env[x]
             xt = read(x, xv.traced if xv.nhwc else F.transpose(xv.applied(), (0, 2, 3, 1)))
             if n in folded:
@@ -646,7 +646,7 @@ class LoomPartition(torch.nn.Module):
                 y = F.winograd_conv2d(xt, hwcf, tile=self.winograd_tiles[n], padding=tuple(padding))
             else:
                 y = F.conv2d(xt, hwcf, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
-                             layout="nhwc")
+                             layout="nhwc", groups=groups)
             if bias is not None:
                 y = y + bias
             return _Value(y, nhwc=True)

@@ -7,6 +7,8 @@ The nests are the textbook ones, the starting point of every schedule:
 - `loom.conv2d`: a zeroing nest, then n, f, oh, ow, c, r, s with
   `Y[n, f, oh, ow] += X[n, c, oh*sh + r*dh - ph, ow*sw + s*dw - pw] * W[f, c, r, s]`
   (NHWC: n, oh, ow, f, r, s, c with `Y[n, oh, ow, f] += X[n, ih, iw, c] * W[r, s, c, f]`);
+  with `groups`, c runs over one group's C/groups channels and X is read at channel
+  `(f floordiv (F/groups)) * (C/groups) + c` (`group_channel`; `f + c` depthwise);
   with padding, the read sits under an `affine.if` that keeps it inside the input (the
   padded border contributes zero; nothing is read out of bounds);
   Low precision: bf16 elements are widened to f32 (`arith.extf`), i8/ui8 to i32
@@ -244,6 +246,13 @@ def panel_subscripts(r: AffineExpr, s: AffineExpr, c: AffineExpr, f: AffineExpr,
     return [f // nr, r, s, c, f % nr]
 
 
+def group_channel(f: AffineExpr, c: AffineExpr, out_per_group: int, in_per_group: int) -> AffineExpr:
+    """The input channel a grouped conv2d's output channel f reads at the group's channel
+    c: (f floordiv F/groups) * C/groups + c, in the fewest terms (`f + c` depthwise)."""
+    group = f if out_per_group == 1 else f // out_per_group
+    return (group if in_per_group == 1 else group * in_per_group) + c
+
+
 def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     x, w = op.ins
     y = op.outs[0]
@@ -251,19 +260,24 @@ def lower_conv2d(op: loom.Conv2DOp) -> list[Operation]:
     nhwc = op.layout_name() == "nhwc"
     nr = op.filter_panel()
     if nhwc:
-        n_, h_, w_, c_ = x.type.get_shape()
-        r_, s_ = w.type.get_shape()[1:3] if nr else w.type.get_shape()[:2]
+        n_, h_, w_, _ = x.type.get_shape()
+        r_, s_, c_ = w.type.get_shape()[1:4] if nr else w.type.get_shape()[:3]
+        if op.filter_group():
+            c_ *= op.filter_group()
         _, ho, wo, f_ = y.type.get_shape()
         n, oh, ow, f, r, s, c = dims(7)
     else:
-        n_, c_, h_, w_ = x.type.get_shape()
-        f_, _, r_, s_ = w.type.get_shape()
+        n_, _, h_, w_ = x.type.get_shape()
+        f_, c_, r_, s_ = w.type.get_shape()
         _, _, ho, wo = y.type.get_shape()
         n, f, oh, ow, c, r, s = dims(7)
     ih = oh * sh + r * dh - ph
     iw = ow * sw + s * dw - pw
-    x_at, w_at, y_at = ([n, ih, iw, c], [r, s, c, f], [n, oh, ow, f]) if nhwc else (
-        [n, c, ih, iw], [f, c, r, s], [n, f, oh, ow])
+    groups = op.group_count()
+    # the input channel: c itself, or with groups c of f's group
+    xc = c if groups == 1 else group_channel(f, c, f_ // groups, w.type.get_shape()[2 if nhwc else 1])
+    x_at, w_at, y_at = ([n, ih, iw, xc], [r, s, c, f], [n, oh, ow, f]) if nhwc else (
+        [n, xc, ih, iw], [f, c, r, s], [n, f, oh, ow])
     if nr:  # the filter in panels: W[r, s, c, f] at [f floordiv NR, r, s, c, f mod NR]
         w_at = panel_subscripts(r, s, c, f, nr, op.filter_group())
 

@@ -57,6 +57,11 @@ of C) are vectorized. A conv2d nest is first rewritten into a matmul, by the str
 
 either matmul then gets the matmul schedule above; the copies are vectorized.
 `skip=direct` or `skip=im2col` leaves the other; both leave the conv2d nest as it is.
+A grouped conv2d (depthwise included, `groups`) is no matmul:
+
+    grouped     loom-grouped-conv: tiles of outputs along ow by a vector of output
+                channels; then loom-vectorize{width} of the channels, loom-unroll of the
+                tile, and loom-hoist keeps the tile of Y in registers across the window
 `--remarks` prints, per matmul, the plan
 with the estimated traffic per memory level and the equivalent pass list, which
 `loom-opt -p` and `compile(pipeline=...)` accept, to take as a starting point.
@@ -111,7 +116,7 @@ from passes.conversion.convert_loom_to_affine import build_nest, copy_nest
 from passes.conversion.convert_loom_to_affine import load as load_at
 from passes.conversion.convert_loom_to_affine import store as store_at
 from passes.pipelines import TO_AFFINE, LoomPipeline, build, pass_list_text
-from passes.schedule import loom_direct_conv, loom_im2col
+from passes.schedule import loom_direct_conv, loom_grouped_conv, loom_im2col
 from passes.schedule.loom_compensate import LoomCompensatePass
 from passes.schedule.loom_dot import LoomDotPass
 from passes.schedule.loom_fuse_epilogue import EPILOGUES, LoomFuseEpiloguePass
@@ -124,6 +129,7 @@ from passes.schedule.loom_peel import LoomPeelPass
 from passes.schedule.loom_prefetch import LoomPrefetchPass
 from passes.schedule.loom_tile import LoomTilePass
 from passes.schedule.loom_transpose_copy import LoomTransposeCopyPass
+from passes.schedule.loom_unroll import LoomUnrollPass
 from passes.schedule.loom_unroll_jam import LoomUnrollJamPass
 from passes.schedule.loom_vectorize import LoomVectorizePass
 from passes.schedule.loop_transforms import retarget_load
@@ -134,7 +140,7 @@ from passes.support.target import Target, host, openmp_runtime
 #: the steps of a matmul's schedule (`loom-bench --ablation` drops each in turn)
 MATMUL_STEPS = ("peel", "tile", "pack", "vectorize", "unroll-jam", "hoist", "prefetch", "fuse-pack", "parallel")
 #: the steps `skip=` accepts: a conv2d's strategy, the epilogue's fusion, then the matmul's
-STEPS = ("direct", "im2col", "fuse", *MATMUL_STEPS)
+STEPS = ("direct", "im2col", "grouped", "fuse", *MATMUL_STEPS)
 
 
 @dataclass(frozen=True)
@@ -158,10 +164,9 @@ class LoomDefaultPass(ModulePass):
         if unlowered_loom_op(op) is not None:
             build(",".join(TO_AFFINE)).apply(ctx, op)
         target = host()
-        if not {"direct", "im2col"} <= skip:
-            for nest in tagged_nests(op, "conv2d"):
-                if _empty_loop(nest) is None:  # else left as it is, with the remark below
-                    self._conv2d(ctx, nest, target, skip)
+        for nest in tagged_nests(op, "conv2d"):
+            if _empty_loop(nest) is None:  # else left as it is, with the remark below
+                self._conv2d(ctx, nest, target, skip)
         epilogues: list[tuple[NestName, affine.ForOp]] = []
         for index, nest in enumerate(select_nests(op, None, self.name)):
             tag = nest_tag(nest)
@@ -173,6 +178,8 @@ class LoomDefaultPass(ModulePass):
                 continue
             if tag == "matmul":
                 self._matmul(ctx, nest, index, skip, target)
+            elif tag == loom_grouped_conv.TAG and "vectorize" not in skip:
+                _grouped_conv(ctx, nest, NestName(tag, index), skip)
             elif tag in EPILOGUES and "fuse" not in skip:
                 epilogues.append((NestName(tag, index), nest))  # vectorized below, unless fused
             elif tag == "copy" and "tile" not in skip and _transposed_source(nest):
@@ -191,6 +198,15 @@ class LoomDefaultPass(ModulePass):
         """A conv2d nest becomes a direct convolution (loom-direct-conv) or a patch-matrix
         copy and a matmul (loom-im2col), as `cost_model.choose_conv2d` estimates (or as
         `skip=` leaves); the loop over the nests then schedules the matmul like any other."""
+        grouped = loom_grouped_conv.match(nest)
+        if isinstance(grouped, loom_im2col.Conv2DNest):
+            if "grouped" in skip:
+                remark(self.name, nest, "grouped conv2d nest left as it is (skip=grouped)", missed=True)
+            else:
+                remark(self.name, nest, loom_grouped_conv.rewrite(grouped, target), rewrite="grouped")
+            return
+        if {"direct", "im2col"} <= skip:
+            return
         conv = loom_im2col.match_conv2d(nest, any_filter_layout=True, panels=True)
         if not isinstance(conv, str) and not contiguous(conv.w.type):
             _contiguous_filter(ctx, self.name, nest, conv.w, "vectorize" not in skip)
@@ -944,6 +960,22 @@ def _j_factors(plan: MatmulPlan, skip: set[str]) -> list[int]:
         return [1]
     full = min(plan.n, plan.nr) // plan.lanes
     return [full] if full > 1 else []
+
+
+def _grouped_conv(ctx: Context, nest: affine.ForOp, name: NestName, skip: set[str]) -> None:
+    """A nest of loom-grouped-conv's: its channel loop fv vectorized (by the largest power of
+    two in its extent, the rest masked), the tile's loop t unrolled (it is then the
+    innermost), the tile of Y kept in registers across the window (loom-hoist)."""
+    band = perfect_band(nest)
+    tile, channels = (constant_trip_count(loop) for loop in band[-2:])
+    assert tile is not None and channels is not None
+    width = 1 << (channels.bit_length() - 1)
+    passes: list[ModulePass] = [LoomVectorizePass(op=name.tag, width=width)] if width > 1 else []
+    if "unroll-jam" not in skip and width == channels:
+        passes.append(LoomUnrollPass(op=name.tag, factor=tile))
+    if "hoist" not in skip:
+        passes.append(LoomHoistPass(op=name.tag))
+    _run_on(ctx, nest, name, passes)
 
 
 def _run_on(ctx: Context, nest: affine.ForOp, name: NestName, passes: Sequence[ModulePass]) -> list[affine.ForOp]:

@@ -50,7 +50,14 @@ from dialects import arith_ext
 from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
 from passes.analysis.loop_utils import TAG, constant_bounds, nest_tag, perfect_band, select_nests, step_of
-from passes.conversion.convert_loom_to_affine import build_nest, conv2d_guard, matmul_nest, panel_subscripts, zero_nest
+from passes.conversion.convert_loom_to_affine import (
+    build_nest,
+    conv2d_guard,
+    group_channel,
+    matmul_nest,
+    panel_subscripts,
+    zero_nest,
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,9 @@ class Conv2DNest:
     panel: int = 0
     #: G of a filter in panels of groups (P x R x S x C/G x NR x G), 0 for any other
     group: int = 0
+    #: the channel groups (`loom.conv2d`'s `groups`): `c` is then one group's channels,
+    #: C/groups, and X has c * groups
+    groups: int = 1
 
     @property
     def pointwise(self) -> bool:
@@ -91,16 +101,21 @@ class Conv2DNest:
 
     def describe(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.strides, self.padding, self.dilations
-        params = f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}])"
+        params = f"(strides [{sh}, {sw}], padding [{ph}, {pw}], dilations [{dh}, {dw}]{self._grouping()})"
         if self.layout == "nhwc":
             p = self.f // self.panel if self.panel else 0
             w = (f"panels of groups {p}x{self.r}x{self.s}x{self.c // self.group}x{self.panel}x{self.group}"
                  if self.group else f"panels {p}x{self.r}x{self.s}x{self.c}x{self.panel}" if self.panel else
                  f"HWCF {self.r}x{self.s}x{self.c}x{self.f}")
-            return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c} * {w} "
+            return (f"NHWC {self.n}x{self.h}x{self.width}x{self.c * self.groups} * {w} "
                     f"{params} -> {self.n}x{self.ho}x{self.wo}x{self.f}")
-        return (f"{self.n}x{self.c}x{self.h}x{self.width} * {self.f}x{self.c}x{self.r}x{self.s} "
+        return (f"{self.n}x{self.c * self.groups}x{self.h}x{self.width} * {self.f}x{self.c}x{self.r}x{self.s} "
                 f"{params} -> {self.n}x{self.f}x{self.ho}x{self.wo}")
+
+    def _grouping(self) -> str:
+        if self.groups == 1:
+            return ""
+        return ", depthwise" if self.groups == self.c * self.groups == self.f else f", {self.groups} groups"
 
 
 @dataclass(frozen=True)
@@ -159,12 +174,15 @@ def _textbook_statement(body: list[Operation]) -> bool:
             and st.memref == ly.memref and st.map == ly.map)
 
 
-def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels: bool = False) -> Conv2DNest | str:
+def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels: bool = False,
+                 grouped: bool = False) -> Conv2DNest | str:
     """The conv2d nest's description, or why it is not the textbook conv2d nest.
     `any_filter_layout`: a W that is not contiguous is no reason (loom-default asks, to
     copy such a W into a contiguous buffer only for a nest that is otherwise textbook);
     `panels`: an NHWC filter in panels (W[f floordiv NR, r, s, c, f mod NR]) is one too
-    (loom-direct-conv reads them; im2col's matrix of W could not)."""
+    (loom-direct-conv reads them; im2col's matrix of W could not); `grouped`: a grouped
+    conv2d's nest (X read at its group's channel, `group_channel`) is one too (only
+    loom-grouped-conv schedules those: every other caller refuses them)."""
     band = perfect_band(nest)
     if len(band) != 7:
         return f"its perfect band has {len(band)} loops, not the 7 of conv2d's n, f, oh, ow, c, r, s"
@@ -209,8 +227,17 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
     forms = map_forms(xm, ivs) if len(xm.results) == 4 else [None] * 4
     rows, cols = forms[form.rows], forms[form.cols]
     lead = tuple(xm.results[i] for i in range(4) if i not in (form.rows, form.cols))
-    if lead != tuple(d[i] for i in form.x_rest) or rows is None or cols is None:
-        return f"its read of X is not {form.x_text}"
+    sizes = dict(zip(form.loops, extents))
+    xt = lx.memref.type
+    # with groups, X's channel is the group's: (f floordiv F/groups) * C/groups + c
+    channels = xt.get_shape()[1 if layout == "nchw" else 3] if xt.get_num_dims() == 4 else 0
+    groups = channels // sizes["c"] if grouped and not panel and sizes["c"] and channels % sizes["c"] == 0 else 1
+    if groups > 1 and sizes["f"] % groups:
+        groups = 1
+    channel = (d[form.dim("c")] if groups == 1 else
+               group_channel(d[form.dim("f")], d[form.dim("c")], sizes["f"] // groups, sizes["c"]))
+    if lead != (d[form.x_rest[0]], channel) or rows is None or cols is None:
+        return f"its read of X is not {form.x_text if groups == 1 else form.x_text.replace('c,', 'g*C/groups + c,')}"
     (hc, ph), (wc, pw) = ([rows.coeff(iv) for iv in ivs], -rows.const), ([cols.coeff(iv) for iv in ivs], -cols.const)
     if any(c for i, c in enumerate(hc) if i not in (form.oh, form.r)) or any(
             c for i, c in enumerate(wc) if i not in (form.ow, form.s)):
@@ -218,15 +245,14 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
     strides, dilations, padding = (hc[form.oh], wc[form.ow]), (hc[form.r], wc[form.s]), (ph, pw)
     if min(strides) < 1 or min(dilations) < 1 or min(padding) < 0:
         return f"its read of X has strides {list(strides)}, dilations {list(dilations)}, padding {list(padding)}"
-    xt, wt, yt = lx.memref.type, lw.memref.type, ly.memref.type
-    sizes = dict(zip(form.loops, extents))
+    wt, yt = lw.memref.type, ly.memref.type
     n, f, ho, wo, c, r, s = (sizes[k] for k in ("n", "f", "oh", "ow", "c", "r", "s"))
     h, width = (xt.get_shape()[i] for i in (form.rows, form.cols))
     expected_guard = conv2d_guard(xm.results[form.rows], xm.results[form.cols], (h, width), padding)
     if (guard is None) != (expected_guard is None) or (guard is not None and guard.condition != expected_guard):
         return "its padding guard is not the one that keeps the read of X inside the input"
-    shapes = {"x": [n, c, h, width], "w": [f, c, r, s], "y": [n, f, ho, wo]} if layout == "nchw" else {
-        "x": [n, h, width, c], "y": [n, ho, wo, f],
+    shapes = {"x": [n, c * groups, h, width], "w": [f, c, r, s], "y": [n, f, ho, wo]} if layout == "nchw" else {
+        "x": [n, h, width, c * groups], "y": [n, ho, wo, f],
         "w": [f // panel, r, s, c // group, panel, group] if group else [f // panel, r, s, c, panel] if panel
         else [r, s, c, f]}
     if [list(t.get_shape()) for t in (xt, wt, yt)] != [shapes["x"], shapes["w"], shapes["y"]]:
@@ -239,7 +265,7 @@ def match_conv2d(nest: affine.ForOp, *, any_filter_layout: bool = False, panels:
         if not isinstance(owner, Block) and nest.is_ancestor(owner):
             return "a memref it reads is defined inside it"
     return Conv2DNest(nest, lx.memref, lw.memref, ly.memref, n, f, ho, wo, c, r, s, h, width,
-                      strides, padding, dilations, layout, panel, group)
+                      strides, padding, dilations, layout, panel, group, groups)
 
 
 def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:

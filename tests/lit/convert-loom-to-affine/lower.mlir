@@ -121,6 +121,24 @@ func.func @conv_groups(%x: memref<1x8x8x4xbf16>, %w: memref<2x3x3x2x4x2xbf16>, %
 
 // -----
 
+// Grouped: c runs over a group's C/groups = 2 channels and X is read at the group's,
+// (f floordiv (F/groups)) * (C/groups) + c; depthwise (one channel each) at f + c.
+// CHECK-LABEL: func.func @conv_grouped
+// CHECK: affine.for %c = 0 to 2 {
+// CHECK: affine.load %x[%n, %f floordiv 3 * 2 + %c, %oh + %r, %ow + %s] : memref<1x4x5x5xf32>
+// CHECK: affine.load %w[%f, %c, %r, %s] : memref<6x2x3x3xf32>
+// CHECK: {loom.tag = "conv2d"}
+// CHECK: affine.for %c{{.*}} = 0 to 1 {
+// CHECK: affine.load %xd[%n{{.*}}, %oh{{.*}} + %r{{.*}}, %ow{{.*}} + %s{{.*}}, %f{{.*}} + %c{{.*}}] : memref<1x5x5x4xf32>
+func.func @conv_grouped(%x: memref<1x4x5x5xf32>, %w: memref<6x2x3x3xf32>, %y: memref<1x6x3x3xf32>,
+                        %xd: memref<1x5x5x4xf32>, %wd: memref<3x3x1x4xf32>, %yd: memref<1x3x3x4xf32>) {
+  loom.conv2d ins(%x, %w : memref<1x4x5x5xf32>, memref<6x2x3x3xf32>) outs(%y : memref<1x6x3x3xf32>) {groups = 2 : i64}
+  loom.conv2d ins(%xd, %wd : memref<1x5x5x4xf32>, memref<3x3x1x4xf32>) outs(%yd : memref<1x3x3x4xf32>) {layout = "nhwc", groups = 4 : i64}
+  func.return
+}
+
+// -----
+
 // Broadcasting: a missing leading dimension is dropped, a size-1 dimension reads index 0.
 // CHECK-LABEL: func.func @add_broadcast
 // CHECK: affine.for %[[I:.*]] = 0 to 4 {

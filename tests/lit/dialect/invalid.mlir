@@ -33,6 +33,38 @@ func.func @batch(%a: tensor<2x4x3xf32>, %b: tensor<3x3x5xf32>) -> tensor<2x4x5xf
 
 // -----
 
+func.func @groups_zero(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // CHECK: error: 'loom.conv2d' op attribute 'groups' must be a positive i64 (the channel groups; 1: a dense convolution), got 0 : i64
+  %y = loom.conv2d %x, %w {groups = 0 : i64} : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @groups_split(%x: tensor<1x6x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // CHECK: error: 'loom.conv2d' op 3 groups do not split the 4 output channels (input shape 1x6x8x8 (NCHW), filter shape 4x2x3x3 (FCHW))
+  %y = loom.conv2d %x, %w {groups = 3 : i64} : (tensor<1x6x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @groups_channels(%x: tensor<1x8x8x8xf32>, %w: tensor<3x3x1x8xf32>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 1 input channels (shape 3x3x1x8, HWCF) per group, expected C/groups = 2 from input shape 1x8x8x8 (NHWC)
+  %y = loom.conv2d %x, %w {layout = "nhwc", groups = 4 : i64} : (tensor<1x8x8x8xf32>, tensor<3x3x1x8xf32>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+
+// -----
+
+func.func @groups_panels(%x: tensor<1x8x8x8xf32>, %w: tensor<2x3x3x2x4xf32>) -> tensor<1x6x6x8xf32> {
+  // CHECK: error: 'loom.conv2d' op operand #1 (filter) has shape 2x3x3x2x4: a grouped filter (groups = 4) comes in its plain layout, rank 4 (HWCF), not in panels
+  %y = loom.conv2d %x, %w {layout = "nhwc", groups = 4 : i64} : (tensor<1x8x8x8xf32>, tensor<2x3x3x2x4xf32>) -> tensor<1x6x6x8xf32>
+  func.return %y : tensor<1x6x6x8xf32>
+}
+
+// -----
+
 func.func @channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
   // CHECK: error: 'loom.conv2d' op operand #1 (filter) has 2 input channels (shape 4x2x3x3, FCHW), expected C = 3 from input shape 1x3x8x8 (NCHW)
   %y = loom.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>

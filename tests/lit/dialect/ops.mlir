@@ -32,6 +32,17 @@ func.func @conv_nhwc(%x: tensor<1x32x32x3xf32>, %w: tensor<3x3x3x8xf32>) -> tens
   func.return %y : tensor<1x32x32x8xf32>
 }
 
+// Grouped (torch's groups=): the filter holds C/groups input channels; depthwise with
+// groups = C = F.
+// CHECK-LABEL: func.func @conv_grouped
+// CHECK: loom.conv2d %x, %w {groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+// CHECK: loom.conv2d %xd, %wd {layout = "nhwc", padding = array<i64: 1, 1>, groups = 16 : i64} : (tensor<1x8x8x16xf32>, tensor<3x3x1x16xf32>) -> tensor<1x8x8x16xf32>
+func.func @conv_grouped(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %xd: tensor<1x8x8x16xf32>, %wd: tensor<3x3x1x16xf32>) -> (tensor<1x6x6x6xf32>, tensor<1x8x8x16xf32>) {
+  %y = loom.conv2d %x, %w {groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  %z = loom.conv2d %xd, %wd {layout = "nhwc", padding = array<i64: 1, 1>, groups = 16 : i64} : (tensor<1x8x8x16xf32>, tensor<3x3x1x16xf32>) -> tensor<1x8x8x16xf32>
+  func.return %y, %z : tensor<1x6x6x6xf32>, tensor<1x8x8x16xf32>
+}
+
 // NHWC with the filter in panels of NR output channels: P x R x S x C x NR, F = P*NR.
 // CHECK-LABEL: func.func @conv_panels
 // CHECK: loom.conv2d %x, %w {layout = "nhwc", padding = array<i64: 1, 1>} : (tensor<1x32x32x3xf32>, tensor<2x3x3x3x16xf32>) -> tensor<1x32x32x32xf32>
