@@ -355,7 +355,7 @@ def test_skip_unknown_step_is_an_error():
     assert all(step in message for step in STEPS), message
     p = run("loom-opt", ROOT / "examples" / "matmul.mlir", "-p", "loom-default{skip=bogus}")
     assert p.returncode == 1 and p.stdout == ""
-    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)" in p.stderr
+    assert "error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, grouped, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)" in p.stderr
     p = run("loom-run", ROOT / "examples" / "matmul.mlir", "--pipeline", "loom-default{skip=hoist,bogus}", "--repeat", "1")
     assert p.returncode == 1 and "unknown step bogus" in p.stdout + p.stderr
 

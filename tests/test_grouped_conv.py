@@ -119,7 +119,8 @@ def test_default_schedule_keeps_the_tile_in_registers_and_frees_the_staged_input
     assert "depthwise" in said and "tiles of 8 outputs along ow x 8 channels along f" in said
     assert "kept in registers across loop %r" in said
     scheduled = kern.stages["loom-default"]
-    assert scheduled.count("memref.alloc") == scheduled.count("memref.dealloc") == 1
+    # the boxes of the padded input the top and bottom rows and the left and right columns read
+    assert scheduled.count("memref.alloc") == scheduled.count("memref.dealloc") == 4
     assert "vector.fma" in scheduled
 
 

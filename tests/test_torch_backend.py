@@ -528,14 +528,32 @@ def test_a_linear_node_in_a_partition():
     assert torch.equal(out[0], nn.functional.linear(x, w, b)) and torch.equal(out[1], nn.functional.linear(x, w))
 
 
+def test_grouped_and_depthwise_convolutions_run_in_loom():
+    """MobileNetV2's depthwise 3x3 (with its batch norm folded and ReLU6), a channel
+    multiplier, and RegNet's groups of several channels: all in one Loom kernel."""
+    torch.manual_seed(5)
+    model = nn.Sequential(
+        nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False), nn.BatchNorm2d(16), nn.ReLU6(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=16), nn.ReLU(),
+        nn.Conv2d(32, 24, 3, padding=1, groups=4), nn.ReLU(), nn.Conv2d(24, 8, 1)).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 16, 11, 9)
+    program = loom.from_torch(model, (x,))
+    check(program(x), model, x, k=9 + 9 + 9 * 8 + 24)
+    assert all(p.where == "loom" for p in program.placements), program.report()
+    assert len(program.partitions) == 1
+
+
 def test_refusals_are_left_to_torch_with_the_reason():
     torch.manual_seed(4)
-    grouped = nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
+    transposed = nn.Sequential(nn.ConvTranspose2d(4, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
     x = torch.randn(1, 4, 6, 6)
-    program = loom.from_torch(grouped, (x,))
-    check(program(x), grouped, x, k=18 + 8)
+    program = loom.from_torch(transposed, (x,))
+    check(program(x), transposed, x, k=36 + 8)
     first = program.placements[0]
-    assert first.where == "torch" and "grouped convolution" in first.reason
+    assert first.where == "torch" and "transposed convolution" in first.reason, first
     # a half-precision layer stays in torch (its result is torch's own, bit for bit)
     half = nn.Linear(8, 4).half().eval()
     xh = torch.randn(2, 8).half()

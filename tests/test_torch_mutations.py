@@ -37,11 +37,14 @@ class ConvBn(nn.Sequential):
 
 
 class Mobile(nn.Sequential):
-    """A 1x1 conv, batch norm and ReLU6, a linear layer and a hardtanh (loom.clamp both)."""
+    """A 1x1 conv, batch norm and ReLU6, a depthwise 3x3 conv and its batch norm (loom.conv2d's
+    groups, the batch norm folded into its filter), a linear layer and a hardtanh (loom.clamp
+    both)."""
 
     def __init__(self):
-        super().__init__(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.ReLU6(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3),
-                         nn.Hardtanh(-0.5, 0.5))
+        super().__init__(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.ReLU6(),
+                         nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False), nn.BatchNorm2d(4), nn.Flatten(),
+                         nn.Linear(4 * 6 * 6, 3), nn.Hardtanh(-0.5, 0.5))
 
 
 class Attention(nn.Module):
@@ -77,7 +80,7 @@ def _inputs(kind: str) -> list:
 
 MODELS = {"mlp": lambda: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4)), "convbn": ConvBn,
           "attention": Attention, "inplace": ScalesInput, "mobile": Mobile}
-K = {"mlp": 6 + 8, "convbn": 27 + 64, "attention": 6 + 5 + 5, "inplace": 6, "mobile": 3 + 144}  # the reduction lengths
+K = {"mlp": 6 + 8, "convbn": 27 + 64, "attention": 6 + 5 + 5, "inplace": 6, "mobile": 3 + 9 + 144}  # the reduction lengths
 
 
 @dataclasses.dataclass

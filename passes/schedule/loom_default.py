@@ -966,12 +966,13 @@ def _grouped_conv(ctx: Context, nest: affine.ForOp, name: NestName, skip: set[st
     """A nest of loom-grouped-conv's: its channel loop fv vectorized (by the largest power of
     two in its extent, the rest masked), the tile's loop t unrolled (it is then the
     innermost), the tile of Y kept in registers across the window (loom-hoist)."""
-    band = perfect_band(nest)
-    tile, channels = (constant_trip_count(loop) for loop in band[-2:])
+    # (its loops t and fv are there when they run more than once)
+    extents = {loop.body.block.args[0].name_hint: constant_trip_count(loop) for loop in perfect_band(nest)}
+    tile, channels = extents.get("t", 1), extents.get("fv", 1)
     assert tile is not None and channels is not None
     width = 1 << (channels.bit_length() - 1)
     passes: list[ModulePass] = [LoomVectorizePass(op=name.tag, width=width)] if width > 1 else []
-    if "unroll-jam" not in skip and width == channels:
+    if "unroll-jam" not in skip and width == channels and tile > 1:
         passes.append(LoomUnrollPass(op=name.tag, factor=tile))
     if "hoist" not in skip:
         passes.append(LoomHoistPass(op=name.tag))

@@ -158,12 +158,14 @@ from passes.analysis.loop_utils import (
     step_of,
     value_name,
 )
+from passes.schedule.loom_grouped_conv import TAG as GROUPED_CONV
 from passes.schedule.loom_vectorize import ELEMENTWISE, extremum  # the ops loom-vectorize runs on vectors
 
 #: the nests an epilogue is fused into: a matmul's (a conv2d's, once loom-direct-conv or
-#: loom-im2col made it one), the direct convolution's copy of its result into Y, and the
-#: textbook conv2d nest (refused: its stores sit under the padding guard)
-PRODUCERS = ("matmul", "direct.out", "conv2d", "winograd_output")
+#: loom-im2col made it one), the direct convolution's copy of its result into Y, a grouped
+#: convolution's (loom-grouped-conv's), and the textbook conv2d nest (refused: its stores
+#: sit under the padding guard)
+PRODUCERS = ("matmul", "direct.out", GROUPED_CONV, "conv2d", "winograd_output")
 #: the elementwise nests an epilogue is made of (the quantization's and the casts change the
 #: element type: an i32 accumulator's layer requantized to ui8)
 EPILOGUES = ("add", "mul", "relu", "clamp", "dequantize", "quantize", "cast")

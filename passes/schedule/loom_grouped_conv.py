@@ -20,8 +20,12 @@ for n, oh, owt, ft:                    # a tile of T outputs along ow, V channel
 tagged "grouped_conv", where loom-default then vectorizes fv (W's and Y's channels, and
 X's: consecutive in a depthwise layer, one value of a group where V divides F/groups),
 unrolls t, and keeps the T vectors of Y in registers across r, s and c (loom-hoist): per
-tap a vector of W serves T outputs. Xp is X with its zero border written into a buffer
-(nests tagged "grouped.pad") when there is padding, so that no read needs a guard.
+tap a vector of W serves T outputs. With padding, the outputs whose windows lie inside X
+read X in place (Xp = X, shifted by the padding); the rows above and below them and the
+columns beside them (`regions`) read staged boxes of the padded input, each a buffer of
+its own zeroed with X's part copied in (nests tagged "grouped.pad"), freed after: a
+copy of the border's rows and columns, not of X (where no output's window lies inside X,
+one box of all of it).
 
 Extents that do not split: the columns past the last whole tile of T get a nest of their
 own with a tile of what is left, and the channels past the last whole V a nest whose fv
@@ -43,6 +47,7 @@ NCHW one (its channels are not contiguous: the torch backend and `@loom.jit` giv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -53,8 +58,8 @@ from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 
 from passes.analysis.loop_utils import nest_tag, perfect_band, raise_problems, select_nests
-from passes.conversion.convert_loom_to_affine import accumulate, build_nest, group_channel, load, store
-from passes.schedule.loom_im2col import Conv2DNest, bordered, match_conv2d, replace_nest
+from passes.conversion.convert_loom_to_affine import accumulate, build_nest, group_channel, load, store, zero_nest
+from passes.schedule.loom_im2col import Conv2DNest, match_conv2d, replace_nest
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.support.target import Target, host
@@ -83,64 +88,135 @@ def output_tile(conv: Conv2DNest, target: Target, tile: int = 0) -> int:
     return max(1, min(tile or DEFAULT_TILE, target.vector_registers - 4, conv.wo))
 
 
-def _nest(conv: Conv2DNest, source: SSAValue, staged: bool, ow: tuple[int, int], f: tuple[int, int],
+@dataclass(frozen=True)
+class _Source:
+    """What a nest reads X from: X itself, or a staged box of the padded input (rows and
+    columns from `origin` on, in the padded input's coordinates: X's padding shifts X's
+    own origin to (ph, pw))."""
+
+    buffer: SSAValue
+    origin: tuple[int, int]
+
+
+def _nest(conv: Conv2DNest, source: _Source, oh: tuple[int, int], ow: tuple[int, int], f: tuple[int, int],
           t: int, v: int) -> list[Operation]:
-    """The nest over the columns ow[0] <= ow < ow[1] in tiles of `t` and the channels
-    f[0] <= f < f[1] in vectors of `v` (each range whole tiles or one partial one)."""
-    (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
+    """The nest over the rows oh[0] <= oh < oh[1], the columns ow[0] <= ow < ow[1] in tiles
+    of `t` and the channels f[0] <= f < f[1] in vectors of `v` (each range whole tiles or
+    one partial one), reading X from `source`."""
+    (sh, sw), (dh, dw) = conv.strides, conv.dilations
     tiles, vectors = (ow[1] - ow[0]) // t, (f[1] - f[0]) // v
-    channels = conv.c > 1
-    extents = [conv.n, conv.ho, tiles, vectors, conv.r, conv.s, *([conv.c] * channels), t, v]
-    names = ["n", "oh", "owt", "ft", "r", "s", *(["c"] * channels), "t", "fv"]
+    # (a loop of one iteration left out: c with one channel per group, t and fv of 1)
+    inner = [(name, extent) for name, extent in (("c", conv.c), ("t", t), ("fv", v)) if extent > 1]
+    extents = [conv.n, oh[1] - oh[0], tiles, vectors, conv.r, conv.s, *(e for _, e in inner)]
+    names = ["n", "oh", "owt", "ft", "r", "s", *(name for name, _ in inner)]
     d = [AffineExpr.dimension(i) for i in range(len(extents))]
-    n, oh, owt, ft, r, s = d[:6]
-    c = d[6] if channels else AffineExpr.constant(0)
-    tt, fv = d[-2:]
-    col = owt * t + tt + ow[0]
-    ch = ft * v + fv + f[0]
-    row_at, col_at = oh * sh + r * dh, col * sw + s * dw
-    if not staged:
-        row_at, col_at = row_at - ph, col_at - pw
-    x_at = [n, row_at, col_at, group_channel(ch, c, conv.f // conv.groups, conv.c)]
+    n, i, owt, ft, r, s = d[:6]
+    c, tt, fv = (d[names.index(name)] if name in names else AffineExpr.constant(0) for name in ("c", "t", "fv"))
+    j = owt * t + tt
+    row, col, ch = _plus(i, oh[0]), _plus(j, ow[0]), _plus(ft * v + fv, f[0])
+    # (the constants folded, so that a nest reads as it runs: X's row oh*sh + r*dh - ph)
+    x_at = [n, _plus(i * sh + r * dh, oh[0] * sh - source.origin[0]),
+            _plus(j * sw + s * dw, ow[0] * sw - source.origin[1]),
+            group_channel(ch, c, conv.f // conv.groups, conv.c)]
 
     def body(ivs: list[SSAValue]) -> list[Operation]:
-        lx, lw, ly = load(source, ivs, x_at), load(conv.w, ivs, [r, s, c, ch]), load(conv.y, ivs, [n, oh, col, ch])
+        lx, lw = load(source.buffer, ivs, x_at), load(conv.w, ivs, [r, s, c, ch])
+        ly = load(conv.y, ivs, [n, row, col, ch])
         sums = accumulate(ly.result, lx.result, lw.result)
-        return [lx, lw, ly, *sums, store(sums[-1].results[0], conv.y, ivs, [n, oh, col, ch])]
+        return [lx, lw, ly, *sums, store(sums[-1].results[0], conv.y, ivs, [n, row, col, ch])]
 
     return build_nest(extents, TAG, body, names)
 
 
+def _plus(e: AffineExpr, k: int) -> AffineExpr:
+    return e + k if k else e
+
+
 def _split(lo: int, hi: int, step: int) -> list[tuple[tuple[int, int], int]]:
     """[lo, hi) as whole steps, then what is left as one step of its own."""
-    whole = lo + (hi - lo) // step * step
+    step = min(step, hi - lo)
+    whole = lo + (hi - lo) // step * step if step else lo
     return [(r, k) for r, k in (((lo, whole), step), ((whole, hi), hi - whole)) if r[1] > r[0]]
+
+
+def inside(outputs: int, extent: int, window: int, stride: int, dilation: int, pad: int) -> tuple[int, int]:
+    """[lo, hi): the outputs of one spatial dimension whose whole window lies inside the
+    input (none: lo == hi)."""
+    lo = -(-pad // stride)
+    hi = min(outputs, (pad + extent - 1 - (window - 1) * dilation) // stride + 1)
+    return (lo, hi) if lo < hi else (0, 0)
+
+
+def _staged_box(conv: Conv2DNest, oh: tuple[int, int], ow: tuple[int, int], name: str) -> tuple[list[Operation], _Source]:
+    """The box of the padded input the outputs oh x ow read, in a buffer of its own: zeroed,
+    then the part of X inside it copied in (nests tagged "grouped.pad")."""
+    (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
+    rows = (oh[0] * sh, (oh[1] - 1) * sh + (conv.r - 1) * dh + 1)
+    cols = (ow[0] * sw, (ow[1] - 1) * sw + (conv.s - 1) * dw + 1)
+    channels = conv.c * conv.groups
+    element = conv.x.type.get_element_type()
+    buffer = memref.AllocOp.get(element, 64, [conv.n, rows[1] - rows[0], cols[1] - cols[0], channels])
+    buffer.memref.name_hint = name
+    ops: list[Operation] = [buffer, *zero_nest(buffer.memref, "grouped.pad")]
+    # the rows and columns of X in the box (padded coordinates)
+    real_rows = (max(rows[0], ph), min(rows[1], ph + conv.h))
+    real_cols = (max(cols[0], pw), min(cols[1], pw + conv.width))
+    if real_rows[1] > real_rows[0] and real_cols[1] > real_cols[0]:
+        n, i, j, c = (AffineExpr.dimension(k) for k in range(4))
+
+        def body(ivs: list[SSAValue]) -> list[Operation]:
+            value = load(conv.x, ivs, [n, i + real_rows[0] - ph, j + real_cols[0] - pw, c])
+            return [value, store(value.result, buffer.memref, ivs,
+                                 [n, i + real_rows[0] - rows[0], j + real_cols[0] - cols[0], c])]
+
+        ops += build_nest([conv.n, real_rows[1] - real_rows[0], real_cols[1] - real_cols[0], channels],
+                          "grouped.pad", body, ["n", "h", "w", "c"])
+    return ops, _Source(buffer.memref, (rows[0], cols[0]))
+
+
+def regions(conv: Conv2DNest) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    """(name, rows, columns) of the outputs: those whose windows lie inside X ("inside"),
+    then the top and bottom rows and the left and right columns beside them whose windows
+    cross the padded border; one region of all of them where none is inside."""
+    (ph, pw) = conv.padding
+    everything = (0, conv.ho), (0, conv.wo)
+    if not (ph or pw):
+        return [("inside", *everything)]
+    rows = inside(conv.ho, conv.h, conv.r, conv.strides[0], conv.dilations[0], ph)
+    cols = inside(conv.wo, conv.width, conv.s, conv.strides[1], conv.dilations[1], pw)
+    if rows == (0, 0) or cols == (0, 0):
+        return [("padded", *everything)]
+    boxes = [("inside", rows, cols), ("top", (0, rows[0]), everything[1]), ("bottom", (rows[1], conv.ho), everything[1]),
+             ("left", rows, (0, cols[0])), ("right", rows, (cols[1], conv.wo))]
+    return [(name, oh, ow) for name, oh, ow in boxes if oh[1] > oh[0] and ow[1] > ow[0]]
 
 
 def rewrite(conv: Conv2DNest, target: Target, width: int = 0, tile: int = 0) -> str:
     """Replace the nest; returns the remark."""
     v, t = vector_width(conv, target, width), output_tile(conv, target, tile)
-    (ph, pw) = conv.padding
     ops: list[Operation] = []
     after: list[Operation] = []
-    source, staged = conv.x, bool(ph or pw)
-    if staged:
-        d = [AffineExpr.dimension(i) for i in range(4)]
-        made, source = bordered(conv.x, [conv.n, conv.h + 2 * ph, conv.width + 2 * pw, conv.c * conv.groups],
-                                (d[0], d[1] + ph, d[2] + pw, d[3]), "x_padded", ["n", "h", "w", "c"], "grouped.pad")
-        ops += made
-        after.append(memref.DeallocOp.get(source))
-    nests = 0
-    for cols, tt in _split(0, conv.wo, t):
-        for chans, vv in _split(0, conv.f, v):
-            ops += _nest(conv, source, staged, cols, chans, tt, vv)
-            nests += 1
+    nests, staged = 0, 0
+    for name, oh, ow in regions(conv):
+        if name == "inside":
+            source = _Source(conv.x, conv.padding)
+        else:
+            made, source = _staged_box(conv, oh, ow, f"x_{name}")
+            ops += made
+            after.append(memref.DeallocOp.get(source.buffer))
+            staged += math.prod(source.buffer.type.get_shape())
+        for cols, tt in _split(*ow, t):
+            for chans, vv in _split(0, conv.f, v):
+                ops += _nest(conv, source, oh, cols, chans, tt, vv)
+                nests += 1
     replace_nest(conv.nest, ops, after)
-    border = f"its input staged with its zero border ({conv.n}x{conv.h + 2 * ph}x{conv.width + 2 * pw}x" \
-             f"{conv.c * conv.groups}), " if staged else ""
+    x_size = conv.n * conv.h * conv.width * conv.c * conv.groups
+    border = (f"the outputs whose windows cross the zero border read staged copies of what they read ({staged} "
+              f"elements, {staged / x_size:.0%} of X), the others X in place; " if staged else "")
     return (f"nest 'conv2d' {conv.describe()}: {border}tiles of {t} outputs along ow x {v} channels along f, "
             f"kept in registers across the window{' and the group' if conv.c > 1 else ''}; {nests} nest"
-            f"{'s' * (nests > 1)} '{TAG}' (the columns and channels past the last whole tile in their own)")
+            f"{'s' * (nests > 1)} '{TAG}' (the border's and the columns and channels past the last whole tile "
+            f"in their own)")
 
 
 def match(nest: affine.ForOp) -> Conv2DNest | str:

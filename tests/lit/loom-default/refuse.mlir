@@ -7,7 +7,7 @@
 // vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel); an unknown one is an error naming the valid steps, raised
 // before anything is changed: no module is printed, no traceback, exit status 1.
 // CHECK-NOT:   Traceback
-// CHECK:       {{^}}loom-opt: error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)
+// CHECK:       {{^}}loom-opt: error: loom-default: unknown step bogus in option 'skip' (steps: direct, im2col, grouped, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)
 // CHECK-NOT:   affine.for
 // CHECK-NOT:   func.func
 // CHECK-NOT:   Traceback
@@ -15,7 +15,7 @@
 // Several unknown steps are named together, sorted; a valid one beside them does not
 // make the option acceptable.
 // MANY-NOT:    Traceback
-// MANY:        {{^}}loom-opt: error: loom-default: unknown steps bogus, zzz in option 'skip' (steps: direct, im2col, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)
+// MANY:        {{^}}loom-opt: error: loom-default: unknown steps bogus, zzz in option 'skip' (steps: direct, im2col, grouped, fuse, peel, tile, pack, vectorize, unroll-jam, hoist, prefetch, fuse-pack, parallel)
 // MANY-NOT:    affine.for
 // MANY-NOT:    Traceback
 // A bad LOOM_TARGET (the target the cost model plans for) is an error too: a field
