@@ -529,10 +529,35 @@ def iv_bounds(loop: affine.ForOp, within: Sequence[affine.ForOp]) -> tuple[list[
     if step > 1 and len(lower) == 1:
         start = lower[0]
         upper += [start + ((e.const - 1) // step) * step + 1 for u in upper if not (e := u - start).coeffs]
+        # a start whose value is always r modulo the step (a tile loop's %i_t = 0 to 12540
+        # step 6144 for %i_t2 = %i_t to min(%i_t + 6144, 12540) step 6): the iv is too, so
+        # below a constant bound C it is at most the last such value before C (12534)
+        r = _residue(start, step, ivs)
+        if r is not None:
+            upper += [LinearForm(const=u.const - 1 - (u.const - 1 - r) % step + 1) for u in upper if not u.coeffs]
     return (
         prune_bounds([t for f in lower for t in extremes(f, "max")], "max"),
         prune_bounds([t for f in upper for t in extremes(f, "min")], "min"),
     )
+
+
+def _residue(form: LinearForm, modulus: int, ivs: dict[SSAValue, affine.ForOp]) -> int | None:
+    """The value of `form` modulo `modulus` where it is the same in every iteration of the
+    loops `ivs` maps (each term's iv steps by a multiple of the modulus over its coefficient
+    from a start whose residue is known), else None."""
+    total = form.const
+    for v, a in form.coeffs.items():
+        loop = ivs.get(v)
+        if loop is None or (a * step_of(loop)) % modulus:
+            return None
+        starts = map_forms(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+        if len(starts) != 1 or starts[0] is None:
+            return None
+        inner = _residue(starts[0], modulus, ivs)
+        if inner is None:
+            return None
+        total += a * inner
+    return total % modulus
 
 
 @dataclass

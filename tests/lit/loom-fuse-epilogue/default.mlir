@@ -149,3 +149,17 @@ func.func @conv_nhwc(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8x16xf32>, %b: te
   %r = loom.relu %s : tensor<1x10x10x16xf32>
   func.return %r : tensor<1x10x10x16xf32>
 }
+
+// -----
+
+// MobileNet's 1x1 expansion on 112x112 (M = 12544: two row blocks of MC = 6144 and a last
+// one of 252, the last 4 rows peeled off for MR = 6): a row tile %i_t2 starts at a
+// multiple of 6 in every block, so its rows end by 12539, before the peeled copy's; the
+// epilogue is fused into both nests and the zero fill dropped.
+// REMARK: default.mlir:[[# @LINE + 2]]:3: remark: [loom-fuse-epilogue] fused add (line [[# @LINE + 3]]), clamp (line [[# @LINE + 4]]) into the 'matmul' nest (line [[# @LINE + 2]]): applied where it writes each element of %y for the last time, {{.*}} into %c; %y and %z no longer written; the zero fill dropped
+func.func @tall_rows(%x: tensor<1x112x112x16xf32>, %w: tensor<1x1x16x96xf32>, %b: tensor<96xf32>) -> tensor<1x112x112x96xf32> {
+  %y = loom.conv2d %x, %w {layout = "nhwc"} : (tensor<1x112x112x16xf32>, tensor<1x1x16x96xf32>) -> tensor<1x112x112x96xf32>
+  %z = loom.add %y, %b : (tensor<1x112x112x96xf32>, tensor<96xf32>) -> tensor<1x112x112x96xf32>
+  %c = loom.clamp %z {min = 0.0 : f64, max = 6.0 : f64} : tensor<1x112x112x96xf32>
+  func.return %c : tensor<1x112x112x96xf32>
+}
