@@ -114,10 +114,17 @@ def _nest(conv: Conv2DNest, source: _Source, oh: tuple[int, int], ow: tuple[int,
     c, tt, fv = (d[names.index(name)] if name in names else AffineExpr.constant(0) for name in ("c", "t", "fv"))
     j = owt * t + tt
     row, col, ch = _plus(i, oh[0]), _plus(j, ow[0]), _plus(ft * v + fv, f[0])
+    per_group = conv.f // conv.groups
+    if per_group > 1:
+        # a vector's channels lie in one group (V divides F/groups, and f[0] is whole
+        # vectors): X's channel is its first one's, the same in every lane
+        assert per_group % v == 0 and f[0] % v == 0
+        x_channel = group_channel(_plus(ft * v, f[0]), c, per_group, conv.c)
+    else:
+        x_channel = group_channel(ch, c, per_group, conv.c)
     # (the constants folded, so that a nest reads as it runs: X's row oh*sh + r*dh - ph)
     x_at = [n, _plus(i * sh + r * dh, oh[0] * sh - source.origin[0]),
-            _plus(j * sw + s * dw, ow[0] * sw - source.origin[1]),
-            group_channel(ch, c, conv.f // conv.groups, conv.c)]
+            _plus(j * sw + s * dw, ow[0] * sw - source.origin[1]), x_channel]
 
     def body(ivs: list[SSAValue]) -> list[Operation]:
         lx, lw = load(source.buffer, ivs, x_at), load(conv.w, ivs, [r, s, c, ch])

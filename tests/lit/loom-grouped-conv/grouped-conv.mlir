@@ -55,7 +55,8 @@ func.func @depthwise(%x: tensor<1x10x10x16xf32>, %w: tensor<3x3x1x16xf32>) -> te
 
 // Groups of 4 input and 4 output channels (12 in all), stride 2, no padding: no staging;
 // a vector of 4 channels lies in one group, whose channel of X, (f floordiv 4) * 4 + c,
-// is the same in all its lanes; c runs over the group inside the window; the 12 channels
+// is the same in all its lanes (read at its first channel's, without fv: loom-vectorize
+// broadcasts it); c runs over the group inside the window; the 12 channels
 // make a nest of whole vectors (8 would cross a group). 3 columns: one tile of 3.
 // CHECK-LABEL: func.func @groups
 // CHECK-NOT:   memref.alloc
@@ -64,7 +65,7 @@ func.func @depthwise(%x: tensor<1x10x10x16xf32>, %w: tensor<3x3x1x16xf32>) -> te
 // CHECK-NEXT:      affine.for %c = 0 to 4 {
 // CHECK-NEXT:        affine.for %t = 0 to 3 {
 // CHECK-NEXT:          affine.for %fv = 0 to 4 {
-// CHECK-NEXT:            %{{.*}} = affine.load %x[%n, %oh * 2 + %r, %owt * 6 + %t * 2 + %s, (%ft * 4 + %fv) floordiv 4 * 4 + %c] : memref<2x7x7x12xf32>
+// CHECK-NEXT:            %{{.*}} = affine.load %x[%n, %oh * 2 + %r, %owt * 6 + %t * 2 + %s, %ft * 4 floordiv 4 * 4 + %c] : memref<2x7x7x12xf32>
 // CHECK-NEXT:            %{{.*}} = affine.load %w[%r, %s, %c, %ft * 4 + %fv] : memref<3x3x4x12xf32>
 // CHECK:       } {loom.tag = "grouped_conv"}
 // CHECK-NOT:   loom.tag = "grouped_conv"
