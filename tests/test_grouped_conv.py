@@ -1,5 +1,5 @@
 """Grouped and depthwise conv2d (`groups`): the reference, the textbook nest, loom-grouped-conv
-and the default schedule against float64 over random layers (groups dividing C and F, one
+(other tiles and vector widths drawn too) and the default schedule against float64 over random layers (groups dividing C and F, one
 channel per group, several, several outputs per group; windows, strides, padding,
 dilations; both layouts, where NCHW stays the textbook nest), exactly on small integers, the
 same bits as the unscheduled nest; @jit's `groups=` and its refusals; the staged input
@@ -19,6 +19,9 @@ from kernels import DT, assert_within_bound, small_ints, ty
 
 GROUPED = "loom-bufferize,convert-loom-to-affine,loom-grouped-conv"
 PIPELINES = ["naive", GROUPED, "default"]
+#: other tiles and vector widths, bare and scheduled by loom-default after them
+SCHEDULES = [f"{GROUPED}{{tile=3 width=4}}", f"{GROUPED}{{tile=5 width=16}},loom-default",
+             f"{GROUPED}{{tile=1 width=2}},loom-default"]
 
 
 @st.composite
@@ -68,8 +71,8 @@ def inputs(layer, dtype, rng, layout="nhwc", ints=False):
     return [rng.standard_normal(sh).astype(dtype) for sh in shapes]
 
 
-@settings(max_examples=25, deadline=None)
-@given(layer=grouped_layers(), pipeline=st.sampled_from(PIPELINES[1:]), seed=st.integers(0, 2**16))
+@settings(max_examples=40, deadline=None)
+@given(layer=grouped_layers(), pipeline=st.sampled_from(PIPELINES[1:] + SCHEDULES), seed=st.integers(0, 2**16))
 def test_grouped_conv_within_bound_and_exact_on_integers(layer, pipeline, seed):
     src = source(layer)
     kern = compiler.compile(src, pipeline=pipeline)
