@@ -318,7 +318,7 @@ def test_micro_kernel_in_registers_for_each_kind_of_host(kind, order):
 # 2. Ablations: loom-default{skip=...}
 
 #: the pass whose remarks show that a step ran
-STEP_PASS = {"direct": "loom-direct-conv", "im2col": "loom-im2col", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
+STEP_PASS = {"direct": "loom-direct-conv", "im2col": "loom-im2col", "grouped": "loom-grouped-conv", "peel": "loom-peel", "tile": "loom-tile", "pack": "loom-pack", "vectorize": "loom-vectorize",
              "unroll-jam": "loom-unroll-jam", "hoist": "loom-hoist", "prefetch": "loom-prefetch",
              "fuse-pack": "loom-fuse-pack", "parallel": "loom-parallelize", "fuse": "loom-fuse-epilogue"}
 
