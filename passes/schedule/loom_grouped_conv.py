@@ -58,8 +58,8 @@ from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 
 from passes.analysis.loop_utils import nest_tag, perfect_band, raise_problems, select_nests
-from passes.conversion.convert_loom_to_affine import accumulate, build_nest, group_channel, load, store, zero_nest
-from passes.schedule.loom_im2col import Conv2DNest, match_conv2d, replace_nest
+from passes.conversion.convert_loom_to_affine import accumulate, build_nest, group_channel, load, store
+from passes.schedule.loom_im2col import Conv2DNest, bordered, match_conv2d, replace_nest
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
 from passes.support.target import Target, host
@@ -156,29 +156,21 @@ def inside(outputs: int, extent: int, window: int, stride: int, dilation: int, p
 
 def _staged_box(conv: Conv2DNest, oh: tuple[int, int], ow: tuple[int, int], name: str) -> tuple[list[Operation], _Source]:
     """The box of the padded input the outputs oh x ow read, in a buffer of its own: zeroed,
-    then the part of X inside it copied in (nests tagged "grouped.pad")."""
+    then the part of X inside it copied in (`bordered`, nests tagged "grouped.pad")."""
     (sh, sw), (ph, pw), (dh, dw) = conv.strides, conv.padding, conv.dilations
     rows = (oh[0] * sh, (oh[1] - 1) * sh + (conv.r - 1) * dh + 1)
     cols = (ow[0] * sw, (ow[1] - 1) * sw + (conv.s - 1) * dw + 1)
     channels = conv.c * conv.groups
-    element = conv.x.type.get_element_type()
-    buffer = memref.AllocOp.get(element, 64, [conv.n, rows[1] - rows[0], cols[1] - cols[0], channels])
-    buffer.memref.name_hint = name
-    ops: list[Operation] = [buffer, *zero_nest(buffer.memref, "grouped.pad")]
     # the rows and columns of X in the box (padded coordinates)
     real_rows = (max(rows[0], ph), min(rows[1], ph + conv.h))
     real_cols = (max(cols[0], pw), min(cols[1], pw + conv.width))
-    if real_rows[1] > real_rows[0] and real_cols[1] > real_cols[0]:
-        n, i, j, c = (AffineExpr.dimension(k) for k in range(4))
-
-        def body(ivs: list[SSAValue]) -> list[Operation]:
-            value = load(conv.x, ivs, [n, i + real_rows[0] - ph, j + real_cols[0] - pw, c])
-            return [value, store(value.result, buffer.memref, ivs,
-                                 [n, i + real_rows[0] - rows[0], j + real_cols[0] - cols[0], c])]
-
-        ops += build_nest([conv.n, real_rows[1] - real_rows[0], real_cols[1] - real_cols[0], channels],
-                          "grouped.pad", body, ["n", "h", "w", "c"])
-    return ops, _Source(buffer.memref, (rows[0], cols[0]))
+    n, i, j, c = (AffineExpr.dimension(k) for k in range(4))
+    ops, buffer = bordered(conv.x, [conv.n, rows[1] - rows[0], cols[1] - cols[0], channels],
+                           (n, _plus(i, real_rows[0] - rows[0]), _plus(j, real_cols[0] - cols[0]), c), name,
+                           ["n", "h", "w", "c"], "grouped.pad",
+                           [conv.n, max(0, real_rows[1] - real_rows[0]), max(0, real_cols[1] - real_cols[0]), channels],
+                           (0, real_rows[0] - ph, real_cols[0] - pw, 0))
+    return ops, _Source(buffer, (rows[0], cols[0]))
 
 
 def regions(conv: Conv2DNest) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:

@@ -284,20 +284,25 @@ def staged_input(conv: Conv2DNest) -> tuple[list[Operation], SSAValue]:
 
 
 def bordered(x: SSAValue, shape: list[int], into: tuple[AffineExpr, ...], name: str, names: list[str],
-             tag: str = "im2col.pad", extents: list[int] | None = None) -> tuple[list[Operation], SSAValue]:
-    """A buffer of `shape` named `name`, zeroed, then X copied into it, X[i] at `into`(i)
-    (nests tagged `tag`, ivs named `names`), for i in `extents` (all of X by default:
-    fewer where the rows and columns past them are read by no window)."""
+             tag: str = "im2col.pad", extents: list[int] | None = None,
+             start: tuple[int, ...] = (0, 0, 0, 0)) -> tuple[list[Operation], SSAValue]:
+    """A buffer of `shape` named `name`, zeroed, then X copied into it, X[start + i] at
+    `into`(i) (nests tagged `tag`, ivs named `names`), for i in `extents` (all of X by
+    default: fewer where the rows and columns past them are read by no window; none, and
+    no copy, where an extent is 0)."""
     element = x.type.get_element_type()
     buffer = memref.AllocOp.get(element, 64, shape)
     buffer.memref.name_hint = name
     to = AffineMapAttr(AffineMap(4, 0, into))
+    at = AffineMapAttr(AffineMap(4, 0, tuple(AffineExpr.dimension(k) + o if o else AffineExpr.dimension(k)
+                                             for k, o in enumerate(start))))
 
     def body(ivs: list[SSAValue]) -> list[Operation]:
-        value = affine.LoadOp(x, ivs, AffineMapAttr(AffineMap.identity(4)), element)
+        value = affine.LoadOp(x, ivs, at, element)
         return [value, affine.StoreOp(value.result, buffer.memref, ivs, to)]
 
-    copy = build_nest(extents or list(x.type.get_shape()), tag, body, names)
+    extents = extents or list(x.type.get_shape())
+    copy = build_nest(extents, tag, body, names) if all(extents) else []
     return [buffer, *zero_nest(buffer.memref, tag), *copy], buffer.memref
 
 
