@@ -57,11 +57,9 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 
-from passes.analysis.loop_utils import nest_tag, perfect_band, raise_problems, select_nests
+from passes.analysis.loop_utils import raise_problems
 from passes.conversion.convert_loom_to_affine import accumulate, build_nest, group_channel, load, store
-from passes.schedule.loom_im2col import Conv2DNest, bordered, match_conv2d, replace_nest
-from passes.support.diagnostics import LoomError
-from passes.support.remarks import remark
+from passes.schedule.loom_im2col import Conv2DNest, bordered, match_conv2d, replace_nest, rewrite_conv2d_nests
 from passes.support.target import Target, host
 
 #: the tag of the nests this pass makes, which loom-default schedules
@@ -244,19 +242,5 @@ class LoomGroupedConvPass(ModulePass):
             if self.width < 0 or self.width & (self.width - 1) else None,
             f"option 'tile' must be 0 (the default, {DEFAULT_TILE}) or more, got {self.tile}" if self.tile < 0 else None])
         target = host()
-        found = [(nest, match(nest)) for nest in select_nests(op, self.op, self.name)]
-        refused = [(nest, why) for nest, why in found if isinstance(why, str)]
-        if self.op is not None and refused:
-            nest, why = refused[0]
-            raise LoomError(f"{self.name}: cannot rewrite nest '{nest_tag(nest) or 'untagged'}': {why}", nest)
-        if len(refused) == len(found):
-            seven = [(n, c) for n, c in refused if len(perfect_band(n)) == 7]
-            why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
-                   else "no nest has the 7 loops of conv2d's n, oh, ow, f, r, s, c")
-            raise LoomError(f"{self.name}: no grouped conv2d nest to rewrite: {why}",
-                            (seven or found)[0][0] if found else None)
-        for nest, conv in found:
-            if isinstance(conv, str):
-                remark(self.name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}", missed=True)
-            else:
-                remark(self.name, nest, rewrite(conv, target, self.width, self.tile))
+        rewrite_conv2d_nests(op, self.op, self.name, lambda conv: rewrite(conv, target, self.width, self.tile),
+                             match=match, what="grouped conv2d")

@@ -470,13 +470,15 @@ def replace_nest(nest: affine.ForOp, ops: list[Operation], after: list[Operation
 
 
 def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite: Callable[[Conv2DNest], str],
-                         panels: bool = False) -> None:
+                         panels: bool = False, match: Callable[[affine.ForOp], Conv2DNest | str] | None = None,
+                         what: str = "conv2d") -> None:
     """A conv2d pass's apply: `rewrite` every textbook conv2d nest of the nests `tag`
     selects (a remark each). With `tag`, a nest that is not one is refused; without, it
     is skipped with a remark, unless no nest is one (refused, the 7-loop nests' reasons
-    given). `panels`: `rewrite` takes filters in panels (`match_conv2d`)."""
+    given). `panels`: `rewrite` takes filters in panels (`match_conv2d`); `match`: the
+    pass's own test of a nest instead (loom-grouped-conv's), `what` the nests it takes."""
     nests = select_nests(op, tag, pass_name)
-    found = [(nest, match_conv2d(nest, panels=panels)) for nest in nests]
+    found = [(nest, match(nest) if match is not None else match_conv2d(nest, panels=panels)) for nest in nests]
     if tag is not None:
         for nest, conv in found:
             if isinstance(conv, str):
@@ -485,7 +487,7 @@ def rewrite_conv2d_nests(op: ModuleOp, tag: str | None, pass_name: str, rewrite:
         seven = [(n, c) for n, c in found if len(perfect_band(n)) == 7]
         why = ("; ".join(f"nest '{nest_tag(n) or 'untagged'}': {c}" for n, c in seven) if seven
                else "no nest has the 7 loops of conv2d's n, f, oh, ow, c, r, s")
-        raise LoomError(f"{pass_name}: no conv2d nest to rewrite: {why}", (seven or found)[0][0] if found else None)
+        raise LoomError(f"{pass_name}: no {what} nest to rewrite: {why}", (seven or found)[0][0] if found else None)
     for nest, conv in found:
         if isinstance(conv, str):
             remark(pass_name, nest, f"nest '{nest_tag(nest) or 'untagged'}' skipped: {conv}", missed=True)
