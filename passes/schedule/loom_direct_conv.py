@@ -81,7 +81,7 @@ from xdsl.passes import ModulePass
 
 from dialects.layout import contiguous, strided_view
 from passes.analysis.affine_forms import map_forms
-from passes.analysis.loop_utils import nest_tag, perfect_band
+from passes.analysis.loop_utils import nest_tag, perfect_band, raise_problems
 from passes.conversion.convert_loom_to_affine import build_nest, matmul_nest, zero_nest
 from passes.schedule.loom_im2col import (
     Conv2DNest,
@@ -359,9 +359,8 @@ class LoomDirectConvPass(ModulePass):
     op: str | None = None
     group: int = 0
 
-    def option_problems(self) -> list[str | None]:
-        return [f"option 'group' is the channels a window's group holds, 0 (none) or more, got {self.group}"
-                if self.group < 0 else None]
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise_problems(self.name, [
+            f"option 'group' is the channels a window's group holds, 0 (none) or more, got {self.group}"
+            if self.group < 0 else None])
         rewrite_conv2d_nests(op, self.op, self.name, lambda conv: rewrite(conv, self.group), panels=True)

@@ -1,5 +1,8 @@
 // RUN: not loom-opt %s -p 'convert-loom-to-affine,loom-direct-conv{op=conv2d}' --split-input-file 2>&1 | filecheck %s
 // RUN: not loom-opt %s -p 'convert-loom-to-affine,loom-direct-conv' --split-input-file 2>&1 | filecheck %s --check-prefix=ANY
+// RUN: not loom-opt %s -p 'loom-direct-conv{group=-1}' 2>&1 | filecheck %s --check-prefix=OPTIONS
+
+// OPTIONS: error: loom-direct-conv: option 'group' is the channels a window's group holds, 0 (none) or more, got -1
 
 // Already scheduled: the nest is no longer the textbook conv2d.
 // CHECK: refuse.mlir:[[# @LINE + 3]]:3: error: loom-direct-conv: cannot rewrite nest 'conv2d': its perfect band has 4 loops, not the 7 of conv2d's n, f, oh, ow, c, r, s
