@@ -576,7 +576,7 @@ class LoomPartition(torch.nn.Module):
                 or y.dtype not in (torch.float32, torch.float64) or conv.args[8] != 1):
             return 0
         n, f, ho, wo = y.shape
-        return choose_winograd(n, ho, wo, w.shape[1], f, filter_given=True).tile
+        return choose_winograd(n, ho, wo, w.shape[1], f, host(), filter_given=True).tile
 
     def _fold(self, tensors: Sequence[torch.Tensor]) -> None:
         """Each constant, computed again unless it is made of parameters and buffers whose

@@ -408,6 +408,24 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     return plan
 
 
+def _dividing_block(k: int, kc: int) -> int:
+    """KC for a direct convolution's windows (A read in place): K in blocks of one size, a
+    multiple of 8, where up to twice the fewest blocks of at most `kc` divide it so; else
+    `kc`. The k loop of a last, shorter block has a bound of min(k_t + KC, K), and inlined
+    in the kernel with the windows' k floordiv (S*C) in its reads, LLVM's loop strength
+    reduction gave the one-thread micro-kernel an induction variable per row of A and
+    spilled the accumulators: znver3, one thread, one process, interleaved, 3x3 C128 28^2
+    (K = 1152: 1024 + 128 -> 576 + 576) 9.06 -> 3.64 ms, 3x3/2 C128 -> 256 3.99 -> 2.00,
+    3x3/2 C256 -> 512 5.32 -> 4.25; 3x3 C256 14^2 (K = 2304 in 768s) and 3x3 C512 7^2 in
+    panels 0.99-1.03x. (On two threads the row tiles run in a function of their own and
+    the two plans ran alike: 1.55 ms.)"""
+    least = -(-k // kc)
+    for blocks in range(least, 2 * least + 1):
+        if k % blocks == 0 and (k // blocks) % 8 == 0:
+            return k // blocks
+    return kc
+
+
 def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool,
                  packed_bytes: int, dot: str, b_panel: bool = False) -> MatmulPlan:
     e = element_bytes
@@ -436,6 +454,8 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     kc = max(1, min(k, max(8, 3 * target.l1 // 4 // (mr * sized) // 8 * 8)))
     if sized != e:  # k blocks of one size (2048 in 1536 + 512 left the last block a third as long)
         kc = min(k, -(-k // -(-k // kc) // 8) * 8)
+    elif windows:
+        kc = _dividing_block(k, kc)
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
     # rows of i32 (u8 x s8 197x768x768, znver3, one thread: MC 126 -> 192, 1.08-1.12x; KC
     # doubled as well: 2048^3 0.95-0.97x, so KC stays sized by C's element)
@@ -595,27 +615,37 @@ class WinogradChoice:
     estimates: dict[int, float]
 
 
-def winograd_estimate(n: int, ho: int, wo: int, c: int, f: int, m: int, *, filter_given: bool) -> float:
-    """The estimated time of a Winograd F(m x m, 3 x 3) convolution (WINOGRAD_*), in fmas."""
+def winograd_estimate(n: int, ho: int, wo: int, c: int, f: int, m: int, target: Target, *,
+                      filter_given: bool) -> float:
+    """The estimated time of a Winograd F(m x m, 3 x 3) convolution (WINOGRAD_*), in fmas.
+    Where the P rows of a product are not whole register tiles (P > MR, P mod MR rows
+    left), the rows left over are a nest of their own after the products (loom-peel),
+    which reads U again, from memory where U takes half of L3 or more: its cost then counts
+    twice. 3x3 C512 7^2 at batch 1, F(2x2), has 16 rows of 16.8 MB of U: on AVX2's 6x16
+    tile 12 + 4 rows; znver3, one thread, filters cold (8 rotated), one process: 10.6 ms
+    against 5.6 for the direct convolution with its filter in panels. On znver4's 8x48 the
+    16 rows are whole tiles (2.4 ms against 2.5)."""
     alpha2 = winograd.points(m) ** 2
     p = winograd.tile_count(n, ho, wo, m)
     cost = WINOGRAD_ELEMENT_FMAS
-    filter_cost = cost["filter"] * (WINOGRAD_FEW_ROWS if p < WINOGRAD_MIN_ROWS else 1.0)
+    mr = register_tile(target)[0]
+    again = p > mr and p % mr and alpha2 * c * f * FLOAT >= target.l3 // 2
+    filter_cost = cost["filter"] * (WINOGRAD_FEW_ROWS if p < WINOGRAD_MIN_ROWS else 1.0) * (2 if again else 1)
     if not filter_given:
         filter_cost += cost["filter_transform"]
     return (alpha2 * p * c * f / WINOGRAD_MATMUL_SPEED + cost["input"] * alpha2 * p * c
             + cost["output"] * alpha2 * p * f + filter_cost * alpha2 * c * f)
 
 
-def choose_winograd(n: int, ho: int, wo: int, c: int, f: int, tiles: tuple[int, ...] = (2, 4), *,
+def choose_winograd(n: int, ho: int, wo: int, c: int, f: int, target: Target, tiles: tuple[int, ...] = (2, 4), *,
                     filter_given: bool = False) -> WinogradChoice:
     """The fastest of the direct convolution (its N Ho Wo 9 C F fmas and its filter) and Winograd with each
     tile of `tiles`, for an NHWC 3x3 stride-1 conv2d of C -> F channels and an N x Ho x Wo
-    output; `filter_given`: the caller passes the transformed filter (no filter transform
+    output on `target`; `filter_given`: the caller passes the transformed filter (no filter transform
     in the kernel). A tile named alone (loom-winograd{tile=m}) is taken as it is."""
     estimates = {0: 9.0 * n * ho * wo * c * f + WINOGRAD_ELEMENT_FMAS["filter"] * 9 * c * f}
     for m in tiles:
-        estimates[m] = winograd_estimate(n, ho, wo, c, f, m, filter_given=filter_given)
+        estimates[m] = winograd_estimate(n, ho, wo, c, f, m, target, filter_given=filter_given)
     text = ", ".join(("direct" if m == 0 else f"F({m}x{m})") + f" {e / 1e6:.3g}M" for m, e in estimates.items())
     why = f"estimated time in fmas at the peak: {text}"
     best = min(estimates, key=estimates.get) if len(tiles) > 1 else tiles[0]

@@ -54,6 +54,7 @@ from dialects import loom, winograd
 from passes.analysis import cost_model
 from passes.support.diagnostics import LoomError
 from passes.support.remarks import remark
+from passes.support.target import host
 
 PASS = "loom-winograd"
 
@@ -117,7 +118,7 @@ class RewriteConv(RewritePattern):
         x, w = conv.ins
         n, ho, wo, f = conv.output_type.get_shape()
         c = x.type.get_shape()[3]
-        choice = cost_model.choose_winograd(n, ho, wo, c, f, (self.tile,) if self.tile else winograd.TILES)
+        choice = cost_model.choose_winograd(n, ho, wo, c, f, host(), (self.tile,) if self.tile else winograd.TILES)
         if not choice.tile:
             remark(PASS, conv, f"kept the direct convolution: {choice.why}", missed=True, estimates=choice.estimates)
             return
