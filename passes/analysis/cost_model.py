@@ -417,7 +417,7 @@ def _dividing_block(k: int, kc: int) -> int:
     spilled the accumulators: znver3, one thread, one process, interleaved, 3x3 C128 28^2
     (K = 1152: 1024 + 128 -> 576 + 576) 9.06 -> 3.64 ms, 3x3/2 C128 -> 256 3.99 -> 2.00,
     3x3/2 C256 -> 512 5.32 -> 4.25; 3x3 C256 14^2 (K = 2304 in 768s) and 3x3 C512 7^2 in
-    panels 0.99-1.03x. (On two threads the row tiles run in a function of their own and
+    panels 0.99-1.04x. (On two threads the row tiles run in a function of their own and
     the two plans ran alike: 1.55 ms.)"""
     least = -(-k // kc)
     for blocks in range(least, 2 * least + 1):
