@@ -334,3 +334,31 @@ def test_a_padded_ui8_conv2d_stages_its_zero_border_in_ui8(rewrite, layout):
     rng = np.random.default_rng(17)
     x, w = rng.integers(0, 256, x_shape).astype(np.uint8), rng.integers(-128, 128, w_shape).astype(np.int8)
     np.testing.assert_array_equal(kern(x, w), compiler.reference(src, x, w))
+
+
+#: (n, c, h, w, f, r, s, strides, padding, dilations) whose window rows are short: the stem
+#: (7x7/2 of 3 channels, a row of 21 taps), a 3x3 of 3 channels (9), a dilated 5x5 of one (5)
+SHORT_ROWS = [(2, 3, 30, 29, 16, 7, 7, (2, 2), (3, 3), (1, 1)), (3, 3, 11, 13, 24, 3, 3, (1, 1), (1, 1), (1, 1)),
+              (1, 1, 14, 14, 8, 5, 5, (1, 1), (2, 2), (2, 2))]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("layer", SHORT_ROWS, ids=["stem", "3x3_c3", "5x5_c1_dilated"])
+def test_short_window_rows_are_unroll_jammed(layer, threads, monkeypatch):
+    """An NHWC direct convolution whose window rows hold at most WINDOW_RUN_JAM taps gets k
+    unroll-jammed by a row (the remark says so): exact on small integers, and bit for bit
+    the schedule without it (the same sums in the same order)."""
+    from passes.schedule import loom_default
+
+    src = source(layer, np.float32, "nhwc")
+    run = layer[1] * layer[6]
+    kern = compiler.compile(src, remarks=True, num_threads=threads, cache=False)
+    assert any(f"k unroll-jammed by {run}, a window row of taps" in r for r in kern.remarks), kern.remarks
+    rng = np.random.default_rng(run)
+    x, wt = (small_ints(rng, s, np.float32) for s in shapes(layer, "nhwc"))
+    np.testing.assert_array_equal(kern(x, wt), compiler.reference(src, x, wt).astype(np.float32))
+    monkeypatch.setattr(loom_default, "WINDOW_RUN_JAM", 0)
+    plain = compiler.compile(src, remarks=True, num_threads=threads, cache=False)
+    assert not any("a window row of taps" in r for r in plain.remarks)
+    x, wt = (rng.standard_normal(s).astype(np.float32) for s in shapes(layer, "nhwc"))
+    np.testing.assert_array_equal(kern(x, wt), plain(x, wt))

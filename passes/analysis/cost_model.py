@@ -109,6 +109,13 @@ MV_K_JAM = 8
 #: with MV_K_JAM; the register tile's NR (48 columns with znver4's 8x48) would peel 4096
 #: columns into 4080 + 16 and leave 2 threads blocks of unequal width
 MV_J_VECTORS = 2
+#: a direct convolution's windows read A at a row of S*C taps, then jump to the next tap
+#: row: the reads divide k by S*C. Where S*C is at most this (and divides KC), k is
+#: unroll-jammed by a whole row (`MatmulPlan.k_jam`): the copies' divisions are the row's,
+#: once per row, not a division per k and row of the tile. The 7x7/2 stem (S*C = 21, K =
+#: 147), znver3, one thread, one process: 5.29 -> 2.80 ms; 3x3 C64 56^2 (S*C = 192, the
+#: loop split at each row by hand) 3.04 -> 3.09: long rows leave the division little to cost
+WINDOW_RUN_JAM = 32
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,10 @@ class MatmulPlan:
     #: the source of a later one; "before", the same where a nest between them reads the
     #: panel too (loom-compensate's column sums)
     b_copy: str = "fused"
+    #: k unroll-jammed by this many iterations around the register tile: a direct
+    #: convolution's window row of S*C taps where it is short (`WINDOW_RUN_JAM`), so that
+    #: the k loop steps by whole rows and its copies share the division of k by S*C
+    k_jam: int = 1
 
     @property
     def rows_tiled(self) -> bool:
@@ -178,6 +189,9 @@ class MatmulPlan:
                 f"{self.lanes} lanes)",
                 f"cache tiles MC={self.mc} NC={self.nc} KC={self.kc}",
             ]
+            if self.k_jam > 1:
+                words.append(f"k unroll-jammed by {self.k_jam}, a window row of taps: the division of k by it "
+                             f"once per row")
             if self.panels:
                 words.append("panel order: one row block, NC columns per thread, B a KC x NR panel at a time, " + {
                     "fused": "copied by the first row tile as it computes, the next panel prefetched by the others",

@@ -95,6 +95,7 @@ from passes.analysis.affine_forms import LinearForm
 from passes.analysis.cost_model import (
     MIN_PARALLEL_WORK,
     MV_K_JAM,
+    WINDOW_RUN_JAM,
     MatmulPlan,
     choose_conv2d,
     plan_matmul,
@@ -360,6 +361,10 @@ class LoomDefaultPass(ModulePass):
                 plan = replace(plan, b_copy="before" if on.compensated else "ahead")
             elif grouped:  # widened after all (a copy peeled off the last columns): A need not be packed
                 plan = plan_of(sub, pack_a=False)
+            elif in_place == "A" and plan.rows_tiled and "unroll-jam" not in skip:
+                run = loom_direct_conv.window_run(sub)
+                if 1 < run <= WINDOW_RUN_JAM and plan.kc % run == 0:
+                    plan = replace(plan, k_jam=run)
             passes = matmul_schedule(plan, batch, skip, columns, transposed_b=transposed,
                                      dot=on if isinstance(on, DotProducts) else None)
             blocks = ""
@@ -900,7 +905,7 @@ def matmul_schedule(plan: MatmulPlan, batch: int, skip: set[str], columns: int =
                 passes.append(LoomPackPass(operand=1, level=b + BLIS.index("k_t"), panel=plan.nr, op=op, **b_group))
             if plan.in_place != "A" and plan.pack_a:
                 passes.append(LoomPackPass(operand=0, level=b + BLIS.index("i_t"), panel=plan.mr, op=op, **a_group))
-        factors = [1] * (b + order.index("i")) + [plan.mr, *vectors]
+        factors = [1] * (b + order.index("k")) + [plan.k_jam, plan.mr, *vectors]
     else:
         factors = []  # band (b,) i, j, k: no register tile to jam, k innermost
     if dot is not None and dot.compensated:

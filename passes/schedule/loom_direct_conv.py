@@ -76,7 +76,7 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from dialects.layout import contiguous, strided_view
@@ -350,6 +350,22 @@ def windows_operand(nest: affine.ForOp) -> str:
         if any(f is None for f in map_forms(load.map.data, load.indices)):
             return name
     return ""
+
+
+def window_run(nest: affine.ForOp) -> int:
+    """The run of k that A's subscripts divide k by in a matmul nest whose A is a direct
+    convolution's windows (NHWC): S*C, a window row's taps, after which the read jumps to
+    the next tap row; 0 where A's reads do not divide k (a 1x1 convolution's, or a plain
+    matmul's)."""
+    k = perfect_band(nest)[-1].body.block.args[0]
+    load = next(o for o in nest.walk() if isinstance(o, affine.LoadOp))
+    m = load.map.data
+    positions = [p for p, v in enumerate(load.indices) if v is k]
+    dims = {AffineExpr.dimension(p) if p < m.num_dims else AffineExpr.symbol(p - m.num_dims) for p in positions}
+    divisors = [e.rhs.value for r in m.results for e in r.dfs()
+                if isinstance(e, AffineBinaryOpExpr) and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
+                and e.lhs in dims and isinstance(e.rhs, AffineConstantExpr)]
+    return min(divisors, default=0)
 
 
 @dataclass(frozen=True)
