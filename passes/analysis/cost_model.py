@@ -113,8 +113,9 @@ MV_J_VECTORS = 2
 #: row: the reads divide k by S*C. Where S*C is at most this (and divides KC), k is
 #: unroll-jammed by a whole row (`MatmulPlan.k_jam`): the copies' divisions are the row's,
 #: once per row, not a division per k and row of the tile. The 7x7/2 stem (S*C = 21, K =
-#: 147), znver3, one thread, one process: 5.29 -> 2.80 ms; 3x3 C64 56^2 (S*C = 192, the
-#: loop split at each row by hand) 3.04 -> 3.09: long rows leave the division little to cost
+#: 147), znver3, one process, interleaved, the jam off -> on: 6.33 -> 3.74 ms on one
+#: thread, 4.31 -> 1.84 on two; 3x3 C64 56^2 (S*C = 192, its k loop split at each row by
+#: hand) 3.04 -> 3.09: long rows leave the division little to cost
 WINDOW_RUN_JAM = 32
 
 
