@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import compiler as loom
 from compiler import numpy_reference as ref
 from passes.analysis import cost_model
-from passes.support.target import Target
+from targets import TARGETS, planning_for
 
 sizes = st.sampled_from([1, 2, 3, 5, 7, 8, 13])
 EPS = {np.float32: np.finfo(np.float32).eps / 2, np.float64: np.finfo(np.float64).eps / 2}
@@ -156,10 +156,6 @@ def test_fast_is_opt_in():
     assert any("[loom-winograd] kept the direct convolution: estimated time" in r for r in tiny.remarks), tiny.remarks
 
 
-ZNVER4 = Target("znver4", 32768, 1 << 20, 32 << 20, 512, 32, True)
-ZNVER3 = Target("znver3", 32768, 512 << 10, 32 << 20, 256, 16, True)
-
-
 def test_the_cost_model_picks_per_layer():
     """ResNet-18's 3x3 layers at batch 1 (filters transformed ahead), znver4: F(4x4) on the
     56^2 and 28^2 maps; F(2x2) at 14^2 and 7^2, where F(4x4)'s filter (4x the direct one's
@@ -169,12 +165,14 @@ def test_the_cost_model_picks_per_layer():
     layer stays direct."""
     choose = cost_model.choose_winograd
     layers = ((56, 64), (28, 128), (14, 256), (7, 512))
-    assert [choose(1, s, s, c, c, ZNVER4, filter_given=True).tile for s, c in layers] == [4, 4, 2, 2]
-    assert [choose(8, s, s, c, c, ZNVER4, filter_given=True).tile for s, c in layers] == [4, 4, 4, 4]
-    assert choose(1, 7, 7, 512, 512, ZNVER4).tile == 0
-    assert [choose(1, s, s, c, c, ZNVER3, filter_given=True).tile for s, c in layers] == [4, 4, 2, 0]
-    assert [choose(8, s, s, c, c, ZNVER3, filter_given=True).tile for s, c in layers] == [4, 4, 4, 4]
-    assert choose(1, 56, 56, 64, 64, ZNVER3, (2,)).tile == 2  # a tile named alone is taken
+    with planning_for(TARGETS["avx512"]) as znver4:
+        assert [choose(1, s, s, c, c, znver4, filter_given=True).tile for s, c in layers] == [4, 4, 2, 2]
+        assert [choose(8, s, s, c, c, znver4, filter_given=True).tile for s, c in layers] == [4, 4, 4, 4]
+        assert choose(1, 7, 7, 512, 512, znver4).tile == 0
+    with planning_for(TARGETS["avx2"]) as znver3:
+        assert [choose(1, s, s, c, c, znver3, filter_given=True).tile for s, c in layers] == [4, 4, 2, 0]
+        assert [choose(8, s, s, c, c, znver3, filter_given=True).tile for s, c in layers] == [4, 4, 4, 4]
+        assert choose(1, 56, 56, 64, 64, znver3, (2,)).tile == 2  # a tile named alone is taken
 
 
 def test_the_front_end_transforms_a_constant_filter_once():

@@ -423,24 +423,6 @@ def plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int = FLO
     return plan
 
 
-def _dividing_block(k: int, kc: int) -> int:
-    """KC for a direct convolution's windows (A read in place): K in blocks of one size, a
-    multiple of 8, where up to twice the fewest blocks of at most `kc` divide it so; else
-    `kc`. The k loop of a last, shorter block has a bound of min(k_t + KC, K), and inlined
-    in the kernel with the windows' k floordiv (S*C) in its reads, LLVM's loop strength
-    reduction gave the one-thread micro-kernel an induction variable per row of A and
-    spilled the accumulators: znver3, one thread, one process, interleaved, 3x3 C128 28^2
-    (K = 1152: 1024 + 128 -> 576 + 576) 9.06 -> 3.64 ms, 3x3/2 C128 -> 256 3.99 -> 2.00,
-    3x3/2 C256 -> 512 5.32 -> 4.25; 3x3 C256 14^2 (K = 2304 in 768s) and 3x3 C512 7^2 in
-    panels 0.99-1.04x. (On two threads the row tiles run in a function of their own and
-    the two plans ran alike: 1.55 ms.)"""
-    least = -(-k // kc)
-    for blocks in range(least, 2 * least + 1):
-        if k % blocks == 0 and (k // blocks) % 8 == 0:
-            return k // blocks
-    return kc
-
-
 def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, windows: bool,
                  packed_bytes: int, dot: str, b_panel: bool = False) -> MatmulPlan:
     e = element_bytes
@@ -470,7 +452,16 @@ def _plan_matmul(m: int, n: int, k: int, target: Target, element_bytes: int, win
     if sized != e:  # k blocks of one size (2048 in 1536 + 512 left the last block a third as long)
         kc = min(k, -(-k // -(-k // kc) // 8) * 8)
     elif windows:
-        kc = _dividing_block(k, kc)
+        # a direct convolution's windows: K in blocks of one size where up to twice the
+        # fewest blocks divide it in multiples of 8. The k loop of a last, shorter block has
+        # a bound of min(k_t + KC, K); inlined in the kernel, with the windows' k floordiv
+        # (S*C) in its reads, LLVM's loop strength reduction then gave the one-thread
+        # micro-kernel an induction variable per row of A and spilled accumulators: znver3,
+        # one thread, one process, interleaved, 3x3 C128 28^2 (K = 1152: 1024 + 128 -> 576 +
+        # 576) 9.06 -> 3.64 ms, 3x3/2 C128 -> 256 3.99 -> 2.00, 3x3/2 C256 -> 512 5.32 ->
+        # 4.25; 3x3 C256 14^2 (K = 2304 in 768s) and 3x3 C512 7^2 in panels 0.99-1.04x (on
+        # two threads the row tiles run in a function of their own: both plans 1.55 ms)
+        kc = _even_blocks(k, kc, 8)
     # A's block in L2, of its packed elements: i16 pairs (vpmaddwd) let it hold twice the
     # rows of i32 (u8 x s8 197x768x768, znver3, one thread: MC 126 -> 192, 1.08-1.12x; KC
     # doubled as well: 2048^3 0.95-0.97x, so KC stays sized by C's element)
